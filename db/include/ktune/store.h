@@ -1,0 +1,195 @@
+// The results database (SQLite): devices, kernels, problems, runs, trials and the best
+// configuration per (kernel, device, problem). The written contract is docs/database.md;
+// in short:
+//   - The schema has a version (table ktune_meta) and numbered migrations (db/migrations).
+//     Opening migrates an older ktune database forward inside one transaction; a database from
+//     a newer ktune, a file that is not a ktune database, or a corrupt file is refused with an
+//     Error(kDatabase) and left untouched.
+//   - WAL journal; every trial is committed in its own transaction, so a crash or Ctrl-C loses
+//     at most the trial in flight.
+//   - A trial belongs to a run; its identity for resuming is (kernel, device, problem, config
+//     key): the same kernel source and space on the same device and problem.
+//   - Only trials with status ok can become a best; set_best refuses any other.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/status.h"
+
+namespace ktune {
+
+struct DeviceRecord {
+  std::int64_t id = 0;
+  std::string name;               // "NVIDIA H200"
+  std::string arch;               // "sm_90"
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t memory_bytes = 0;
+  std::int64_t l2_bytes = 0;
+  // Identity: (name, arch, sm_count, memory_bytes); the fields below are provenance of the
+  // last registration and do not split a device.
+  int driver_version = 0;         // CUDA driver API version, e.g. 13000
+  std::string nvrtc_version;      // "13.0"
+};
+
+struct KernelRecord {
+  std::int64_t id = 0;
+  std::string name;
+  std::string source_hash;
+  std::string space_hash;
+  std::string source;             // the template text, so a stored best can be recompiled
+  std::string entry;
+  std::string spec_json;          // parameters, problem, launch ... as JSON (for reports)
+};
+
+struct ProblemRecord {
+  std::int64_t id = 0;
+  std::string kernel_name;
+  std::string key;                // canonical "n=268435456"
+  std::string json;               // {"n": 268435456}
+};
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::string backend;            // "cuda" | "replay"
+  std::string strategy;           // "brute_force", "random", "optuna:tpe" ...
+  std::string strategy_options;   // JSON
+  std::string budget;             // JSON: {"evaluations": 200, "seconds": 600}
+  std::string status = "running"; // running | finished | interrupted | failed
+  std::string started_at;         // ISO 8601 UTC, set by the store
+  std::string finished_at;
+  std::string ktune_version;
+  std::string nvrtc_version;
+  int driver_version = 0;
+  std::string host;
+  std::string command_line;
+  std::uint64_t seed = 0;
+  std::string summary;            // JSON written when the run finishes
+};
+
+struct TrialRecord {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::string config_key;         // SearchSpace::key
+  std::string config_json;        // {"block_size": 256, ...}
+  TrialStatus status = TrialStatus::kOk;
+  std::string error;              // short reason for a non-ok status
+  // Timing in milliseconds per kernel run; NaN where not measured.
+  double time_ms = 0;             // median: what trials are ranked by
+  double time_min_ms = 0;
+  double time_mean_ms = 0;
+  double time_spread = 0;         // relative spread of the samples (IQR / median)
+  int sample_count = 0;
+  std::vector<double> samples_ms;
+  double gbps = 0;                // NaN when the kernel declares no bytes
+  double gflops = 0;              // NaN when the kernel declares no flops
+  // Resources of the compiled kernel; -1 where unknown.
+  int registers = -1;
+  int local_bytes = -1;
+  int spill_bytes = -1;
+  int static_shared_bytes = -1;
+  int dynamic_shared_bytes = -1;
+  int max_threads_per_block = -1;
+  double occupancy = -1;          // active warps / max warps per SM, 0..1
+  // Compilation.
+  std::string arch;
+  std::string compile_options;    // space-separated
+  std::string compile_log;
+  std::string cubin_hash;         // CompileRequest::key of the binary (see binaries)
+  double compile_ms = 0;
+  double eval_ms = 0;             // wall time of the evaluation (GPU side)
+  std::string created_at;
+};
+
+struct BestRecord {
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::int64_t trial_id = 0;
+  std::string kernel_name;
+  std::string problem_key;
+  std::string updated_at;
+  TrialRecord trial;
+  DeviceRecord device;
+  KernelRecord kernel;
+};
+
+class Store {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  // Opens (and in read-write mode creates and migrates) a database. Throws Error(kDatabase)
+  // for a file that is not a ktune database, a newer schema, corruption, or a locked file.
+  static Store open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  static int latest_schema_version();
+  int schema_version() const;
+  const std::filesystem::path& path() const;
+
+  // Insert-or-find by identity; return the row id (and refresh provenance fields).
+  std::int64_t upsert_device(const DeviceRecord& device);
+  std::int64_t upsert_kernel(const KernelRecord& kernel);
+  std::int64_t upsert_problem(const ProblemRecord& problem);
+
+  std::int64_t begin_run(const RunRecord& run);           // sets started_at, status running
+  void finish_run(std::int64_t run_id, const std::string& status, const std::string& summary);
+  std::optional<RunRecord> run(std::int64_t run_id) const;
+  std::vector<RunRecord> runs(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  // One transaction per trial; returns the trial id.
+  std::int64_t add_trial(const TrialRecord& trial);
+  std::vector<TrialRecord> trials_of_run(std::int64_t run_id) const;
+  // Every trial for (kernel, device, problem) over all runs, oldest first.
+  std::vector<TrialRecord> trials_for(std::int64_t kernel_id, std::int64_t device_id,
+                                      std::int64_t problem_id) const;
+  // The latest trial of that config key for (kernel, device, problem), if any: what resume
+  // and duplicate answers use.
+  std::optional<TrialRecord> find_trial(std::int64_t kernel_id, std::int64_t device_id,
+                                        std::int64_t problem_id,
+                                        const std::string& config_key) const;
+
+  // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
+  // unless the trial exists and has status ok.
+  void set_best(std::int64_t trial_id);
+  // Best for a kernel name and problem key on a device (exact device id), newest kernel
+  // version first; nullopt when none.
+  std::optional<BestRecord> best(const std::string& kernel_name, const std::string& problem_key,
+                                 std::int64_t device_id) const;
+  // Every best row, optionally for one kernel name.
+  std::vector<BestRecord> bests(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  std::vector<DeviceRecord> devices() const;
+  std::optional<DeviceRecord> device(std::int64_t id) const;
+  std::optional<KernelRecord> kernel(std::int64_t id) const;
+  std::optional<ProblemRecord> problem(std::int64_t id) const;
+
+  // Compiled binaries of winners, keyed by CompileRequest::key (issue: runtime client).
+  void put_binary(const std::string& key, const std::string& arch, const std::string& lowered_name,
+                  const std::string& cubin);
+  std::optional<std::string> binary(const std::string& key) const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Current time as ISO 8601 UTC with milliseconds ("2026-11-22T10:00:00.123Z").
+std::string utc_now();
+
+}  // namespace ktune

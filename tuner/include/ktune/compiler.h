@@ -1,0 +1,101 @@
+// NVRTC compilation as a chain of values: a config is rendered into a CompileRequest (source
+// with #defines, name expression, options, arch), compiled into a CompileResult that holds
+// either a CUBIN or the failure as data (status, log, options, arch). Results are cached on
+// disk by (source hash, options, arch, NVRTC version), and a CompilePool runs compilations on
+// CPU threads ahead of the GPU.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace ktune {
+
+struct CompileRequest {
+  std::string source;                // full text: #defines, then the kernel template
+  std::string source_name;           // for compiler messages
+  std::string entry;                 // NVRTC name expression
+  std::vector<std::string> options;  // complete NVRTC option list (includes --gpu-architecture)
+  std::string arch;                  // "sm_90"
+
+  // Cache key: hash of (source, entry, options, arch, NVRTC version).
+  std::string key() const;
+};
+
+// What ptxas reported about the compiled entry (from its verbose log); -1 where unknown.
+struct CompiledResources {
+  int registers = -1;
+  int spill_store_bytes = -1;
+  int spill_load_bytes = -1;
+  int stack_frame_bytes = -1;
+  int static_shared_bytes = -1;
+  int constant_bytes = -1;
+};
+
+struct CompileResult {
+  bool ok = false;
+  std::string cubin;                 // bytes of the CUBIN when ok
+  std::string lowered_name;          // mangled name of the entry when ok
+  std::string error;                 // short reason when !ok, e.g. "NVRTC_ERROR_COMPILATION"
+  std::string log;                   // full NVRTC log (warnings too)
+  std::vector<std::string> options;
+  std::string arch;
+  std::string key;
+  CompiledResources resources;
+  double compile_ms = 0;             // wall time of this compilation (0 for a cache hit)
+  bool from_cache = false;
+};
+
+// "13.0": the NVRTC library this process uses.
+std::string nvrtc_version();
+// Architectures NVRTC can target, as "sm_XX".
+std::vector<std::string> nvrtc_supported_archs();
+// Throws Error(kUsage) unless arch is "sm_NN" (or "sm_NNa") and supported by this NVRTC.
+void check_arch(const std::string& arch);
+
+// Compiles with NVRTC; thread-safe. Compile errors come back as data, never as exceptions.
+CompileResult compile(const CompileRequest& request);
+
+// A directory of compiled CUBINs; safe for several threads and processes (atomic renames).
+class CompileCache {
+ public:
+  explicit CompileCache(std::filesystem::path dir);
+  // Default location: $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, else ~/.cache/ktune.
+  static std::filesystem::path default_dir();
+  std::optional<CompileResult> get(const CompileRequest& request) const;
+  void put(const CompileResult& result);  // only successful results are kept
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// Compiles through the cache (when given) with a pool of threads.
+class CompilePool {
+ public:
+  CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache);
+  ~CompilePool();  // finishes queued work
+  CompilePool(const CompilePool&) = delete;
+  CompilePool& operator=(const CompilePool&) = delete;
+
+  std::shared_future<CompileResult> submit(CompileRequest request);
+  std::size_t threads() const;
+  // Seconds the pool's threads spent compiling (cache hits excluded), summed over threads.
+  double busy_seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compiles synchronously through the cache when given.
+CompileResult compile_cached(const CompileRequest& request, CompileCache* cache);
+
+}  // namespace ktune

@@ -1,0 +1,117 @@
+// KernelSpec: everything ktune knows about one tunable kernel, in plain C++ types. Built-in
+// kernels, shared-library plugins (ktune/plugin.h) and declarative manifests all end up here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/plugin.h"
+#include "ktune/space.h"
+
+namespace ktune {
+
+enum class ElemType {
+  kI8 = KTUNE_TYPE_I8, kU8 = KTUNE_TYPE_U8, kI16 = KTUNE_TYPE_I16, kU16 = KTUNE_TYPE_U16,
+  kI32 = KTUNE_TYPE_I32, kU32 = KTUNE_TYPE_U32, kI64 = KTUNE_TYPE_I64, kU64 = KTUNE_TYPE_U64,
+  kF32 = KTUNE_TYPE_F32, kF64 = KTUNE_TYPE_F64,
+};
+std::size_t elem_size(ElemType t);
+bool is_float(ElemType t);
+std::string_view to_string(ElemType t);                  // "int32", "float32" ...
+std::optional<ElemType> elem_type_from_string(std::string_view name);  // also "int", "float"
+
+enum class BufferRole {
+  kInput = KTUNE_BUFFER_INPUT, kOutput = KTUNE_BUFFER_OUTPUT,
+  kInOut = KTUNE_BUFFER_INOUT, kScratch = KTUNE_BUFFER_SCRATCH,
+};
+std::string_view to_string(BufferRole r);
+
+struct ProblemParam {
+  std::string name;
+  std::int64_t default_value = 0;
+  std::string description;
+};
+
+// A problem: values for the kernel's problem parameters, e.g. {n: 268435456}.
+using Problem = std::map<std::string, std::int64_t>;
+// Canonical text "n=268435456,m=4" in the kernel's declaration order.
+std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order);
+
+struct BufferSpec {
+  std::string name;
+  ElemType type = ElemType::kF32;
+  BufferRole role = BufferRole::kInput;
+  std::string size;          // expression: element count
+  std::string init;          // see ktune_buffer_desc::init
+  double abs_tol = 0;
+  double rel_tol = 0;
+};
+
+struct ArgSpec {
+  std::string buffer;        // non-empty: a buffer's device pointer
+  std::string value;         // otherwise: scalar expression
+  ElemType type = ElemType::kI32;
+  bool is_buffer() const { return !buffer.empty(); }
+};
+
+struct LaunchSpec {
+  std::array<std::string, 3> grid{"1", "1", "1"};
+  std::array<std::string, 3> block{"1", "1", "1"};
+  std::string shared_mem = "0";
+};
+
+struct KernelSpec {
+  std::string name;
+  std::string description;
+  std::string source;
+  std::string source_name;
+  std::string entry;
+  std::vector<std::string> compile_options;
+  std::vector<Parameter> params;
+  std::vector<std::string> restrictions;
+  std::vector<ProblemParam> problem;
+  LaunchSpec launch;
+  std::vector<BufferSpec> buffers;
+  std::vector<ArgSpec> args;
+  ktune_reference_fn reference = nullptr;
+  std::string reference_config;
+  std::string bytes;         // expression or empty
+  std::string flops;         // expression or empty
+  ktune_run_fn run = nullptr;
+  void* user_data = nullptr;
+  std::string origin;        // "builtin", a plugin library path or a manifest path
+
+  // Problem with defaults filled in; throws Error(kUsage) for unknown names.
+  Problem make_problem(const std::map<std::string, std::int64_t>& given) const;
+  // Checks the description for consistency (names, expressions parse, buffers referenced by
+  // args exist, a reference is given ...); throws Error(kInput) naming the kernel and the field.
+  void validate() const;
+};
+
+// Device limits a space is checked against, as constants visible to expressions.
+struct DeviceLimits {
+  std::int64_t max_threads_per_block = 1024;
+  std::int64_t max_shared_memory_per_block = 48 * 1024;         // without opt-in
+  std::int64_t max_shared_memory_per_block_optin = 227 * 1024;  // sm_90
+  std::int64_t max_registers_per_block = 64 * 1024;
+  std::int64_t max_block_dim_x = 1024, max_block_dim_y = 1024, max_block_dim_z = 64;
+  std::int64_t max_grid_dim_x = 2147483647, max_grid_dim_y = 65535, max_grid_dim_z = 65535;
+  std::int64_t multiprocessor_count = 132;
+  std::int64_t warp_size = 32;
+  std::int64_t compute_capability = 90;   // major * 10 + minor
+
+  Constants constants() const;  // "max_threads_per_block" ... for expressions
+  static DeviceLimits for_arch(int compute_capability);  // limits of a GPU generation, no GPU needed
+};
+
+// The space of a kernel for a problem on a device: the kernel's parameters and restrictions,
+// plus the device limits the launch geometry implies (threads per block, block dimensions,
+// dynamic shared memory), each as a named restriction.
+SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
+                       const DeviceLimits& limits);
+
+}  // namespace ktune
