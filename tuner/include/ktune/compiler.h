@@ -63,6 +63,10 @@ void check_arch(const std::string& arch);
 // Compiles with NVRTC; thread-safe. Compile errors come back as data, never as exceptions.
 CompileResult compile(const CompileRequest& request);
 
+// Resources of the function `lowered_name` from an NVRTC log made with --ptxas-options=-v;
+// fields ptxas did not report stay -1.
+CompiledResources parse_ptxas_resources(const std::string& log, const std::string& lowered_name);
+
 // A directory of compiled CUBINs; safe for several threads and processes (atomic renames).
 class CompileCache {
  public:
@@ -70,7 +74,9 @@ class CompileCache {
   // Default location: $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, else ~/.cache/ktune.
   static std::filesystem::path default_dir();
   std::optional<CompileResult> get(const CompileRequest& request) const;
-  void put(const CompileResult& result);  // only successful results are kept
+  // Only successful results are kept. False where nothing was stored (a failed compile, or the
+  // directory is not writable): the cache is an optimisation, so that is never an error.
+  bool put(const CompileResult& result);
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
@@ -89,6 +95,8 @@ class CompilePool {
   std::size_t threads() const;
   // Seconds the pool's threads spent compiling (cache hits excluded), summed over threads.
   double busy_seconds() const;
+  // NVRTC compilations the pool ran (cache hits and shared in-flight submissions excluded).
+  std::size_t compiles() const;
 
  private:
   struct Impl;

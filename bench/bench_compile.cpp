@@ -1,0 +1,123 @@
+// NVRTC compile time of a small templated kernel (the process's first compile apart from later
+// ones), a CUBIN cache hit, and CompilePool throughput with 1, 2 and N threads.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ktune/compiler.h"
+
+namespace {
+
+constexpr const char* kTemplate = R"(
+template <int B, int U>
+__global__ void reduce(const float* in, float* out, unsigned n) {
+  __shared__ float partial[B];
+  float sum = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    unsigned i = (blockIdx.x * U + u) * B + threadIdx.x;
+    if (i < n) sum += in[i];
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = B / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+)";
+
+// Distinct configs so nothing downstream can reuse an earlier compile.
+ktune::CompileRequest request(int index) {
+  int block = 32 << (index % 6);
+  int unroll = 1 + index / 6;
+  ktune::CompileRequest r;
+  r.source = "#define BLOCK_SIZE " + std::to_string(block) + "\n#define UNROLL " +
+             std::to_string(unroll) + "\n" + kTemplate;
+  r.source_name = "reduce.cu";
+  r.entry = "reduce<BLOCK_SIZE, UNROLL>";
+  r.options = {"--gpu-architecture=sm_90", "-std=c++17", "--ptxas-options=-v"};
+  r.arch = "sm_90";
+  return r;
+}
+
+std::atomic<bool> compiled_before{false};
+
+// The first NVRTC compile pays for loading NVRTC's builtins and warming its state; run alone
+// (registered first, one iteration) so that cost is not averaged away.
+void BM_FirstCompile(benchmark::State& state) {
+  for (auto _ : state) {
+    if (compiled_before.exchange(true)) {
+      state.SkipWithError("not the first compile of this process");
+      break;
+    }
+    ktune::CompileResult result = ktune::compile(request(0));
+    if (!result.ok) state.SkipWithError(result.error.c_str());
+  }
+}
+BENCHMARK(BM_FirstCompile)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_Compile(benchmark::State& state) {
+  compiled_before = true;
+  int index = 0;
+  for (auto _ : state) {
+    ktune::CompileResult result = ktune::compile(request(index++ % 60));
+    if (!result.ok) state.SkipWithError(result.error.c_str());
+    benchmark::DoNotOptimize(result.cubin.data());
+  }
+}
+BENCHMARK(BM_Compile)->Unit(benchmark::kMillisecond);
+
+void BM_CacheHit(benchmark::State& state) {
+  compiled_before = true;
+  auto dir = std::filesystem::temp_directory_path() / "ktune-bench-compile-cache";
+  std::filesystem::remove_all(dir);
+  ktune::CompileCache cache(dir);
+  ktune::CompileRequest r = request(3);
+  if (!cache.put(ktune::compile(r))) state.SkipWithError("cannot write the cache");
+  for (auto _ : state) {
+    std::optional<ktune::CompileResult> hit = cache.get(r);
+    if (!hit) state.SkipWithError("cache miss");
+    benchmark::DoNotOptimize(hit);
+  }
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_CacheHit)->Unit(benchmark::kMicrosecond);
+
+// One batch of distinct configs through a pool without a cache: compiles per second.
+void BM_PoolThroughput(benchmark::State& state) {
+  compiled_before = true;
+  constexpr int kBatch = 24;
+  for (auto _ : state) {
+    ktune::CompilePool pool(static_cast<std::size_t>(state.range(0)), nullptr);
+    std::vector<std::shared_future<ktune::CompileResult>> futures;
+    for (int i = 0; i < kBatch; ++i) futures.push_back(pool.submit(request(i)));
+    for (auto& future : futures) {
+      if (!future.get().ok) state.SkipWithError(future.get().error.c_str());
+    }
+    state.counters["busy_s"] = pool.busy_seconds();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+
+void pool_threads(benchmark::internal::Benchmark* b) {
+  std::vector<int> counts = {1, 2,
+                             static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (int count : counts) b->Arg(count);
+}
+BENCHMARK(BM_PoolThroughput)->Apply(pool_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
