@@ -1,1 +1,19 @@
-// placeholder
+// register_builtin_kernels: the explicit list of the kernels ktune ships (no static
+// constructors); each is a plugin description, loaded through the same path as a library.
+#include "builtin.h"
+#include "ktune/registry.h"
+
+namespace ktune {
+
+void register_builtin_kernels(Registry& registry) {
+  static const ktune_kernel_desc* const kKernels[] = {
+      builtin::reduce_kernel(),
+  };
+  static const ktune_plugin kPlugin = {
+      KTUNE_PLUGIN_ABI_VERSION, sizeof(ktune_plugin), "builtin", KTUNE_VERSION,
+      kKernels, sizeof(kKernels) / sizeof(kKernels[0]),
+  };
+  registry.add_plugin(&kPlugin, "builtin");
+}
+
+}  // namespace ktune

@@ -1,2 +1,80 @@
-// placeholder
-int main() { return 0; }
+// ktune: the command-line program. Dispatches to one command; turns errors into messages and
+// exit codes (docs/cli.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <string_view>
+
+#include "cli.h"
+#include "ktune/error.h"
+
+namespace ktune::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"list", "list kernels, their parameters and problem parameters", cmd_list},
+      {"space", "size of a kernel's search space, valid configurations, a sample", cmd_space},
+      {"compile", "compile one configuration with NVRTC; print size, time and resources", cmd_compile},
+      {"devices", "list CUDA devices", cmd_devices},
+  };
+  return kCommands;
+}
+
+namespace {
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "ktune %s: a CUDA kernel autotuner\n\n"
+               "usage: ktune COMMAND [options]     (ktune COMMAND --help for its options)\n\n"
+               "commands:\n",
+               KTUNE_VERSION);
+  for (const auto& c : commands()) std::fprintf(out, "  %-18s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nenvironment:\n"
+               "  KTUNE_PLUGIN_PATH  ':'-separated plugin libraries, manifests or directories\n"
+               "  KTUNE_CACHE_DIR    compiled-kernel cache (default ~/.cache/ktune)\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    if (name == "help" && argc > 2) {
+      for (const auto& c : commands())
+        if (c.name == std::string_view(argv[2])) return c.run({"--help"});
+      std::fprintf(stderr, "error: unknown command '%s'\n", argv[2]);
+      return 2;
+    }
+    print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::printf("ktune %s\n", KTUNE_VERSION);
+    return 0;
+  }
+  for (const auto& c : commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const Error& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return exit_code(e.kind());
+    } catch (const po::error& e) {
+      std::fprintf(stderr, "error: %s: %s (see ktune %s --help)\n", argv[1], e.what(), argv[1]);
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: internal: %s\n", e.what());
+      return exit_code(ErrorKind::kInternal);
+    }
+  }
+  std::fprintf(stderr, "error: unknown command '%s' (see ktune --help)\n", argv[1]);
+  return 2;
+}
+
+}  // namespace ktune::cli
+
+int main(int argc, char** argv) { return ktune::cli::main(argc, argv); }

@@ -1,1 +1,271 @@
-// placeholder: being written
+// KernelSpec helpers: element types, problems, validation, device limits and the search space
+// a kernel has on a device.
+#include "ktune/kernel.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "ktune/error.h"
+#include "ktune/expr.h"
+
+namespace ktune {
+
+std::size_t elem_size(ElemType t) {
+  switch (t) {
+    case ElemType::kI8: case ElemType::kU8: return 1;
+    case ElemType::kI16: case ElemType::kU16: return 2;
+    case ElemType::kI32: case ElemType::kU32: case ElemType::kF32: return 4;
+    case ElemType::kI64: case ElemType::kU64: case ElemType::kF64: return 8;
+  }
+  return 0;
+}
+
+bool is_float(ElemType t) { return t == ElemType::kF32 || t == ElemType::kF64; }
+
+namespace {
+struct TypeName {
+  ElemType type;
+  std::string_view name;
+};
+constexpr TypeName kTypeNames[] = {
+    {ElemType::kI8, "int8"},     {ElemType::kU8, "uint8"},     {ElemType::kI16, "int16"},
+    {ElemType::kU16, "uint16"},  {ElemType::kI32, "int32"},    {ElemType::kU32, "uint32"},
+    {ElemType::kI64, "int64"},   {ElemType::kU64, "uint64"},   {ElemType::kF32, "float32"},
+    {ElemType::kF64, "float64"},
+};
+// C spellings accepted as aliases in manifests.
+constexpr TypeName kTypeAliases[] = {
+    {ElemType::kI32, "int"},      {ElemType::kU32, "unsigned"}, {ElemType::kF32, "float"},
+    {ElemType::kF64, "double"},   {ElemType::kI64, "long"},     {ElemType::kU8, "char"},
+};
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  return names.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(names, ", "));
+}
+}  // namespace
+
+std::string_view to_string(ElemType t) {
+  for (const auto& tn : kTypeNames) {
+    if (tn.type == t) return tn.name;
+  }
+  return "unknown";
+}
+
+std::optional<ElemType> elem_type_from_string(std::string_view name) {
+  for (const auto& tn : kTypeNames) {
+    if (tn.name == name) return tn.type;
+  }
+  for (const auto& tn : kTypeAliases) {
+    if (tn.name == name) return tn.type;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(BufferRole r) {
+  switch (r) {
+    case BufferRole::kInput: return "input";
+    case BufferRole::kOutput: return "output";
+    case BufferRole::kInOut: return "inout";
+    case BufferRole::kScratch: return "scratch";
+  }
+  return "unknown";
+}
+
+std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order) {
+  std::string key;
+  for (const auto& p : order) {
+    auto it = problem.find(p.name);
+    if (it == problem.end()) continue;
+    if (!key.empty()) key += ',';
+    key += fmt::format("{}={}", p.name, it->second);
+  }
+  return key;
+}
+
+Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& given) const {
+  Problem out;
+  for (const auto& p : problem) out[p.name] = p.default_value;
+  for (const auto& [name, value] : given) {
+    if (!out.count(name)) {
+      std::vector<std::string> known;
+      for (const auto& p : problem) known.push_back(p.name);
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("{}: unknown problem parameter '{}'; known: {}", this->name, name,
+                              join_names(known)));
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+void KernelSpec::validate() const {
+  const auto fail = [&](const std::string& what) {
+    throw Error(ErrorKind::kInput,
+                fmt::format("kernel '{}' ({}): {}", name.empty() ? "?" : name,
+                            origin.empty() ? "no origin" : origin, what));
+  };
+  if (!is_identifier(name)) fail("name must be an identifier");
+  if (source.empty()) fail("source is empty");
+  if (entry.empty()) fail("entry is empty");
+  if (params.empty()) fail("no tunable parameters");
+
+  // Names shared by every expression of the kernel: parameters, problem, device limits.
+  Scope scope;
+  std::set<std::string> seen;
+  for (const auto& p : params) {
+    if (!is_identifier(p.name)) fail(fmt::format("parameter name '{}' is not an identifier", p.name));
+    if (!seen.insert(p.name).second) fail(fmt::format("parameter '{}' declared twice", p.name));
+    if (p.values.empty()) fail(fmt::format("parameter '{}' has no values", p.name));
+    if (p.default_index >= p.values.size())
+      fail(fmt::format("parameter '{}': default index out of range", p.name));
+    for (const auto& v : p.values) {
+      // Categorical values become macros (LAYOUT soa, LAYOUT_SOA 1), so they must be identifiers.
+      if (v.is_string() && !is_identifier(v.as_string()))
+        fail(fmt::format("parameter '{}': categorical value '{}' is not an identifier", p.name,
+                         v.as_string()));
+    }
+    scope.add(p.name);
+  }
+  for (const auto& p : problem) {
+    if (!is_identifier(p.name)) fail(fmt::format("problem parameter name '{}' is not an identifier", p.name));
+    if (!seen.insert(p.name).second) fail(fmt::format("problem parameter '{}' clashes with another name", p.name));
+    scope.add(p.name);
+  }
+  for (const auto& [limit, value] : DeviceLimits{}.constants()) scope.add(limit);
+
+  const auto check_expr = [&](const std::string& field, const std::string& text) {
+    try {
+      (void)Expr::parse(text, scope);
+    } catch (const Error& e) {
+      fail(fmt::format("{}: {}", field, e.what()));
+    }
+  };
+  for (std::size_t i = 0; i < restrictions.size(); ++i)
+    check_expr(fmt::format("restriction {}", i + 1), restrictions[i]);
+  for (int d = 0; d < 3; ++d) {
+    check_expr(fmt::format("grid[{}]", d), launch.grid[d]);
+    check_expr(fmt::format("block[{}]", d), launch.block[d]);
+  }
+  check_expr("shared_mem", launch.shared_mem);
+  if (!bytes.empty()) check_expr("bytes", bytes);
+  if (!flops.empty()) check_expr("flops", flops);
+
+  std::set<std::string> buffer_names;
+  bool has_checked_output = false;
+  for (const auto& b : buffers) {
+    if (!is_identifier(b.name)) fail(fmt::format("buffer name '{}' is not an identifier", b.name));
+    if (!buffer_names.insert(b.name).second) fail(fmt::format("buffer '{}' declared twice", b.name));
+    check_expr(fmt::format("buffer '{}' size", b.name), b.size);
+    if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) has_checked_output = true;
+    if (b.abs_tol < 0 || b.rel_tol < 0) fail(fmt::format("buffer '{}': negative tolerance", b.name));
+  }
+  if (!has_checked_output) fail("no output buffer to verify");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a.is_buffer()) {
+      if (!buffer_names.count(a.buffer))
+        fail(fmt::format("argument {} names buffer '{}', which is not declared; buffers: {}", i + 1,
+                         a.buffer,
+                         join_names(std::vector<std::string>(buffer_names.begin(), buffer_names.end()))));
+    } else {
+      check_expr(fmt::format("argument {}", i + 1), a.value);
+    }
+  }
+  if (reference == nullptr && reference_config.empty())
+    fail("no reference: give a reference function or a reference config");
+}
+
+Constants DeviceLimits::constants() const {
+  return {
+      {"max_threads_per_block", max_threads_per_block},
+      {"max_threads_per_multiprocessor", max_threads_per_multiprocessor},
+      {"max_shared_memory_per_block", max_shared_memory_per_block},
+      {"max_shared_memory_per_block_optin", max_shared_memory_per_block_optin},
+      {"max_registers_per_block", max_registers_per_block},
+      {"max_block_dim_x", max_block_dim_x},
+      {"max_block_dim_y", max_block_dim_y},
+      {"max_block_dim_z", max_block_dim_z},
+      {"max_grid_dim_x", max_grid_dim_x},
+      {"max_grid_dim_y", max_grid_dim_y},
+      {"max_grid_dim_z", max_grid_dim_z},
+      {"multiprocessor_count", multiprocessor_count},
+      {"warp_size", warp_size},
+      {"compute_capability", compute_capability},
+  };
+}
+
+DeviceLimits DeviceLimits::for_arch(int cc) {
+  DeviceLimits l;
+  l.compute_capability = cc;
+  // Per-generation limits from the CUDA programming guide's table of compute capabilities; the
+  // multiprocessor count is that of the generation's large data-centre part.
+  if (cc >= 90) {
+    l.max_shared_memory_per_block_optin = 227 * 1024;
+    l.max_threads_per_multiprocessor = 2048;
+    l.multiprocessor_count = 132;
+  } else if (cc >= 89) {
+    l.max_shared_memory_per_block_optin = 99 * 1024;
+    l.max_threads_per_multiprocessor = 1536;
+    l.multiprocessor_count = 128;
+  } else if (cc >= 86) {
+    l.max_shared_memory_per_block_optin = 99 * 1024;
+    l.max_threads_per_multiprocessor = 1536;
+    l.multiprocessor_count = 84;
+  } else if (cc >= 80) {
+    l.max_shared_memory_per_block_optin = 163 * 1024;
+    l.max_threads_per_multiprocessor = 2048;
+    l.multiprocessor_count = 108;
+  } else if (cc >= 75) {
+    l.max_shared_memory_per_block_optin = 64 * 1024;
+    l.max_threads_per_multiprocessor = 1024;
+    l.multiprocessor_count = 72;
+  } else {
+    l.max_shared_memory_per_block_optin = 96 * 1024;
+    l.max_threads_per_multiprocessor = 2048;
+    l.multiprocessor_count = 80;
+  }
+  return l;
+}
+
+SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
+                       const DeviceLimits& limits) {
+  Constants constants;
+  for (const auto& p : kernel.problem) {
+    auto it = problem.find(p.name);
+    constants.emplace_back(p.name, Value(it == problem.end() ? p.default_value : it->second));
+  }
+  for (auto& c : limits.constants()) constants.push_back(std::move(c));
+
+  std::vector<std::string> restrictions = kernel.restrictions;
+  // The launch geometry implies device limits; they are restrictions like any other, so an
+  // impossible launch never reaches the compiler or the GPU.
+  const auto& g = kernel.launch;
+  const auto paren = [](const std::string& e) { return "(" + e + ")"; };
+  restrictions.push_back(fmt::format("{} * {} * {} <= max_threads_per_block", paren(g.block[0]),
+                                     paren(g.block[1]), paren(g.block[2])));
+  static constexpr const char* kAxis[3] = {"x", "y", "z"};
+  for (int d = 0; d < 3; ++d) {
+    const auto is_literal_one = [](const std::string& e) { return e == "1"; };
+    if (!is_literal_one(g.block[d]))
+      restrictions.push_back(fmt::format("1 <= {} <= max_block_dim_{}", paren(g.block[d]), kAxis[d]));
+    if (!is_literal_one(g.grid[d]))
+      restrictions.push_back(fmt::format("1 <= {} <= max_grid_dim_{}", paren(g.grid[d]), kAxis[d]));
+  }
+  if (g.shared_mem != "0")
+    restrictions.push_back(
+        fmt::format("{} <= max_shared_memory_per_block_optin", paren(g.shared_mem)));
+  return SearchSpace(kernel.params, std::move(restrictions), std::move(constants));
+}
+
+}  // namespace ktune

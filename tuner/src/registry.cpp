@@ -1,1 +1,486 @@
-// placeholder: being written
+// The kernel registry: converts plugin descriptions (C ABI) and manifests (TOML) into
+// KernelSpecs, loads plugin libraries, and answers lookups by name.
+#include "ktune/registry.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "ktune/error.h"
+
+namespace ktune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Splits "32, 64, \"a,b\"" at commas outside quotes.
+std::vector<std::string> split_literals(std::string_view text) {
+  std::vector<std::string> out;
+  std::string cur;
+  char quote = 0;
+  for (char c : text) {
+    if (quote) {
+      cur += c;
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      cur += c;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  for (auto& s : out) {
+    const auto b = s.find_first_not_of(" \t\n");
+    const auto e = s.find_last_not_of(" \t\n");
+    s = b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  }
+  return out;
+}
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+Parameter make_parameter(const std::string& kernel, const std::string& name,
+                         std::vector<Value> values, const std::optional<Value>& default_value,
+                         const std::string& description) {
+  Parameter p;
+  p.name = name;
+  p.values = std::move(values);
+  p.description = description;
+  if (default_value) {
+    auto it = std::find(p.values.begin(), p.values.end(), *default_value);
+    if (it == p.values.end())
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': parameter '{}': default {} is not one of its values",
+                              kernel, name, default_value->to_literal()));
+    p.default_index = static_cast<std::size_t>(it - p.values.begin());
+  }
+  return p;
+}
+
+std::int64_t parse_int(const std::string& context, const std::string& text) {
+  const Value v = Value::parse(text);
+  if (!v.is_int())
+    throw Error(ErrorKind::kInput, fmt::format("{}: '{}' is not an integer", context, text));
+  return v.as_int();
+}
+
+// True if the plugin's struct is large enough to hold `field` (fields are only appended).
+template <typename Struct, typename Field>
+bool has_field(const Struct& s, const Field& field) {
+  const auto offset = reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&s);
+  return s.struct_size >= static_cast<std::size_t>(offset) + sizeof(Field);
+}
+
+}  // namespace
+
+KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origin) {
+  KernelSpec k;
+  k.origin = origin;
+  if (!has_field(d, d.user_data))
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel description too small ({} bytes)",
+                                                origin, d.struct_size));
+  k.name = str(d.name);
+  k.description = str(d.description);
+  k.source = str(d.source);
+  k.source_name = d.source_name ? d.source_name : k.name + ".cu";
+  k.entry = str(d.entry);
+  for (std::size_t i = 0; i < d.compile_option_count; ++i)
+    k.compile_options.push_back(str(d.compile_options[i]));
+  for (std::size_t i = 0; i < d.param_count; ++i) {
+    const auto& p = d.params[i];
+    std::vector<Value> values;
+    for (const auto& lit : split_literals(str(p.values))) {
+      if (lit.empty())
+        throw Error(ErrorKind::kInput, fmt::format("kernel '{}' ({}): parameter '{}': empty value in "
+                                                   "list '{}'", k.name, origin, str(p.name), str(p.values)));
+      values.push_back(Value::parse(lit));
+    }
+    std::optional<Value> def;
+    if (p.default_value) def = Value::parse(p.default_value);
+    k.params.push_back(make_parameter(k.name, str(p.name), std::move(values), def, str(p.description)));
+  }
+  for (std::size_t i = 0; i < d.restriction_count; ++i) k.restrictions.push_back(str(d.restrictions[i]));
+  for (std::size_t i = 0; i < d.problem_count; ++i) {
+    const auto& p = d.problem[i];
+    k.problem.push_back({str(p.name),
+                         parse_int(fmt::format("kernel '{}': problem parameter '{}'", k.name, str(p.name)),
+                                   p.default_value ? p.default_value : "0"),
+                         str(p.description)});
+  }
+  for (int a = 0; a < 3; ++a) {
+    if (d.grid[a]) k.launch.grid[a] = d.grid[a];
+    if (d.block[a]) k.launch.block[a] = d.block[a];
+  }
+  if (d.shared_mem) k.launch.shared_mem = d.shared_mem;
+  for (std::size_t i = 0; i < d.buffer_count; ++i) {
+    const auto& b = d.buffers[i];
+    BufferSpec s;
+    s.name = str(b.name);
+    if (b.type < KTUNE_TYPE_I8 || b.type > KTUNE_TYPE_F64)
+      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': buffer '{}': unknown type {}", k.name, s.name, b.type));
+    if (b.role < KTUNE_BUFFER_INPUT || b.role > KTUNE_BUFFER_SCRATCH)
+      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': buffer '{}': unknown role {}", k.name, s.name, b.role));
+    s.type = static_cast<ElemType>(b.type);
+    s.role = static_cast<BufferRole>(b.role);
+    s.size = str(b.size);
+    s.init = str(b.init);
+    s.abs_tol = b.abs_tol;
+    s.rel_tol = b.rel_tol;
+    k.buffers.push_back(std::move(s));
+  }
+  for (std::size_t i = 0; i < d.arg_count; ++i) {
+    const auto& a = d.args[i];
+    ArgSpec s;
+    if (a.buffer) {
+      s.buffer = a.buffer;
+    } else {
+      s.value = str(a.value);
+      if (a.type < KTUNE_TYPE_I8 || a.type > KTUNE_TYPE_F64)
+        throw Error(ErrorKind::kInput, fmt::format("kernel '{}': argument {}: unknown type {}", k.name, i + 1, a.type));
+      s.type = static_cast<ElemType>(a.type);
+    }
+    k.args.push_back(std::move(s));
+  }
+  k.reference = d.reference;
+  k.reference_config = str(d.reference_config);
+  k.bytes = str(d.bytes);
+  k.flops = str(d.flops);
+  k.run = d.run;
+  k.user_data = d.user_data;
+  return k;
+}
+
+struct Registry::Impl {
+  std::map<std::string, KernelSpec, std::less<>> kernels;
+  // Plugin libraries stay loaded for the life of the process: KernelSpecs copied out of the
+  // registry keep function pointers into them.
+  std::vector<void*> libraries;
+};
+
+Registry::Registry() : impl_(std::make_unique<Impl>()) {}
+Registry::~Registry() = default;
+
+void Registry::add(KernelSpec kernel) {
+  kernel.validate();
+  auto it = impl_->kernels.find(kernel.name);
+  if (it != impl_->kernels.end())
+    throw Error(ErrorKind::kInput, fmt::format("kernel '{}' from {} is already registered (from {})",
+                                               kernel.name, kernel.origin, it->second.origin));
+  const std::string name = kernel.name;
+  impl_->kernels.emplace(name, std::move(kernel));
+}
+
+void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin) {
+  if (plugin == nullptr)
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin entry returned no description", origin));
+  if (plugin->abi_version != KTUNE_PLUGIN_ABI_VERSION)
+    throw Error(ErrorKind::kPlugin,
+                fmt::format("{}: plugin built for ABI version {}, this ktune supports version {}; "
+                            "rebuild the plugin against this ktune's ktune/plugin.h",
+                            origin, plugin->abi_version, KTUNE_PLUGIN_ABI_VERSION));
+  if (!has_field(*plugin, plugin->kernel_count))
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin description too small ({} bytes)", origin,
+                                                plugin->struct_size));
+  for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
+    if (plugin->kernels[i] == nullptr)
+      throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel {} is a null pointer", origin, i));
+    add(kernel_from_desc(*plugin->kernels[i], origin));
+  }
+}
+
+void Registry::load_library(const std::string& path) {
+  if (!fs::exists(path))
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin library not found", path));
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: cannot load plugin: {}", path, dlerror()));
+  impl_->libraries.push_back(handle);
+  void* sym = dlsym(handle, KTUNE_PLUGIN_ENTRY_NAME);
+  if (sym == nullptr)
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: not a ktune plugin (no {} symbol)", path,
+                                                KTUNE_PLUGIN_ENTRY_NAME));
+  auto entry = reinterpret_cast<ktune_plugin_entry_fn>(sym);
+  add_plugin(entry(), path);
+}
+
+namespace {
+
+// Reads a manifest field with a message that names the file and the field.
+class ManifestReader {
+ public:
+  explicit ManifestReader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorKind::kInput, fmt::format("{}: {}", path_, what));
+  }
+
+  std::string required_string(const toml::table& t, std::string_view section, std::string_view key) const {
+    const auto* node = t.get(key);
+    if (node == nullptr) fail(fmt::format("{} is missing '{}'", section, key));
+    if (auto s = node->value<std::string>()) return *s;
+    fail(fmt::format("{}.{} must be a string", section, key));
+  }
+
+  std::string optional_string(const toml::table& t, std::string_view section, std::string_view key,
+                              std::string fallback = {}) const {
+    const auto* node = t.get(key);
+    if (node == nullptr) return fallback;
+    if (auto s = node->value<std::string>()) return *s;
+    // Numbers are accepted where an expression is expected: size = 1024.
+    if (auto i = node->value<std::int64_t>()) return std::to_string(*i);
+    fail(fmt::format("{}.{} must be a string", section, key));
+  }
+
+  double optional_number(const toml::table& t, std::string_view section, std::string_view key) const {
+    const auto* node = t.get(key);
+    if (node == nullptr) return 0;
+    if (auto d = node->value<double>()) return *d;
+    fail(fmt::format("{}.{} must be a number", section, key));
+  }
+
+  Value to_value(const toml::node& n, std::string_view where) const {
+    if (auto i = n.value_exact<std::int64_t>()) return Value(*i);
+    if (auto d = n.value_exact<double>()) return Value(*d);
+    if (auto s = n.value_exact<std::string>()) return Value(*s);
+    if (auto b = n.value_exact<bool>()) return Value(std::int64_t{*b ? 1 : 0});
+    fail(fmt::format("{}: values must be numbers or strings", where));
+  }
+
+  // Accepts a string or an array of up to three strings/integers (missing axes are "1").
+  std::array<std::string, 3> dims(const toml::table& t, std::string_view key) const {
+    std::array<std::string, 3> out{"1", "1", "1"};
+    const auto* node = t.get(key);
+    if (node == nullptr) {
+      if (key == "grid" || key == "block") fail(fmt::format("[launch] is missing '{}'", key));
+      return out;
+    }
+    if (auto s = node->value<std::string>()) {
+      out[0] = *s;
+      return out;
+    }
+    if (auto i = node->value_exact<std::int64_t>()) {
+      out[0] = std::to_string(*i);
+      return out;
+    }
+    const auto* arr = node->as_array();
+    if (arr == nullptr || arr->empty() || arr->size() > 3)
+      fail(fmt::format("launch.{} must be an expression or a list of 1 to 3 expressions", key));
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto& e = (*arr)[i];
+      if (auto s = e.value<std::string>()) out[i] = *s;
+      else if (auto n = e.value_exact<std::int64_t>()) out[i] = std::to_string(*n);
+      else fail(fmt::format("launch.{}[{}] must be an expression", key, i));
+    }
+    return out;
+  }
+
+  const toml::array* array_of_tables(const toml::table& t, std::string_view key, bool required) const {
+    const auto* node = t.get(key);
+    if (node == nullptr) {
+      if (required) fail(fmt::format("missing [[{}]] entries", key));
+      return nullptr;
+    }
+    const auto* arr = node->as_array();
+    if (arr == nullptr || !arr->is_array_of_tables()) fail(fmt::format("'{}' must be written as [[{}]] tables", key, key));
+    return arr;
+  }
+
+ private:
+  std::string path_;
+};
+
+ElemType parse_type(const ManifestReader& r, const std::string& where, const std::string& name) {
+  auto t = elem_type_from_string(name);
+  if (!t) r.fail(fmt::format("{}: unknown type '{}' (int8 .. int64, uint8 .. uint64, float32, float64)", where, name));
+  return *t;
+}
+
+}  // namespace
+
+void Registry::load_manifest(const std::string& path) {
+  ManifestReader r(path);
+  if (!fs::exists(path)) r.fail("manifest not found");
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    r.fail(fmt::format("line {}, column {}: {}", where.line, where.column, e.description()));
+  }
+  const toml::table* kt = root["kernel"].as_table();
+  if (kt == nullptr) r.fail("missing [kernel] table");
+
+  KernelSpec k;
+  k.origin = path;
+  k.name = r.required_string(*kt, "[kernel]", "name");
+  k.description = r.optional_string(*kt, "[kernel]", "description");
+  const std::string source_file = r.required_string(*kt, "[kernel]", "source");
+  k.entry = r.required_string(*kt, "[kernel]", "entry");
+  const fs::path source_path = fs::path(path).parent_path() / source_file;
+  std::ifstream in(source_path, std::ios::binary);
+  if (!in) r.fail(fmt::format("[kernel].source: cannot read '{}'", source_path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  k.source = text.str();
+  k.source_name = source_path.filename().string();
+  if (const auto* opts = (*kt)["compile_options"].as_array()) {
+    for (const auto& o : *opts) {
+      auto s = o.value<std::string>();
+      if (!s) r.fail("[kernel].compile_options must be a list of strings");
+      k.compile_options.push_back(*s);
+    }
+  }
+
+  for (const auto& node : *r.array_of_tables(root, "param", true)) {
+    const auto& t = *node.as_table();
+    const std::string name = r.required_string(t, "[[param]]", "name");
+    const auto* values = t["values"].as_array();
+    if (values == nullptr || values->empty())
+      r.fail(fmt::format("[[param]] '{}' needs a non-empty 'values' list", name));
+    std::vector<Value> vs;
+    for (const auto& v : *values) vs.push_back(r.to_value(v, fmt::format("[[param]] '{}'", name)));
+    std::optional<Value> def;
+    if (const auto* d = t.get("default")) def = r.to_value(*d, fmt::format("[[param]] '{}' default", name));
+    k.params.push_back(make_parameter(k.name, name, std::move(vs), def,
+                                      r.optional_string(t, "[[param]]", "description")));
+  }
+  if (const auto* rs = root["restrictions"].as_array()) {
+    for (const auto& e : *rs) {
+      auto s = e.value<std::string>();
+      if (!s) r.fail("restrictions must be a list of strings (expressions)");
+      k.restrictions.push_back(*s);
+    }
+  } else if (root.contains("restrictions")) {
+    r.fail("restrictions must be a list of strings (expressions)");
+  }
+  if (const auto* problems = r.array_of_tables(root, "problem", false)) {
+    for (const auto& node : *problems) {
+      const auto& t = *node.as_table();
+      ProblemParam p;
+      p.name = r.required_string(t, "[[problem]]", "name");
+      const auto* d = t.get("default");
+      if (d == nullptr || !d->value_exact<std::int64_t>())
+        r.fail(fmt::format("[[problem]] '{}' needs an integer 'default'", p.name));
+      p.default_value = *d->value_exact<std::int64_t>();
+      p.description = r.optional_string(t, "[[problem]]", "description");
+      k.problem.push_back(std::move(p));
+    }
+  }
+  const toml::table* launch = root["launch"].as_table();
+  if (launch == nullptr) r.fail("missing [launch] table");
+  k.launch.grid = r.dims(*launch, "grid");
+  k.launch.block = r.dims(*launch, "block");
+  k.launch.shared_mem = r.optional_string(*launch, "[launch]", "shared_mem", "0");
+
+  for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
+    const auto& t = *node.as_table();
+    BufferSpec b;
+    b.name = r.required_string(t, "[[buffer]]", "name");
+    const std::string where = fmt::format("[[buffer]] '{}'", b.name);
+    b.type = parse_type(r, where, r.required_string(t, where, "type"));
+    const std::string role = r.required_string(t, where, "role");
+    if (role == "input") b.role = BufferRole::kInput;
+    else if (role == "output") b.role = BufferRole::kOutput;
+    else if (role == "inout") b.role = BufferRole::kInOut;
+    else if (role == "scratch") b.role = BufferRole::kScratch;
+    else r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
+    b.size = r.optional_string(t, where, "size");
+    if (b.size.empty()) r.fail(fmt::format("{} is missing 'size'", where));
+    b.init = r.optional_string(t, where, "init");
+    b.abs_tol = r.optional_number(t, where, "abs_tol");
+    b.rel_tol = r.optional_number(t, where, "rel_tol");
+    k.buffers.push_back(std::move(b));
+  }
+  for (const auto& node : *r.array_of_tables(root, "arg", true)) {
+    const auto& t = *node.as_table();
+    ArgSpec a;
+    a.buffer = r.optional_string(t, "[[arg]]", "buffer");
+    if (a.buffer.empty()) {
+      a.value = r.optional_string(t, "[[arg]]", "value");
+      if (a.value.empty()) r.fail("[[arg]] needs 'buffer' or 'value'");
+      a.type = parse_type(r, fmt::format("[[arg]] '{}'", a.value), r.required_string(t, "[[arg]]", "type"));
+    }
+    k.args.push_back(std::move(a));
+  }
+  const toml::table* ref = root["reference"].as_table();
+  if (ref == nullptr) r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
+  k.reference_config = r.required_string(*ref, "[reference]", "config");
+  if (const toml::table* metrics = root["metrics"].as_table()) {
+    k.bytes = r.optional_string(*metrics, "[metrics]", "bytes");
+    k.flops = r.optional_string(*metrics, "[metrics]", "flops");
+  }
+  add(std::move(k));
+}
+
+void Registry::load_path(const std::string& path) {
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(p)) entries.push_back(e.path());
+    std::sort(entries.begin(), entries.end());
+    for (const auto& e : entries) {
+      if (e.extension() == ".so") load_library(e.string());
+      else if (e.extension() == ".toml") load_manifest(e.string());
+    }
+    return;
+  }
+  if (!fs::exists(p, ec))
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin path does not exist", path));
+  if (p.extension() == ".toml") load_manifest(path);
+  else load_library(path);
+}
+
+void Registry::load_env_path() {
+  const char* env = std::getenv("KTUNE_PLUGIN_PATH");
+  if (env == nullptr || *env == '\0') return;
+  std::string_view rest(env);
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const std::string item(rest.substr(0, colon));
+    if (!item.empty()) {
+      try {
+        load_path(item);
+      } catch (const Error& e) {
+        throw Error(e.kind(), fmt::format("KTUNE_PLUGIN_PATH: {}", e.what()));
+      }
+    }
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+bool Registry::contains(std::string_view name) const { return impl_->kernels.count(name) > 0; }
+
+const KernelSpec& Registry::get(std::string_view name) const {
+  auto it = impl_->kernels.find(name);
+  if (it == impl_->kernels.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, k] : impl_->kernels) names.push_back(n);
+    throw Error(ErrorKind::kUsage, fmt::format("unknown kernel '{}'; known kernels: {}", name,
+                                               names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  return it->second;
+}
+
+std::vector<const KernelSpec*> Registry::kernels() const {
+  std::vector<const KernelSpec*> out;
+  for (const auto& [n, k] : impl_->kernels) out.push_back(&k);
+  return out;
+}
+
+}  // namespace ktune

@@ -95,6 +95,7 @@ struct KernelSpec {
 // Device limits a space is checked against, as constants visible to expressions.
 struct DeviceLimits {
   std::int64_t max_threads_per_block = 1024;
+  std::int64_t max_threads_per_multiprocessor = 2048;
   std::int64_t max_shared_memory_per_block = 48 * 1024;         // without opt-in
   std::int64_t max_shared_memory_per_block_optin = 227 * 1024;  // sm_90
   std::int64_t max_registers_per_block = 64 * 1024;

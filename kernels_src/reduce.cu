@@ -1,0 +1,115 @@
+// Parallel reduction (sum), the seven steps of the lecture "Optimizing Parallel Reduction in
+// CUDA" as one template; VARIANT picks the step:
+//   1  interleaved addressing with divergent branching (tid % (2*s))
+//   2  interleaved addressing with a strided index (no divergence, bank conflicts)
+//   3  sequential addressing (conflict free)
+//   4  first add during the global load (two elements per thread)
+//   5  unrolled last warp
+//   6  completely unrolled, block size as a template parameter
+//   7  several elements per thread (ELEMENTS_PER_THREAD, loop unrolled by UNROLL)
+// One launch reduces n values of `in` to one partial sum per block in out[blockIdx.x]; the host
+// launches it again on the partial sums until one value is left, as the lecture's "kernel
+// decomposition" does. ktune defines BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, UNROLL and
+// KTUNE_LAUNCH_BOUNDS; indices are 32-bit, so n is at most 2^31.
+
+#ifndef KTUNE_LAUNCH_BOUNDS
+#define KTUNE_LAUNCH_BOUNDS
+#endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#define KTUNE_PRAGMA_(x) _Pragma(#x)
+#define KTUNE_UNROLL(n) KTUNE_PRAGMA_(unroll n)
+
+// The lecture's warp-synchronous tail relied on a warp executing in lock step. Since Volta the
+// threads of a warp may be scheduled independently, so every step reads, synchronises the warp,
+// and only then writes (still one warp, still no __syncthreads). Shared memory holds at least 64
+// elements, so the reads past a 32-thread block stay inside the allocation; their values only
+// reach lanes whose results are discarded.
+template <typename T>
+__device__ __forceinline__ void warp_reduce(volatile T* s, unsigned tid, unsigned block_size) {
+  T v = s[tid];
+  if (block_size >= 64) { v += s[tid + 32]; __syncwarp(); s[tid] = v; __syncwarp(); }
+  if (block_size >= 32) { v += s[tid + 16]; __syncwarp(); s[tid] = v; __syncwarp(); }
+  if (block_size >= 16) { v += s[tid + 8]; __syncwarp(); s[tid] = v; __syncwarp(); }
+  if (block_size >= 8) { v += s[tid + 4]; __syncwarp(); s[tid] = v; __syncwarp(); }
+  if (block_size >= 4) { v += s[tid + 2]; __syncwarp(); s[tid] = v; __syncwarp(); }
+  if (block_size >= 2) { v += s[tid + 1]; __syncwarp(); s[tid] = v; }
+}
+
+// Tree reduction of s[0, BlockSize) with the loop fully unrolled at compile time (steps 6, 7).
+template <unsigned BlockSize, typename T>
+__device__ __forceinline__ void block_reduce_unrolled(T* s, unsigned tid) {
+  if (BlockSize >= 1024) { if (tid < 512) s[tid] += s[tid + 512]; __syncthreads(); }
+  if (BlockSize >= 512) { if (tid < 256) s[tid] += s[tid + 256]; __syncthreads(); }
+  if (BlockSize >= 256) { if (tid < 128) s[tid] += s[tid + 128]; __syncthreads(); }
+  if (BlockSize >= 128) { if (tid < 64) s[tid] += s[tid + 64]; __syncthreads(); }
+  if (tid < 32) warp_reduce<T>(s, tid, BlockSize);
+}
+
+template <unsigned BlockSize, int Variant, int ElementsPerThread, typename T>
+__global__ void KTUNE_LAUNCH_BOUNDS reduce(const T* __restrict__ in, T* __restrict__ out,
+                                           unsigned n) {
+  extern __shared__ unsigned char smem_raw[];
+  T* s = reinterpret_cast<T*>(smem_raw);
+  const unsigned tid = threadIdx.x;
+
+  if constexpr (Variant <= 3) {
+    // One element per thread.
+    const unsigned i = blockIdx.x * blockDim.x + tid;
+    s[tid] = i < n ? in[i] : T(0);
+    __syncthreads();
+    if constexpr (Variant == 1) {
+      for (unsigned k = 1; k < blockDim.x; k *= 2) {
+        if (tid % (2 * k) == 0) s[tid] += s[tid + k];
+        __syncthreads();
+      }
+    } else if constexpr (Variant == 2) {
+      for (unsigned k = 1; k < blockDim.x; k *= 2) {
+        const unsigned index = 2 * k * tid;
+        if (index < blockDim.x) s[index] += s[index + k];
+        __syncthreads();
+      }
+    } else {
+      for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+      }
+    }
+  } else if constexpr (Variant <= 6) {
+    // First add during load: two elements per thread.
+    const unsigned bs = Variant == 6 ? BlockSize : blockDim.x;
+    const unsigned i = blockIdx.x * (bs * 2) + tid;
+    T v = i < n ? in[i] : T(0);
+    if (i + bs < n) v += in[i + bs];
+    s[tid] = v;
+    __syncthreads();
+    if constexpr (Variant == 4) {
+      for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+      }
+    } else if constexpr (Variant == 5) {
+      for (unsigned k = blockDim.x / 2; k > 32; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+      }
+      if (tid < 32) warp_reduce<T>(s, tid, blockDim.x);
+    } else {
+      block_reduce_unrolled<BlockSize, T>(s, tid);
+    }
+  } else {
+    // Several elements per thread, each pass over the block's tile coalesced.
+    const unsigned base = blockIdx.x * (BlockSize * ElementsPerThread) + tid;
+    T v = T(0);
+    KTUNE_UNROLL(UNROLL)
+    for (int k = 0; k < ElementsPerThread; ++k) {
+      const unsigned i = base + k * BlockSize;
+      if (i < n) v += in[i];
+    }
+    s[tid] = v;
+    __syncthreads();
+    block_reduce_unrolled<BlockSize, T>(s, tid);
+  }
+  if (tid == 0) out[blockIdx.x] = s[0];
+}

@@ -1,0 +1,152 @@
+// Built-in kernel `reduce`: the lecture's seven reduction steps (kernels_src/reduce.cu) over
+// int32, described through the plugin ABI like any out-of-tree plugin.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+
+#include "builtin.h"
+#include "ktune/plugin.h"
+
+extern const char* const ktune_kernel_src_reduce;
+
+namespace ktune::builtin {
+namespace {
+
+// Sums the input with int32 wrap-around, as the GPU's int additions do.
+int reduce_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  const ktune_host_buffer* in = find_buffer(ctx, "in");
+  const ktune_host_buffer* out = find_buffer(ctx, "out");
+  if (in == nullptr || out == nullptr || out->count < 1) {
+    std::snprintf(error, error_size, "reduce: reference needs buffers 'in' and 'out'");
+    return 1;
+  }
+  const auto* x = static_cast<const std::int32_t*>(in->data);
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i < in->count; ++i) sum += static_cast<std::uint32_t>(x[i]);
+  const std::int32_t result = static_cast<std::int32_t>(sum);
+  std::memcpy(out->data, &result, sizeof(result));
+  return 0;
+}
+
+// Kernel decomposition: launch the kernel on the input, then on the partial sums, until a
+// single block writes the result. Partial sums alternate between two halves of `partial`.
+int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
+  int found = 0;
+  const auto value = [&](const char* name) {
+    const std::int64_t v = ctx->value(ctx, name, &found);
+    return found ? v : -1;
+  };
+  const std::int64_t block_size = value("block_size");
+  const std::int64_t per_thread = value("elements_per_thread");
+  const std::int64_t n0 = value("n");
+  std::size_t partial_count = 0, in_count = 0, out_count = 0;
+  void* in = ctx->buffer(ctx, "in", &in_count);
+  void* out = ctx->buffer(ctx, "out", &out_count);
+  auto* partial = static_cast<std::int32_t*>(ctx->buffer(ctx, "partial", &partial_count));
+  if (block_size <= 0 || per_thread <= 0 || n0 <= 0 || !in || !out || !partial) {
+    std::snprintf(error, error_size, "reduce: missing block_size, elements_per_thread, n or a buffer");
+    return 1;
+  }
+  const std::int64_t tile = block_size * per_thread;
+  const std::int64_t first_grid = (n0 + tile - 1) / tile;
+  std::int32_t* halves[2] = {partial, partial + first_grid};
+
+  const void* src = in;
+  std::int64_t n = n0;
+  for (int level = 0;; ++level) {
+    const std::int64_t grid = (n + tile - 1) / tile;
+    void* dst = grid == 1 ? out : static_cast<void*>(halves[level % 2]);
+    if (grid > 1 && (level % 2 == 0 ? grid : first_grid + grid) > static_cast<std::int64_t>(partial_count)) {
+      std::snprintf(error, error_size, "reduce: partial buffer too small at level %d", level);
+      return 1;
+    }
+    unsigned n_arg = static_cast<unsigned>(n);
+    void* args[] = {&src, &dst, &n_arg};
+    const unsigned g[3] = {static_cast<unsigned>(grid), 1, 1};
+    const int rc = ctx->launch(ctx, nullptr, g, ctx->block, ctx->shared_mem, args);
+    if (rc != 0) {
+      std::snprintf(error, error_size, "reduce: launch of level %d failed (CUDA error %d)", level, rc);
+      return rc;
+    }
+    if (grid == 1) return 0;
+    src = dst;
+    n = grid;
+  }
+}
+
+const ktune_param_desc kParams[] = {
+    {"block_size", "32, 64, 128, 256, 512, 1024", "256", "threads per block"},
+    {"variant", "1, 2, 3, 4, 5, 6, 7", "7", "step of the lecture (see reduce.cu)"},
+    {"elements_per_thread", "1, 2, 4, 8, 16, 32", "8",
+     "input elements each thread adds before the tree (1 for steps 1-3, 2 for 4-6)"},
+    {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (step 7)"},
+    {"maxrregcount", "0, 32, 64, 128", "0", "register limit per thread (0: none)"},
+    {"launch_bounds", "0, 1, 2, 4", "0", "minimum blocks per multiprocessor (0: no __launch_bounds__)"},
+};
+
+const char* const kRestrictions[] = {
+    "variant >= 7 or elements_per_thread == (1 if variant <= 3 else 2)",
+    "variant < 7 or elements_per_thread >= 2",
+    "variant == 7 or unroll == 1",
+    "unroll <= elements_per_thread",
+    "maxrregcount == 0 or maxrregcount * block_size <= max_registers_per_block",
+    "launch_bounds == 0 or launch_bounds * block_size <= max_threads_per_multiprocessor",
+    "n <= 2**31",
+};
+
+const ktune_problem_desc kProblem[] = {
+    {"n", "16777216", "number of int32 elements to sum"},
+};
+
+const ktune_buffer_desc kBuffers[] = {
+    {"in", KTUNE_TYPE_I32, KTUNE_BUFFER_INPUT, "n", "random", 0, 0},
+    {"out", KTUNE_TYPE_I32, KTUNE_BUFFER_OUTPUT, "1", nullptr, 0, 0},
+    {"partial", KTUNE_TYPE_I32, KTUNE_BUFFER_SCRATCH,
+     "div_up(n, block_size * elements_per_thread) + "
+     "div_up(div_up(n, block_size * elements_per_thread), block_size * elements_per_thread)",
+     "none", 0, 0},
+};
+
+const ktune_arg_desc kArgs[] = {
+    {"in", nullptr, 0},
+    {"out", nullptr, 0},
+    {nullptr, "n", KTUNE_TYPE_U32},
+};
+
+const char* const kOptions[] = {"-std=c++17"};
+
+const ktune_kernel_desc kReduce = [] {
+  ktune_kernel_desc d{};
+  d.struct_size = sizeof(ktune_kernel_desc);
+  d.name = "reduce";
+  d.description = "sum of int32 values: the seven steps of the parallel-reduction lecture";
+  d.source = ktune_kernel_src_reduce;
+  d.source_name = "reduce.cu";
+  d.entry = "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>";
+  d.compile_options = kOptions;
+  d.compile_option_count = std::size(kOptions);
+  d.params = kParams;
+  d.param_count = std::size(kParams);
+  d.restrictions = kRestrictions;
+  d.restriction_count = std::size(kRestrictions);
+  d.problem = kProblem;
+  d.problem_count = std::size(kProblem);
+  d.grid[0] = "div_up(n, block_size * elements_per_thread)";
+  d.block[0] = "block_size";
+  d.shared_mem = "max(block_size, 64) * 4";
+  d.buffers = kBuffers;
+  d.buffer_count = std::size(kBuffers);
+  d.args = kArgs;
+  d.arg_count = std::size(kArgs);
+  d.reference = reduce_reference;
+  d.bytes = "4 * n";
+  d.run = reduce_run;
+  return d;
+}();
+
+}  // namespace
+
+const ktune_kernel_desc* reduce_kernel() { return &kReduce; }
+
+}  // namespace ktune::builtin

@@ -1,0 +1,69 @@
+// Shared pieces of the ktune command-line program: the command table, option groups that
+// several commands use, and helpers to turn options into kernels, problems and targets.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/device.h"
+#include "ktune/instance.h"
+#include "ktune/registry.h"
+
+namespace ktune::cli {
+
+namespace po = boost::program_options;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+const std::vector<Command>& commands();
+
+// Parses args against options (+ positional names); prints help and returns true on --help.
+bool parse(const std::vector<std::string>& args, const char* command, const char* usage,
+           const po::options_description& options, const po::positional_options_description& positional,
+           po::variables_map& vm);
+
+// Option groups.
+po::options_description plugin_options();      // --plugin
+po::options_description problem_options();     // --problem
+po::options_description target_options();      // --arch, --device
+po::options_description output_options();      // --json, --quiet
+
+// Registry with built-ins, KTUNE_PLUGIN_PATH and every --plugin.
+std::unique_ptr<Registry> make_registry(const po::variables_map& vm);
+// "n=2**28,m=4" (repeatable) -> values; integers or constant expressions.
+std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items);
+// "block_size=256,variant=7" (repeatable) -> name -> text.
+std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
+                                                     const char* option);
+
+// Where a command compiles for and what limits its space has: --arch, else --device / the
+// first GPU. `need_arch` makes "no GPU and no --arch" an error; otherwise sm_90 limits are
+// assumed and `note` says so.
+struct Target {
+  std::string arch;
+  DeviceLimits limits;
+  std::optional<DeviceInfo> device;
+  std::string note;
+};
+Target resolve_target(const po::variables_map& vm, bool need_arch);
+
+bool json_output(const po::variables_map& vm);
+void print_json(const nlohmann::json& j);
+nlohmann::json value_json(const Value& v);
+nlohmann::json config_json(const SearchSpace& space, const Config& config);
+
+int cmd_list(const std::vector<std::string>& args);
+int cmd_space(const std::vector<std::string>& args);
+int cmd_compile(const std::vector<std::string>& args);
+int cmd_devices(const std::vector<std::string>& args);
+
+}  // namespace ktune::cli

@@ -1,0 +1,166 @@
+// Option groups and helpers shared by the ktune commands.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "cli.h"
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "ktune/expr.h"
+
+namespace ktune::cli {
+
+bool parse(const std::vector<std::string>& args, const char* command, const char* usage,
+           const po::options_description& options, const po::positional_options_description& positional,
+           po::variables_map& vm) {
+  po::options_description all("");
+  all.add_options()("help,h", "show this help");
+  all.add(options);
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ktune " << command << " " << usage << "\n\n" << all << "\n";
+    return true;
+  }
+  po::notify(vm);
+  return false;
+}
+
+po::options_description plugin_options() {
+  po::options_description o("Kernels");
+  o.add_options()("plugin", po::value<std::vector<std::string>>()->composing(),
+                  "load a plugin: a shared library, a manifest (.toml) or a directory of them "
+                  "(repeatable; KTUNE_PLUGIN_PATH adds more)");
+  return o;
+}
+
+po::options_description problem_options() {
+  po::options_description o("Problem");
+  o.add_options()("problem,p", po::value<std::vector<std::string>>()->composing(),
+                  "problem parameters, e.g. n=268435456 or n=2**28 (repeatable or comma-separated;"
+                  " others take the kernel's defaults)");
+  return o;
+}
+
+po::options_description target_options() {
+  po::options_description o("Target");
+  o.add_options()("arch", po::value<std::string>(),
+                  "architecture to compile for, e.g. sm_90 (default: the device's)")(
+      "device", po::value<int>()->default_value(0), "CUDA device ordinal");
+  return o;
+}
+
+po::options_description output_options() {
+  po::options_description o("Output");
+  o.add_options()("json", "print JSON instead of text")("quiet,q", "print only errors");
+  return o;
+}
+
+std::unique_ptr<Registry> make_registry(const po::variables_map& vm) {
+  auto registry = std::make_unique<Registry>();
+  register_builtin_kernels(*registry);
+  registry->load_env_path();
+  if (vm.count("plugin"))
+    for (const auto& p : vm["plugin"].as<std::vector<std::string>>()) registry->load_path(p);
+  return registry;
+}
+
+namespace {
+std::vector<std::string> split_items(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::size_t start = 0;
+    while (start <= item.size()) {
+      const auto comma = item.find(',', start);
+      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string& item, const char* option) {
+  const auto eq = item.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+    throw Error(ErrorKind::kUsage, fmt::format("--{} '{}': expected NAME=VALUE", option, item));
+  return {item.substr(0, eq), item.substr(eq + 1)};
+}
+}  // namespace
+
+std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& item : split_items(items)) {
+    auto [name, text] = split_assignment(item, "problem");
+    Scope none;
+    Value v;
+    try {
+      v = Expr::parse(text, none).eval({});
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: {}", item, e.what()));
+    }
+    if (!v.is_int() && !(v.is_double() && std::floor(v.as_double()) == v.as_double()))
+      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: '{}' is not an integer", item, text));
+    out[name] = v.as_int();
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
+                                                     const char* option) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : split_items(items)) {
+    auto [name, value] = split_assignment(item, option);
+    out[name] = value;
+  }
+  return out;
+}
+
+Target resolve_target(const po::variables_map& vm, bool need_arch) {
+  Target t;
+  if (vm.count("arch")) {
+    t.arch = vm["arch"].as<std::string>();
+    check_arch(t.arch);
+    t.limits = DeviceLimits::for_arch(compute_capability_of(t.arch));
+    t.note = fmt::format("limits of {} (no device queried)", t.arch);
+    return t;
+  }
+  const int ordinal = vm.count("device") ? vm["device"].as<int>() : 0;
+  DeviceQuery q = list_devices();
+  if (!q.devices.empty()) {
+    if (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size()))
+      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)", ordinal,
+                                                 q.devices.size()));
+    t.device = q.devices[static_cast<std::size_t>(ordinal)];
+    t.arch = t.device->arch;
+    t.limits = t.device->limits;
+    t.note = fmt::format("device {}: {} ({})", ordinal, t.device->name, t.arch);
+    return t;
+  }
+  if (need_arch)
+    throw Error(ErrorKind::kDevice,
+                fmt::format("no CUDA device ({}); pass --arch sm_NN to compile without a GPU", q.problem));
+  t.arch = "sm_90";
+  t.limits = DeviceLimits::for_arch(90);
+  t.note = fmt::format("no CUDA device ({}); assuming sm_90 limits, pass --arch to choose", q.problem);
+  return t;
+}
+
+bool json_output(const po::variables_map& vm) { return vm.count("json") > 0; }
+
+void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+nlohmann::json value_json(const Value& v) {
+  if (v.is_int()) return v.as_int();
+  if (v.is_double()) return v.as_double();
+  return v.as_string();
+}
+
+nlohmann::json config_json(const SearchSpace& space, const Config& config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < space.size(); ++i) j[space.params()[i].name] = value_json(space.value(config, i));
+  return j;
+}
+
+}  // namespace ktune::cli

@@ -1,0 +1,88 @@
+// Backends evaluate configurations: the CUDA backend measures them on a GPU in a worker
+// process; the replay backend answers from recorded measurements; tests use fakes. The tuning
+// loop only sees this interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/device.h"
+#include "ktune/instance.h"
+#include "ktune/status.h"
+
+namespace ktune {
+
+// How a configuration is timed (docs/measuring.md).
+struct MeasureOptions {
+  // Fixed mode (samples > 0): exactly `samples` timed runs after `warmup` runs.
+  // Adaptive mode (samples == 0): at least min_samples, then until the relative spread
+  // (interquartile range / median) is under target_spread, or max_samples or max_seconds of
+  // timed runs are reached.
+  int samples = 0;
+  int warmup = 1;
+  int min_samples = 5;
+  int max_samples = 50;
+  double target_spread = 0.01;
+  double max_seconds = 0.5;
+  // A run shorter than this is timed in batches of launches between two events, so launch
+  // latency does not dominate (only when the L2 is not flushed between runs).
+  double batch_below_ms = 0.02;
+  // L2: "auto" flushes before every timed run when the kernel's buffers are smaller than
+  // 4 x the device's L2; "always" / "never" force it.
+  std::string flush_l2 = "auto";
+  // A trial that takes longer than this (compile excluded) is killed: status timeout.
+  double timeout_seconds = 20;
+  std::uint64_t seed = 1;  // input data
+};
+
+// What one evaluation found.
+struct Measurement {
+  TrialStatus status = TrialStatus::kOk;
+  std::string error;                 // reason for a non-ok status
+  std::vector<double> samples_ms;    // per kernel run; batched samples are divided out
+  double time_ms = 0;                // median of samples
+  double time_min_ms = 0;
+  double time_mean_ms = 0;
+  double time_spread = 0;            // IQR / median
+  // Resources of the loaded kernel; -1 where unknown.
+  int registers = -1;
+  int local_bytes = -1;
+  int static_shared_bytes = -1;
+  int dynamic_shared_bytes = -1;
+  int max_threads_per_block = -1;
+  double occupancy = -1;             // active warps / max warps per multiprocessor
+  // Accounting, for throughput figures.
+  double gpu_ms = 0;                 // GPU time in this trial's launches (warm-up, checks, samples)
+  double timed_ms = 0;               // GPU time of the timed samples alone
+  double eval_ms = 0;                // wall time of the evaluation
+  bool from_cache = false;           // answered from the database / a recording, not measured
+};
+
+// One finalist for interleaved re-timing.
+struct RetimeCandidate {
+  Config config;
+  const CompileResult* compiled = nullptr;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;            // "cuda", "replay", ...
+  virtual DeviceInfo device() const = 0;
+  // Whether evaluate() needs a CompileResult (the CUDA backend) or not (replay).
+  virtual bool needs_compilation() const = 0;
+  // Prepares for one kernel instance (for the CUDA backend: starts the worker process, which
+  // allocates buffers, generates inputs and computes the reference). Called before evaluate().
+  virtual void prepare(const KernelInstance& instance, const MeasureOptions& options) = 0;
+  // Evaluates one valid configuration. Trial-level failures (compile, launch, wrong result,
+  // crash, timeout) come back as a status; only failures of the backend itself throw.
+  virtual Measurement evaluate(const Config& config, const CompileResult* compiled) = 0;
+  // Re-times finalists interleaved (A B C A B C ...), `rounds` samples each, so that drift in
+  // clocks or temperature cannot favour one; returns one Measurement per candidate.
+  virtual std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
+                                          int rounds) = 0;
+};
+
+}  // namespace ktune

@@ -1,0 +1,52 @@
+// The CUDA backend: measures configurations on a GPU in a separate worker process, so a kernel
+// that faults or hangs costs one trial (status crashed / timeout) and a restarted worker, never
+// the tuning run. docs/measuring.md describes what is measured and how.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/backend.h"
+#include "ktune/compiler.h"
+
+namespace ktune {
+
+class CudaBackend final : public Backend {
+ public:
+  struct Options {
+    int device = 0;
+    // How to start a worker: an executable and its arguments, e.g. {"/usr/bin/ktune",
+    // "__worker"}. The worker reads requests on fd 3 and answers on fd 4.
+    std::vector<std::string> worker_command;
+    // Plugin paths the worker loads to find the kernel (KTUNE_PLUGIN_PATH is inherited).
+    std::vector<std::string> plugins;
+    // Compiles the reference configuration of manifest kernels; may be null.
+    std::shared_ptr<CompileCache> cache;
+    // Seconds a worker may take to start (CUDA context, buffers, inputs, reference).
+    double start_timeout_seconds = 300;
+  };
+
+  // Throws Error(kDevice) when there is no CUDA device.
+  explicit CudaBackend(Options options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  DeviceInfo device() const override;
+  bool needs_compilation() const override { return true; }
+  void prepare(const KernelInstance& instance, const MeasureOptions& options) override;
+  Measurement evaluate(const Config& config, const CompileResult* compiled) override;
+  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
+                                  int rounds) override;
+
+  int worker_starts() const;  // how many worker processes were started (1 + restarts)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Entry of the worker process (`ktune __worker`); returns its exit code.
+int cuda_worker_main();
+
+}  // namespace ktune

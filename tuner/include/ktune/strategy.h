@@ -1,0 +1,59 @@
+// Search strategies, ask/tell. A strategy proposes configurations and learns their outcome,
+// including why a trial failed; it never runs anything itself.
+//
+// Call order, fixed by the tuning loop:
+//   1. start(context) once.
+//   2. Any interleaving of ask(n) and tell(config, outcome). Every configuration returned by
+//      ask() is told exactly once, possibly after further ask() calls and out of order (the
+//      loop compiles ahead). A strategy may propose a configuration it proposed before; the loop
+//      answers such duplicates from the results database without measuring again.
+//   3. The loop stops when the budget is spent, when ask() returns nothing while no tell is
+//      outstanding, or on Ctrl-C. There is no finish call; a strategy holds no resources.
+// ask() must only return valid configurations of the space (SearchSpace::is_valid).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/space.h"
+#include "ktune/status.h"
+
+namespace ktune {
+
+// What a strategy learns from a trial. Non-ok statuses are failures, never fake times.
+struct Outcome {
+  TrialStatus status = TrialStatus::kOk;
+  double time_ms = 0;  // objective (lower is better); meaningful only when status is ok
+  bool from_cache = false;
+};
+
+struct StrategyContext {
+  const SearchSpace* space = nullptr;
+  std::uint64_t seed = 1;
+  std::uint64_t budget = UINT64_MAX;             // evaluations the loop will allow
+  std::map<std::string, std::string> options;    // --strategy-option key=value
+  std::vector<Config> warm_start;                // to be proposed first
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual void start(const StrategyContext& context) = 0;
+  // Up to max_count configurations to evaluate next. Returning fewer is fine; returning none
+  // means "nothing to propose until a tell" or, with exhausted(), "done".
+  virtual std::vector<Config> ask(std::size_t max_count) = 0;
+  virtual void tell(const Config& config, const Outcome& outcome) = 0;
+  // True when the strategy will propose nothing more (brute force has visited every config).
+  virtual bool exhausted() const = 0;
+};
+
+// Creates a strategy by name ("brute_force", "random", ...); throws Error(kUsage) listing the
+// known names. Options are validated by the strategy's start().
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+std::vector<std::string> strategy_names();
+
+}  // namespace ktune

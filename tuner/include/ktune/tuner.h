@@ -1,0 +1,87 @@
+// The tuning loop: asks a strategy for configurations, compiles them ahead on a thread pool,
+// evaluates them on a backend, stores every trial, tells the strategy, and at the end re-times
+// the leaders interleaved and records the winner as the best configuration.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/backend.h"
+#include "ktune/compiler.h"
+#include "ktune/instance.h"
+#include "ktune/store.h"
+#include "ktune/strategy.h"
+
+namespace ktune {
+
+struct Budget {
+  std::uint64_t evaluations = std::numeric_limits<std::uint64_t>::max();  // trials told
+  double seconds = std::numeric_limits<double>::infinity();                 // wall time
+};
+
+struct TuneOptions {
+  std::string strategy = "brute_force";
+  std::map<std::string, std::string> strategy_options;
+  std::uint64_t seed = 1;
+  Budget budget;
+  MeasureOptions measure;
+  // Trials already in the database for this kernel source, space, device and problem are
+  // answered from there instead of being measured again (resume, duplicates).
+  bool reuse = true;
+  // Seed the search with the best configurations stored for this kernel on other devices or
+  // problems.
+  bool warm_start = false;
+  int retime_top = 5;        // finalists re-timed at the end (0: keep the search's ranking)
+  int retime_rounds = 10;
+  std::size_t lookahead = 0; // configs compiled ahead of the backend; 0: 4 x compile threads
+  std::string command_line;  // provenance
+};
+
+// Progress, reported after every trial.
+struct Progress {
+  std::uint64_t done = 0;            // trials told (measured + answered from the database)
+  std::uint64_t total = 0;           // budget or space size, whichever is smaller
+  std::uint64_t measured = 0;
+  double elapsed_seconds = 0;
+  std::optional<double> best_ms;
+  std::string best_key;
+  double best_gbps = 0;              // NaN when the kernel declares no bytes
+};
+
+struct TuneSummary {
+  std::int64_t run_id = 0;
+  std::string status;                // finished | interrupted | failed
+  std::uint64_t trials = 0;          // told to the strategy
+  std::uint64_t measured = 0;        // evaluated by the backend
+  std::uint64_t from_database = 0;   // answered from earlier trials
+  std::map<std::string, std::uint64_t> by_status;
+  double wall_seconds = 0;
+  double gpu_seconds = 0;            // GPU time in the trials' launches
+  double timed_seconds = 0;          // GPU time of timed samples alone
+  double compile_seconds = 0;        // summed over compile threads (cache hits excluded)
+  double backend_seconds = 0;        // wall time inside backend.evaluate()
+  double wait_compile_seconds = 0;   // wall time the loop waited for a compilation
+  std::optional<TrialRecord> best;   // the winner (after re-timing), stored as best
+  std::vector<TrialRecord> finalists;  // re-timed leaders, fastest first
+};
+
+using ProgressFn = std::function<void(const Progress&)>;
+
+// Runs one tuning job. `stop` (may be null) ends the run cleanly after the trial in flight,
+// keeping everything measured; the run is then marked interrupted. Compile errors, crashes and
+// wrong results are trials; only failures of the store or backend themselves throw.
+TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store, Strategy& strategy,
+                 const TuneOptions& options, CompilePool* pool, const ProgressFn& progress = {},
+                 const std::atomic<bool>* stop = nullptr);
+
+// The database identity of a kernel as tuned: name, hashes of its source and of its space.
+KernelRecord kernel_record(const KernelInstance& instance);
+DeviceRecord device_record(const DeviceInfo& device);
+
+}  // namespace ktune

@@ -1,0 +1,298 @@
+// The tuner's side of the CUDA backend: starts the worker process, sends it CUBINs, waits for
+// answers under a watchdog, and turns a dead or hung worker into one crashed / timed-out trial
+// followed by a fresh worker.
+#include "ktune/cuda_backend.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "ipc.h"
+#include "ktune/error.h"
+
+extern char** environ;
+
+namespace ktune {
+
+using nlohmann::json;
+
+namespace {
+
+json measure_json(const MeasureOptions& m) {
+  return json{{"samples", m.samples},           {"warmup", m.warmup},
+              {"min_samples", m.min_samples},   {"max_samples", m.max_samples},
+              {"target_spread", m.target_spread}, {"max_seconds", m.max_seconds},
+              {"batch_below_ms", m.batch_below_ms}, {"flush_l2", m.flush_l2}};
+}
+
+Measurement measurement_from(const json& r) {
+  Measurement m;
+  m.status = trial_status_from_string(r.value("status", "crashed")).value_or(TrialStatus::kCrashed);
+  m.error = r.value("error", "");
+  if (r.contains("samples_ms")) m.samples_ms = r["samples_ms"].get<std::vector<double>>();
+  m.time_ms = r.value("time_ms", 0.0);
+  m.time_min_ms = r.value("time_min_ms", 0.0);
+  m.time_mean_ms = r.value("time_mean_ms", 0.0);
+  m.time_spread = r.value("time_spread", 0.0);
+  m.registers = r.value("registers", -1);
+  m.local_bytes = r.value("local_bytes", -1);
+  m.static_shared_bytes = r.value("static_shared_bytes", -1);
+  m.dynamic_shared_bytes = r.value("dynamic_shared_bytes", -1);
+  m.max_threads_per_block = r.value("max_threads_per_block", -1);
+  m.occupancy = r.value("occupancy", -1.0);
+  m.gpu_ms = r.value("gpu_ms", 0.0);
+  m.timed_ms = r.value("timed_ms", 0.0);
+  m.eval_ms = r.value("eval_ms", 0.0);
+  return m;
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("worker killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status)) return fmt::format("worker exited with code {}", WEXITSTATUS(status));
+  return "worker ended";
+}
+
+}  // namespace
+
+struct CudaBackend::Impl {
+  Options options;
+  DeviceInfo device;
+  MeasureOptions measure;
+  json init;
+  std::string init_blob;                 // the reference configuration's CUBIN, if any
+  const KernelInstance* instance = nullptr;
+  pid_t pid = -1;
+  int to_worker = -1;
+  int from_worker = -1;
+  int worker_stderr = -1;
+  std::string stderr_tail;
+  int starts = 0;
+
+  ~Impl() { stop(false); }
+
+  bool running() const { return pid > 0; }
+
+  void close_fds() {
+    for (int* fd : {&to_worker, &from_worker, &worker_stderr}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  }
+
+  // Ends the worker: politely (quit message, then wait) or by SIGKILL. Returns its exit text.
+  std::string stop(bool kill) {
+    if (pid <= 0) {
+      close_fds();
+      return {};
+    }
+    if (!kill && to_worker >= 0) ipc::write_message(to_worker, {json{{"op", "quit"}}, {}});
+    close_fds();
+    if (kill) ::kill(pid, SIGKILL);
+    int status = 0;
+    // A worker that ignores the quit for a few seconds is killed.
+    for (int i = 0; i < 200 && !kill; ++i) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return describe_exit(status);
+      }
+      ::usleep(25000);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return describe_exit(status);
+  }
+
+  void start() {
+    int req[2], rep[2], err[2];
+    if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+      throw Error(ErrorKind::kInternal, fmt::format("cannot create pipes for the GPU worker: {}", std::strerror(errno)));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, req[0], 3);
+    posix_spawn_file_actions_adddup2(&actions, rep[1], 4);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 1);  // plugin output must not reach the protocol
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Its own process group: a Ctrl-C at the terminal goes to the tuner, which stops cleanly
+    // after the trial in flight, instead of killing the worker mid-measurement.
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    std::vector<char*> argv;
+    for (const auto& a : options.worker_command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    ::close(req[0]);
+    ::close(rep[1]);
+    ::close(err[1]);
+    to_worker = req[1];
+    from_worker = rep[0];
+    worker_stderr = err[0];
+    if (rc != 0) {
+      pid = -1;
+      close_fds();
+      throw Error(ErrorKind::kDevice, fmt::format("cannot start the GPU worker '{}': {}", options.worker_command[0],
+                                                  std::strerror(rc)));
+    }
+    ::fcntl(worker_stderr, F_SETFL, ::fcntl(worker_stderr, F_GETFL) | O_NONBLOCK);
+    ++starts;
+    stderr_tail.clear();
+    ipc::write_message(to_worker, {init, init_blob});
+    ipc::Message reply;
+    const auto status = ipc::read_message(from_worker, reply, options.start_timeout_seconds, worker_stderr, &stderr_tail);
+    if (status != ipc::ReadStatus::kOk || reply.header.value("op", "") != "ready") {
+      std::string why = status == ipc::ReadStatus::kTimeout
+                            ? fmt::format("did not start within {} s", options.start_timeout_seconds)
+                            : reply.header.value("message", "");
+      const std::string exit_text = stop(status == ipc::ReadStatus::kTimeout);
+      if (why.empty()) why = exit_text;
+      throw Error(ErrorKind::kDevice, fmt::format("GPU worker failed to start: {}{}", why,
+                                                  stderr_tail.empty() ? "" : "\n" + stderr_tail));
+    }
+  }
+
+  // Sends a request and waits for the answer under the watchdog. A dead or hung worker gives
+  // the status crashed / timeout and is replaced on the next request.
+  json request(const json& header, const std::string& blob, double timeout, bool& failed, TrialStatus& status,
+               std::string& error) {
+    failed = false;
+    if (!running()) start();
+    if (!ipc::write_message(to_worker, {header, blob})) {
+      failed = true;
+      status = TrialStatus::kCrashed;
+      error = "GPU worker is gone: " + stop(true);
+      return {};
+    }
+    ipc::Message reply;
+    const auto rs = ipc::read_message(from_worker, reply, timeout, worker_stderr, &stderr_tail);
+    if (rs == ipc::ReadStatus::kTimeout) {
+      failed = true;
+      status = TrialStatus::kTimeout;
+      stop(true);
+      error = fmt::format("no result within {:.1f} s; the worker was killed and will be restarted", timeout);
+      return {};
+    }
+    if (rs == ipc::ReadStatus::kClosed) {
+      failed = true;
+      status = TrialStatus::kCrashed;
+      const std::string exit_text = stop(true);
+      error = exit_text + (stderr_tail.empty() ? "" : ": " + stderr_tail.substr(stderr_tail.size() > 500 ? stderr_tail.size() - 500 : 0));
+      return {};
+    }
+    // A worker that reports a crash exits by itself (its context is poisoned); reap it.
+    if (reply.header.value("status", "") == "crashed") stop(false);
+    return reply.header;
+  }
+};
+
+CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  if (impl_->options.worker_command.empty())
+    throw Error(ErrorKind::kInternal, "the CUDA backend needs a worker command");
+  impl_->device = require_device(impl_->options.device);
+}
+
+CudaBackend::~CudaBackend() = default;
+
+DeviceInfo CudaBackend::device() const { return impl_->device; }
+
+int CudaBackend::worker_starts() const { return impl_->starts; }
+
+void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& options) {
+  impl_->stop(false);
+  impl_->measure = options;
+  json init;
+  init["kernel"] = instance.kernel().name;
+  init["problem"] = instance.problem();
+  init["plugins"] = impl_->options.plugins;
+  init["device"] = impl_->options.device;
+  init["seed"] = options.seed;
+  init["measure"] = measure_json(options);
+  const KernelSpec& k = instance.kernel();
+  if (k.reference == nullptr && !k.reference_config.empty()) {
+    // The reference configuration must compile; the worker runs it to make the reference.
+    const SearchSpace& space = instance.space();
+    std::map<std::string, std::string> sets;
+    std::string rest = k.reference_config;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string item = rest.substr(0, comma);
+      const auto eq = item.find('=');
+      if (eq == std::string::npos)
+        throw Error(ErrorKind::kInput, fmt::format("{}: reference config '{}': expected name=value items", k.name, k.reference_config));
+      sets[item.substr(0, eq)] = item.substr(eq + 1);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+    const Config ref = space.from_assignments(sets);
+    const CompileResult c = compile_cached(render(instance, ref, impl_->device.arch), impl_->options.cache.get());
+    if (!c.ok)
+      throw Error(ErrorKind::kInput, fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
+                                                 space.key(ref), c.error, c.log));
+    init["reference_key"] = space.key(ref);
+    init["reference_lowered"] = c.lowered_name;
+    impl_->init_blob = c.cubin;
+  } else {
+    impl_->init_blob.clear();
+  }
+  impl_->instance = &instance;
+  impl_->init = std::move(init);
+  impl_->start();
+}
+
+Measurement CudaBackend::evaluate(const Config& config, const CompileResult* compiled) {
+  if (compiled == nullptr || !compiled->ok || impl_->instance == nullptr)
+    throw Error(ErrorKind::kInternal, "the CUDA backend evaluates compiled configurations after prepare()");
+  const auto t0 = std::chrono::steady_clock::now();
+  const json header{{"op", "evaluate"},
+                    {"config", impl_->instance->space().key(config)},
+                    {"lowered_name", compiled->lowered_name}};
+  bool failed = false;
+  TrialStatus status = TrialStatus::kOk;
+  std::string error;
+  const json reply = impl_->request(header, compiled->cubin, impl_->measure.timeout_seconds, failed, status, error);
+  Measurement m;
+  if (failed) {
+    m.status = status;
+    m.error = error;
+  } else {
+    m = measurement_from(reply);
+  }
+  m.eval_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>& candidates, int rounds) {
+  if (impl_->instance == nullptr) throw Error(ErrorKind::kInternal, "retime() before prepare()");
+  json header{{"op", "retime"}, {"rounds", rounds}, {"candidates", json::array()}};
+  std::string blob;
+  for (const auto& c : candidates) {
+    header["candidates"].push_back({{"config", impl_->instance->space().key(c.config)},
+                                    {"lowered_name", c.compiled->lowered_name},
+                                    {"size", c.compiled->cubin.size()}});
+    blob += c.compiled->cubin;
+  }
+  bool failed = false;
+  TrialStatus status = TrialStatus::kOk;
+  std::string error;
+  // Every finalist already ran within the watchdog; the re-timing runs each `rounds` times more.
+  const double timeout = impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size()));
+  const json reply = impl_->request(header, blob, timeout, failed, status, error);
+  if (failed || reply.contains("error"))
+    throw Error(ErrorKind::kDevice, fmt::format("re-timing the finalists failed: {}",
+                                                failed ? error : reply.value("error", "")));
+  std::vector<Measurement> out;
+  for (const auto& r : reply.at("results")) out.push_back(measurement_from(r));
+  if (!out.empty()) out.front().gpu_ms = reply.value("gpu_ms", 0.0);
+  return out;
+}
+
+}  // namespace ktune

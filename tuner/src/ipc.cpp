@@ -1,0 +1,114 @@
+// Pipe framing for the worker protocol (see ipc.h).
+#include "ipc.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+namespace ktune::ipc {
+
+namespace {
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void drain(int side_fd, std::string* side_text) {
+  char buf[4096];
+  const ssize_t n = ::read(side_fd, buf, sizeof(buf));
+  if (n > 0 && side_text) {
+    side_text->append(buf, static_cast<std::size_t>(n));
+    constexpr std::size_t kKeep = 8192;
+    if (side_text->size() > kKeep) side_text->erase(0, side_text->size() - kKeep);
+  }
+}
+
+// Reads exactly size bytes, waiting until the deadline; drains the side channel meanwhile.
+ReadStatus read_all(int fd, void* data, std::size_t size,
+                    std::chrono::steady_clock::time_point deadline, bool forever, int side_fd,
+                    std::string* side_text) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {side_fd, POLLIN, 0}};
+    const nfds_t nfds = side_fd >= 0 ? 2 : 1;
+    int wait_ms = -1;
+    if (!forever) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return ReadStatus::kTimeout;
+      wait_ms = static_cast<int>(std::min<long long>(left.count(), 1 << 30));
+    }
+    const int rc = ::poll(fds, nfds, wait_ms);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return ReadStatus::kClosed;
+    }
+    if (rc == 0) return ReadStatus::kTimeout;
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP))) drain(side_fd, side_text);
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::read(fd, p, size);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return ReadStatus::kClosed;
+      }
+      if (n == 0) return ReadStatus::kClosed;
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+  return ReadStatus::kOk;
+}
+
+}  // namespace
+
+bool write_message(int fd, const Message& message) {
+  const std::string header = message.header.dump();
+  const auto header_size = static_cast<std::uint32_t>(header.size());
+  const auto blob_size = static_cast<std::uint64_t>(message.blob.size());
+  return write_all(fd, &header_size, sizeof(header_size)) &&
+         write_all(fd, header.data(), header.size()) &&
+         write_all(fd, &blob_size, sizeof(blob_size)) &&
+         write_all(fd, message.blob.data(), message.blob.size());
+}
+
+ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_fd,
+                        std::string* side_text) {
+  const bool forever = timeout_seconds < 0;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(forever ? 0 : timeout_seconds));
+  std::uint32_t header_size = 0;
+  if (auto s = read_all(fd, &header_size, sizeof(header_size), deadline, forever, side_fd, side_text);
+      s != ReadStatus::kOk)
+    return s;
+  std::string header(header_size, '\0');
+  if (auto s = read_all(fd, header.data(), header.size(), deadline, forever, side_fd, side_text);
+      s != ReadStatus::kOk)
+    return s;
+  std::uint64_t blob_size = 0;
+  if (auto s = read_all(fd, &blob_size, sizeof(blob_size), deadline, forever, side_fd, side_text);
+      s != ReadStatus::kOk)
+    return s;
+  out.blob.assign(blob_size, '\0');
+  if (auto s = read_all(fd, out.blob.data(), out.blob.size(), deadline, forever, side_fd, side_text);
+      s != ReadStatus::kOk)
+    return s;
+  out.header = nlohmann::json::parse(header);
+  return ReadStatus::kOk;
+}
+
+}  // namespace ktune::ipc
