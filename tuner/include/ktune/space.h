@@ -66,7 +66,8 @@ class SearchSpace {
 
   bool is_valid(const Config& config) const;
   // The text of the first restriction the config violates; nullopt if valid. A restriction
-  // whose evaluation fails (say, a division by zero) counts as violated.
+  // whose evaluation fails (say, a division by zero) counts as violated; its text is then
+  // followed by the cause: "a % b == 0 (error: column 3: modulo by zero)".
   std::optional<std::string> violated(const Config& config) const;
 
   // Visits the valid configs in lexicographic order of value indices; return false to stop.
