@@ -12,6 +12,7 @@
 //   - Only trials with status ok can become a best; set_best refuses any other.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -132,7 +133,10 @@ class Store {
 
   // Opens (and in read-write mode creates and migrates) a database. Throws Error(kDatabase)
   // for a file that is not a ktune database, a newer schema, corruption, or a locked file.
-  static Store open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
+  // busy_timeout is how long any statement waits for another process's lock before it gives
+  // up with Error(kDatabase) saying the database is locked.
+  static Store open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite,
+                    std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
   ~Store();
@@ -151,7 +155,8 @@ class Store {
   std::optional<RunRecord> run(std::int64_t run_id) const;
   std::vector<RunRecord> runs(std::optional<std::string> kernel_name = std::nullopt) const;
 
-  // One transaction per trial; returns the trial id.
+  // One transaction per trial; returns the trial id. The trial's kernel, device and problem
+  // must be those of its run (Error(kInternal) otherwise); created_at is set when empty.
   std::int64_t add_trial(const TrialRecord& trial);
   std::vector<TrialRecord> trials_of_run(std::int64_t run_id) const;
   // Every trial for (kernel, device, problem) over all runs, oldest first.
@@ -166,8 +171,8 @@ class Store {
   // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
   // unless the trial exists and has status ok.
   void set_best(std::int64_t trial_id);
-  // Best for a kernel name and problem key on a device (exact device id), newest kernel
-  // version first; nullopt when none.
+  // Best for a kernel name and problem key on a device (exact device id), over every kernel
+  // version: the one set most recently (updated_at) wins; nullopt when none.
   std::optional<BestRecord> best(const std::string& kernel_name, const std::string& problem_key,
                                  std::int64_t device_id) const;
   // Every best row, optionally for one kernel name.

@@ -1,0 +1,277 @@
+// What Store::open accepts and refuses (each refusal leaves the file byte-for-byte as it was),
+// read-only mode, locking, and two writers on one file.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/store_test_util.h"
+
+namespace ktune::test {
+namespace {
+
+using namespace std::chrono_literals;
+using StoreOpen = StoreTest;
+
+// Expects open() in `mode` to throw Error(kDatabase) containing `needle` and to leave the
+// file's bytes exactly as they were.
+void expect_refused(const std::filesystem::path& path, Store::Mode mode,
+                    const std::string& needle) {
+  const std::string before = read_bytes(path);
+  const std::string message =
+      expect_error(ErrorKind::kDatabase, needle, [&] { Store::open(path, mode, 200ms); });
+  EXPECT_EQ(message.rfind(path.string() + ": ", 0), 0u) << "context first: " << message;
+  EXPECT_NE(message.back(), '.') << message;
+  EXPECT_EQ(read_bytes(path), before) << "refused file was modified: " << path;
+}
+
+void expect_refused_in_both_modes(const std::filesystem::path& path, const std::string& needle) {
+  expect_refused(path, Store::Mode::kReadWrite, needle);
+  expect_refused(path, Store::Mode::kReadOnly, needle);
+}
+
+// A ktune database with enough rows to span many pages.
+void fill_database(const std::filesystem::path& path, int trials) {
+  Store store = Store::open(path);
+  Seeded s = seed(store);
+  for (int i = 0; i < trials; ++i) {
+    TrialRecord t = make_trial(s, "config=" + std::to_string(i), 1.0 + i);
+    t.compile_log = std::string(1500, static_cast<char>('a' + i % 26));
+    store.add_trial(t);
+  }
+}
+
+TEST_F(StoreOpen, RefusesATextFile) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "this is a results file, but not a database\n";
+  write_bytes(db_path_, text);
+  expect_refused_in_both_modes(db_path_, "file is not a database");
+}
+
+TEST_F(StoreOpen, RefusesAForeignSqliteDatabase) {
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(
+        "CREATE TABLE photos (id INTEGER PRIMARY KEY, title TEXT); "
+        "INSERT INTO photos (title) VALUES ('holiday')");
+  }
+  const std::string message = expect_error(
+      ErrorKind::kDatabase, "", [&] { Store::open(db_path_, Store::Mode::kReadWrite, 200ms); });
+  EXPECT_EQ(message,
+            db_path_.string() + ": not a ktune database (it has tables but no ktune_meta)");
+  expect_refused_in_both_modes(db_path_, "not a ktune database (it has tables but no ktune_meta)");
+}
+
+TEST_F(StoreOpen, RefusesAForeignKtuneMeta) {
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(
+        "CREATE TABLE ktune_meta (key TEXT PRIMARY KEY, value TEXT); "
+        "INSERT INTO ktune_meta VALUES ('application', 'ktunes-cousin'), "
+        "('schema_version', '1')");
+  }
+  expect_refused_in_both_modes(db_path_,
+                               "not a ktune database (ktune_meta.application is "
+                               "'ktunes-cousin', not 'ktune')");
+}
+
+TEST_F(StoreOpen, InitialisesAnEmptyFile) {
+  write_bytes(db_path_, "");
+  Store store = Store::open(db_path_);
+  EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
+  EXPECT_EQ(meta_value(db_path_, "application"), "ktune");
+}
+
+TEST_F(StoreOpen, InitialisesAnSqliteDatabaseWithoutTables) {
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("PRAGMA user_version = 5");
+  }
+  ASSERT_GT(std::filesystem::file_size(db_path_), 0u);
+  Store store = Store::open(db_path_);
+  EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
+}
+
+TEST_F(StoreOpen, RefusesAnEmptyFileReadOnly) {
+  write_bytes(db_path_, "");
+  expect_refused(db_path_, Store::Mode::kReadOnly, "empty database (no ktune schema yet)");
+}
+
+TEST_F(StoreOpen, RefusesANewerSchema) {
+  fill_database(db_path_, 3);
+  const int newer = Store::latest_schema_version() + 1;
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE);
+    db.exec("UPDATE ktune_meta SET value = '" + std::to_string(newer) +
+            "' WHERE key = 'schema_version'");
+  }
+  const std::string expected = db_path_.string() + ": was written by a newer ktune (schema " +
+                               std::to_string(newer) + ", this ktune knows up to " +
+                               std::to_string(Store::latest_schema_version()) + "); upgrade ktune";
+  expect_refused_in_both_modes(db_path_, expected);
+}
+
+TEST_F(StoreOpen, RefusesADamagedSchemaVersion) {
+  fill_database(db_path_, 1);
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE);
+    db.exec("UPDATE ktune_meta SET value = 'one' WHERE key = 'schema_version'");
+  }
+  expect_refused_in_both_modes(db_path_,
+                               "damaged ktune database (ktune_meta.schema_version is "
+                               "'one')");
+}
+
+TEST_F(StoreOpen, RefusesACorruptDatabase) {
+  fill_database(db_path_, 400);
+  std::string bytes = read_bytes(db_path_);
+  const std::size_t page = 4096;
+  ASSERT_GT(bytes.size(), 40 * page) << "too small to corrupt in the middle";
+  // Garbage over a few pages in the middle, leaving the header and schema page intact.
+  const std::size_t start = (bytes.size() / page / 2) * page;
+  for (std::size_t i = start; i < start + 4 * page; ++i) bytes[i] = static_cast<char>(i * 131 + 7);
+  write_bytes(db_path_, bytes);
+  expect_refused_in_both_modes(db_path_, "database is corrupt");
+}
+
+TEST_F(StoreOpen, RefusesATruncatedDatabase) {
+  fill_database(db_path_, 400);
+  std::string bytes = read_bytes(db_path_);
+  bytes.resize(bytes.size() / 2);
+  write_bytes(db_path_, bytes);
+  expect_refused_in_both_modes(db_path_, "database is corrupt");
+}
+
+TEST_F(StoreOpen, ReadOnlyRefusesAMissingFileAndCreatesNothing) {
+  expect_error(ErrorKind::kDatabase, db_path_.string() + ": no such database",
+               [&] { Store::open(db_path_, Store::Mode::kReadOnly); });
+  EXPECT_FALSE(std::filesystem::exists(db_path_));
+}
+
+TEST_F(StoreOpen, RefusesADirectory) {
+  expect_error(ErrorKind::kDatabase, "is a directory", [&] { Store::open(dir_); });
+}
+
+TEST_F(StoreOpen, ReadOnlyReadsButNeverWrites) {
+  fill_database(db_path_, 5);
+  const std::string before = read_bytes(db_path_);
+  {
+    Store store = Store::open(db_path_, Store::Mode::kReadOnly);
+    EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
+    ASSERT_EQ(store.devices().size(), 1u);
+    EXPECT_EQ(store.trials_for(1, 1, 1).size(), 5u);
+    Seeded s{1, 1, 1, 1};
+    const std::string ro = "database is open read-only";
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.upsert_device(h200()); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.upsert_kernel(reduce_kernel()); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.upsert_problem(problem_n(1)); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.begin_run(RunRecord{}); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.finish_run(1, "finished", "{}"); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.add_trial(make_trial(s, "x", 1)); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.set_best(1); });
+    expect_error(ErrorKind::kDatabase, ro, [&] { store.put_binary("k", "sm_90", "f", "b"); });
+  }
+  EXPECT_EQ(read_bytes(db_path_), before);
+}
+
+TEST_F(StoreOpen, ReadOnlySeesAnotherWritersCommits) {
+  Store writer = Store::open(db_path_);
+  Seeded s = seed(writer);
+  Store reader = Store::open(db_path_, Store::Mode::kReadOnly);
+  EXPECT_FALSE(reader.find_trial(s.kernel, s.device, s.problem, "a"));
+  writer.add_trial(make_trial(s, "a", 1.0));
+  EXPECT_TRUE(reader.find_trial(s.kernel, s.device, s.problem, "a"));
+}
+
+TEST_F(StoreOpen, RefusesADatabaseLockedByAnotherProcess) {
+  fill_database(db_path_, 2);
+  // Exclusive locking mode in WAL keeps every other connection out, even readers.
+  SQLite::Database holder(db_path_.string(), SQLite::OPEN_READWRITE);
+  holder.exec("PRAGMA locking_mode = EXCLUSIVE");
+  holder.exec("BEGIN EXCLUSIVE");
+  holder.exec("INSERT INTO ktune_meta VALUES ('holder', 'x')");
+  const std::string before = read_bytes(db_path_);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = expect_error(ErrorKind::kDatabase, "locked by another process", [&] {
+    Store::open(db_path_, Store::Mode::kReadWrite, 150ms);
+  });
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms) << "gave up before the timeout";
+  EXPECT_EQ(message.rfind(db_path_.string() + ": ", 0), 0u) << message;
+  expect_error(ErrorKind::kDatabase, "locked by another process",
+               [&] { Store::open(db_path_, Store::Mode::kReadOnly, 50ms); });
+  EXPECT_EQ(read_bytes(db_path_), before);
+  holder.exec("ROLLBACK");
+}
+
+TEST_F(StoreOpen, AWriteWaitsForALockThenReportsIt) {
+  Store store = Store::open(db_path_, Store::Mode::kReadWrite, 100ms);
+  Seeded s = seed(store);
+  SQLite::Database other(db_path_.string(), SQLite::OPEN_READWRITE);
+  other.exec("BEGIN IMMEDIATE");
+  expect_error(ErrorKind::kDatabase, db_path_.string() + ": add_trial: database is locked",
+               [&] { store.add_trial(make_trial(s, "a", 1.0)); });
+  // Readers are not blocked by a writer in WAL mode.
+  EXPECT_EQ(store.devices().size(), 1u);
+  other.exec("COMMIT");
+  EXPECT_GT(store.add_trial(make_trial(s, "a", 1.0)), 0);
+}
+
+TEST_F(StoreOpen, TwoStoresInterleaveTrials) {
+  Store a = Store::open(db_path_);
+  Store b = Store::open(db_path_);
+  Seeded s = seed(a);
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 20; ++i) {
+    Store& writer = i % 2 == 0 ? a : b;
+    ids.push_back(writer.add_trial(make_trial(s, "c" + std::to_string(i), i)));
+  }
+  for (Store* store : {&a, &b}) {
+    auto all = store->trials_for(s.kernel, s.device, s.problem);
+    ASSERT_EQ(all.size(), 20u);
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(all[i].id, ids[i]);
+      EXPECT_EQ(all[i].config_key, "c" + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(b.find_trial(s.kernel, s.device, s.problem, "c18")->id, ids[18]);
+}
+
+TEST_F(StoreOpen, ConcurrentWritersLoseNoTrial) {
+  Seeded s;
+  {
+    Store setup = Store::open(db_path_);
+    s = seed(setup);
+  }
+  constexpr int kThreads = 4;
+  constexpr int kTrials = 50;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        Store store = Store::open(db_path_);
+        for (int i = 0; i < kTrials; ++i) {
+          store.add_trial(make_trial(s, std::to_string(t) + ":" + std::to_string(i), i));
+        }
+      } catch (const std::exception& e) {
+        ++failures;
+        ADD_FAILURE() << e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  Store store = Store::open(db_path_, Store::Mode::kReadOnly);
+  EXPECT_EQ(store.trials_for(s.kernel, s.device, s.problem).size(),
+            static_cast<std::size_t>(kThreads * kTrials));
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(store.find_trial(s.kernel, s.device, s.problem, std::to_string(t) + ":49"));
+  }
+}
+
+}  // namespace
+}  // namespace ktune::test
