@@ -1,0 +1,145 @@
+// GPU tests: the CUDA backend verifies and times real kernels, and a run containing kernels
+// that fault, trap, hang or compute wrong values finishes with each fault recorded as one
+// trial. Without a CUDA device every test skips, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "ktune/cuda_backend.h"
+#include "ktune/registry.h"
+#include "ktune/strategy.h"
+#include "ktune/tuner.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const DeviceQuery q = list_devices();
+    if (q.devices.empty()) GTEST_SKIP() << "no CUDA device: " << q.problem;
+    register_builtin_kernels(registry_);
+    registry_.load_manifest(std::string(KTUNE_SOURCE_DIR) + "/tests/data/faulty/faulty.toml");
+    dir_ = fs::temp_directory_path() / fs::path("ktune-gpu-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    cache_ = std::make_shared<CompileCache>(CompileCache::default_dir());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  CudaBackend::Options backend_options() const {
+    CudaBackend::Options o;
+    o.worker_command = {KTUNE_EXE, "__worker"};
+    o.plugins = {std::string(KTUNE_SOURCE_DIR) + "/tests/data/faulty/faulty.toml"};
+    o.cache = cache_;
+    return o;
+  }
+
+  Registry registry_;
+  fs::path dir_;
+  std::shared_ptr<CompileCache> cache_;
+};
+
+TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
+  CudaBackend backend(backend_options());
+  // 2^22 is a multiple of every tile; 3000017 is prime, so no block or tile divides it.
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}}) {
+    KernelInstance instance(registry_.get("reduce"), {{"n", n}}, backend.device().limits);
+    MeasureOptions m;
+    m.samples = 3;
+    backend.prepare(instance, m);
+    int checked = 0;
+    for (int variant = 1; variant <= 7; ++variant) {
+      for (int block : {32, 64, 256, 1024}) {
+        for (int per_thread : {1, 2, 8, 32}) {
+          const Config c = instance.space().from_assignments(
+              {{"variant", std::to_string(variant)}, {"block_size", std::to_string(block)},
+               {"elements_per_thread", std::to_string(per_thread)}});
+          if (!instance.space().is_valid(c)) continue;
+          const CompileResult r = compile_cached(render(instance, c, backend.device().arch), cache_.get());
+          ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+          const Measurement meas = backend.evaluate(c, &r);
+          EXPECT_EQ(meas.status, TrialStatus::kOk)
+              << "n=" << n << " " << instance.space().key(c) << ": " << meas.error;
+          EXPECT_GT(meas.time_ms, 0);
+          EXPECT_EQ(meas.samples_ms.size(), 3u);
+          ++checked;
+        }
+      }
+    }
+    EXPECT_GE(checked, 7 * 4);
+  }
+}
+
+TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
+  CudaBackend backend(backend_options());
+  KernelInstance instance(registry_.get("faulty"), {}, backend.device().limits);
+  Store store = Store::open(dir_ / "faults.db");
+  CompilePool pool(2, cache_);
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.measure.samples = 3;
+  options.measure.timeout_seconds = 5;
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
+  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.trials, 14u);
+
+  std::map<std::string, std::string> by_fault;
+  for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
+    if (t.error.rfind("re-timed", 0) == 0) continue;
+    const Config c = instance.space().parse_key(t.config_key);
+    const std::string fault = instance.space().value(c, 0).to_string();
+    const std::string status(to_string(t.status));
+    auto [it, inserted] = by_fault.emplace(fault, status);
+    if (!inserted) {
+      EXPECT_EQ(it->second, status) << "fault " << fault << " differs between block sizes";
+    }
+    if (t.status != TrialStatus::kOk) {
+      EXPECT_FALSE(t.error.empty()) << t.config_key;
+    }
+    std::printf("  %-28s %-14s %s\n", t.config_key.c_str(), status.c_str(), t.error.substr(0, 110).c_str());
+  }
+  EXPECT_EQ(by_fault["0"], "ok");
+  EXPECT_EQ(by_fault["1"], "crashed");        // out-of-bounds write: illegal address
+  EXPECT_EQ(by_fault["2"], "crashed");        // __trap()
+  EXPECT_EQ(by_fault["3"], "timeout");        // endless loop
+  EXPECT_EQ(by_fault["4"], "wrong_result");   // one element off
+  EXPECT_EQ(by_fault["5"], "crashed");        // misaligned access
+  EXPECT_EQ(by_fault["6"], "wrong_result");   // one element never written: caught by poisoning
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_EQ(s.best->config_key.rfind("fault=0,", 0), 0u);
+  EXPECT_GE(backend.worker_starts(), 5);     // one at the start, one after each fatal fault
+}
+
+TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {
+  CudaBackend backend(backend_options());
+  KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}}, backend.device().limits);
+  Store store = Store::open(dir_ / "reduce.db");
+  CompilePool pool(4, cache_);
+  TuneOptions options;
+  options.strategy = "random";
+  options.budget.evaluations = 40;
+  auto strategy = make_strategy(options.strategy);
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_EQ(s.best->status, TrialStatus::kOk);
+  EXPECT_GT(s.best->gbps, 10.0);
+  const auto best = store.best("reduce", instance.problem_key(), s.best->device_id);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->trial.config_key, s.best->config_key);
+
+  // The same job again: every trial comes from the database, nothing is measured.
+  auto again = make_strategy(options.strategy);
+  options.retime_top = 0;
+  const TuneSummary r = tune(instance, backend, store, *again, options, &pool);
+  EXPECT_EQ(r.measured, 0u);
+  EXPECT_EQ(r.from_database, 40u);
+}
+
+}  // namespace
+}  // namespace ktune

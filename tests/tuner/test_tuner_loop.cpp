@@ -1,0 +1,347 @@
+// The tuning loop on a fake backend: every trial stored and told, budgets, Ctrl-C, resume
+// from the database, failures never crowned, re-timing, compile errors kept as data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "ktune/backend.h"
+#include "ktune/registry.h"
+#include "ktune/strategy.h"
+#include "ktune/tuner.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Times are a deterministic function of the config; chosen configs fail with a chosen status.
+class FakeBackend final : public Backend {
+ public:
+  explicit FakeBackend(const KernelInstance& instance, bool compiles = false)
+      : instance_(instance), compiles_(compiles) {}
+  std::string name() const override { return "fake"; }
+  DeviceInfo device() const override {
+    DeviceInfo d;
+    d.name = "Fake GPU";
+    d.arch = "sm_90";
+    d.cc_major = 9;
+    d.sm_count = 132;
+    d.memory_bytes = 80ll << 30;
+    d.l2_bytes = 50ll << 20;
+    return d;
+  }
+  bool needs_compilation() const override { return compiles_; }
+  void prepare(const KernelInstance&, const MeasureOptions&) override { ++prepares; }
+  Measurement evaluate(const Config& config, const CompileResult* compiled) override {
+    if (compiles_) EXPECT_TRUE(compiled != nullptr && compiled->ok);
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    const std::string key = instance_.space().key(config);
+    evaluated.push_back(key);
+    Measurement m;
+    if (auto it = failures.find(key); it != failures.end()) {
+      m.status = it->second;
+      m.error = "fake failure";
+      return m;
+    }
+    m.time_ms = time_of(config);
+    m.samples_ms = {m.time_ms, m.time_ms * 1.01, m.time_ms * 0.99};
+    m.time_min_ms = m.time_ms * 0.99;
+    m.time_mean_ms = m.time_ms;
+    m.gpu_ms = 3 * m.time_ms;
+    m.timed_ms = 3 * m.time_ms;
+    return m;
+  }
+  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates, int rounds) override {
+    retimed = candidates.size();
+    std::vector<Measurement> out;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      Measurement m;
+      // Re-timing reverses the search's ranking: the winner must come from here.
+      m.time_ms = retime_reverses ? 10.0 - static_cast<double>(i) : time_of(candidates[i].config);
+      m.samples_ms.assign(static_cast<std::size_t>(rounds), m.time_ms);
+      out.push_back(m);
+    }
+    return out;
+  }
+  double time_of(const Config& c) const {
+    double t = 1.0;
+    for (std::size_t i = 0; i < c.size(); ++i) t += static_cast<double>((c[i] * 7 + i * 3) % 5) * 0.1;
+    return t;
+  }
+
+  std::map<std::string, TrialStatus> failures;
+  std::vector<std::string> evaluated;
+  std::chrono::milliseconds delay{0};
+  bool retime_reverses = false;
+  std::size_t retimed = 0;
+  int prepares = 0;
+
+ private:
+  const KernelInstance& instance_;
+  bool compiles_;
+};
+
+// Remembers what it was told.
+class Recording final : public Strategy {
+ public:
+  explicit Recording(std::unique_ptr<Strategy> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  void start(const StrategyContext& c) override { inner_->start(c); }
+  std::vector<Config> ask(std::size_t n) override { return inner_->ask(n); }
+  void tell(const Config& c, const Outcome& o) override {
+    told.emplace_back(c, o);
+    inner_->tell(c, o);
+  }
+  bool exhausted() const override { return inner_->exhausted(); }
+  std::vector<std::pair<Config, Outcome>> told;
+
+ private:
+  std::unique_ptr<Strategy> inner_;
+};
+
+class TunerLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ktune-loop-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    register_builtin_kernels(registry_);
+    registry_.load_manifest(std::string(KTUNE_TEST_DATA_DIR) + "/compile_error/broken.toml");
+    // A small reduce space: 6 block sizes x variant 7 x 3 elements per thread.
+    instance_ = std::make_unique<KernelInstance>(restricted_reduce(), Problem{{"n", 1 << 20}}, DeviceLimits::for_arch(90));
+    store_ = std::make_unique<Store>(Store::open(dir_ / "t.db"));
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  KernelSpec restricted_reduce() const {
+    KernelSpec k = registry_.get("reduce");
+    for (auto& p : k.params) {
+      if (p.name == "variant") p.values = {Value(7)}, p.default_index = 0;
+      if (p.name == "elements_per_thread") p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
+      if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds")
+        p.values = {p.values[0]}, p.default_index = 0;
+    }
+    return k;
+  }
+  std::size_t valid_count() const { return instance_->space().enumerate().size(); }
+
+  Registry registry_;
+  fs::path dir_;
+  std::unique_ptr<KernelInstance> instance_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(TunerLoop, BruteForceEvaluatesEveryValidConfigOnceAndStoresTheBest) {
+  FakeBackend backend(*instance_);
+  Recording strategy(make_strategy("brute_force"));
+  TuneOptions options;
+  options.retime_top = 0;
+  const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
+  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.trials, valid_count());
+  EXPECT_EQ(s.measured, valid_count());
+  EXPECT_EQ(std::set<std::string>(backend.evaluated.begin(), backend.evaluated.end()).size(), valid_count());
+  EXPECT_EQ(strategy.told.size(), valid_count());
+  EXPECT_EQ(store_->trials_of_run(s.run_id).size(), valid_count());
+  ASSERT_TRUE(s.best.has_value());
+  double fastest = 1e9;
+  for (const auto& c : instance_->space().enumerate()) fastest = std::min(fastest, backend.time_of(c));
+  EXPECT_DOUBLE_EQ(s.best->time_ms, fastest);
+  const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->trial.config_key, s.best->config_key);
+  const auto run = store_->run(s.run_id);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->status, "finished");
+  EXPECT_EQ(run->backend, "fake");
+}
+
+TEST_F(TunerLoop, FailuresAreToldAsFailuresAndNeverBecomeTheBest) {
+  FakeBackend backend(*instance_);
+  std::vector<Config> all = instance_->space().enumerate();
+  // Make the fastest config wrong, the second crash.
+  std::sort(all.begin(), all.end(), [&](const Config& a, const Config& b) { return backend.time_of(a) < backend.time_of(b); });
+  backend.failures[instance_->space().key(all[0])] = TrialStatus::kWrongResult;
+  backend.failures[instance_->space().key(all[1])] = TrialStatus::kCrashed;
+  Recording strategy(make_strategy("brute_force"));
+  TuneOptions options;
+  options.retime_top = 0;
+  const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
+  EXPECT_EQ(s.by_status.at("wrong_result"), 1u);
+  EXPECT_EQ(s.by_status.at("crashed"), 1u);
+  int failures_told = 0;
+  for (const auto& [c, o] : strategy.told) failures_told += o.status != TrialStatus::kOk;
+  EXPECT_EQ(failures_told, 2);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_NE(s.best->config_key, instance_->space().key(all[0]));
+  EXPECT_NE(s.best->config_key, instance_->space().key(all[1]));
+  EXPECT_EQ(s.best->status, TrialStatus::kOk);
+}
+
+TEST_F(TunerLoop, EvaluationBudgetStopsTheRun) {
+  FakeBackend backend(*instance_);
+  auto strategy = make_strategy("random");
+  TuneOptions options;
+  options.budget.evaluations = 5;
+  options.retime_top = 0;
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  EXPECT_EQ(s.trials, 5u);
+  EXPECT_EQ(backend.evaluated.size(), 5u);
+  EXPECT_EQ(s.status, "finished");
+}
+
+TEST_F(TunerLoop, TimeBudgetStopsTheRun) {
+  FakeBackend backend(*instance_);
+  backend.delay = std::chrono::milliseconds(20);
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.budget.seconds = 0.1;
+  options.retime_top = 0;
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  EXPECT_GE(s.trials, 1u);
+  EXPECT_LT(s.trials, valid_count());
+}
+
+TEST_F(TunerLoop, StopFlagEndsCleanlyKeepingWhatWasMeasured) {
+  FakeBackend backend(*instance_);
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  std::atomic<bool> stop{false};
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr,
+                             [&](const Progress& p) {
+                               if (p.done == 4) stop = true;
+                             },
+                             &stop);
+  EXPECT_EQ(s.status, "interrupted");
+  EXPECT_EQ(s.trials, 4u);
+  EXPECT_EQ(store_->trials_of_run(s.run_id).size(), 4u);
+  EXPECT_EQ(store_->run(s.run_id)->status, "interrupted");
+  EXPECT_EQ(backend.retimed, 0u);  // no re-timing after Ctrl-C
+  EXPECT_TRUE(s.best.has_value());  // the best of what was measured is kept
+}
+
+TEST_F(TunerLoop, ResumeAnswersKnownConfigsFromTheDatabase) {
+  {
+    FakeBackend backend(*instance_);
+    auto strategy = make_strategy("random");
+    TuneOptions options;
+    options.budget.evaluations = 7;
+    options.retime_top = 0;
+    tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  }
+  FakeBackend backend(*instance_);
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = 0;
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  EXPECT_EQ(s.from_database, 7u);
+  EXPECT_EQ(s.measured, valid_count() - 7);
+  EXPECT_EQ(backend.evaluated.size(), valid_count() - 7);
+
+  // --no-reuse measures everything again.
+  FakeBackend again(*instance_);
+  auto strategy2 = make_strategy("brute_force");
+  options.reuse = false;
+  const TuneSummary r = tune(*instance_, again, *store_, *strategy2, options, nullptr);
+  EXPECT_EQ(r.measured, valid_count());
+}
+
+TEST_F(TunerLoop, NothingToMeasureStartsNoBackend) {
+  FakeBackend first(*instance_);
+  auto s1 = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = 0;
+  tune(*instance_, first, *store_, *s1, options, nullptr);
+  FakeBackend second(*instance_);
+  auto s2 = make_strategy("brute_force");
+  const TuneSummary s = tune(*instance_, second, *store_, *s2, options, nullptr);
+  EXPECT_EQ(s.measured, 0u);
+  EXPECT_EQ(second.prepares, 0);
+}
+
+TEST_F(TunerLoop, RetimingPicksTheWinner) {
+  FakeBackend backend(*instance_);
+  backend.retime_reverses = true;
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = 4;
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  EXPECT_EQ(backend.retimed, 4u);
+  ASSERT_EQ(s.finalists.size(), 4u);
+  ASSERT_TRUE(s.best.has_value());
+  // The fake reverses the ranking: the search's fourth is the re-timed winner.
+  std::vector<Config> all = instance_->space().enumerate();
+  std::stable_sort(all.begin(), all.end(), [&](const Config& a, const Config& b) { return backend.time_of(a) < backend.time_of(b); });
+  EXPECT_DOUBLE_EQ(s.best->time_ms, 7.0);
+  EXPECT_EQ(s.best->sample_count, options.retime_rounds);
+  const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->trial_id, s.best->id);
+}
+
+// A strategy that proposes an invalid configuration once.
+class Misbehaving final : public Strategy {
+ public:
+  std::string name() const override { return "misbehaving"; }
+  void start(const StrategyContext& c) override { space_ = c.space; }
+  std::vector<Config> ask(std::size_t) override {
+    if (done_) return {};
+    done_ = true;
+    Config c = space_->default_config();
+    c[space_->param_index("block_size")] = 5;   // 1024 ...
+    c[space_->param_index("maxrregcount")] = 3;  // ... with 128 registers: over the register file
+    return {c};
+  }
+  void tell(const Config&, const Outcome& o) override { last = o.status; }
+  bool exhausted() const override { return done_; }
+  TrialStatus last = TrialStatus::kOk;
+
+ private:
+  const SearchSpace* space_ = nullptr;
+  bool done_ = false;
+};
+
+TEST_F(TunerLoop, InvalidProposalsAreRecordedWithoutRunning) {
+  KernelInstance full(registry_.get("reduce"), {{"n", 1 << 20}}, DeviceLimits::for_arch(90));
+  FakeBackend backend(full);
+  Misbehaving strategy;
+  TuneOptions options;
+  const TuneSummary s = tune(full, backend, *store_, strategy, options, nullptr);
+  EXPECT_EQ(s.trials, 1u);
+  EXPECT_EQ(strategy.last, TrialStatus::kInvalid);
+  EXPECT_TRUE(backend.evaluated.empty());
+  EXPECT_FALSE(s.best.has_value());
+}
+
+TEST_F(TunerLoop, CompileErrorsAreTrialsWithTheirLog) {
+  KernelInstance broken(registry_.get("broken"), {}, DeviceLimits::for_arch(90));
+  FakeBackend backend(broken, /*compiles=*/true);
+  auto strategy = make_strategy("brute_force");
+  auto cache = std::make_shared<CompileCache>(dir_ / "cache");
+  CompilePool pool(2, cache);
+  TuneOptions options;
+  options.retime_top = 2;
+  const TuneSummary s = tune(broken, backend, *store_, *strategy, options, &pool);
+  EXPECT_EQ(s.trials, 12u);
+  EXPECT_EQ(s.by_status.at("compile_failed"), 6u);
+  EXPECT_EQ(s.by_status.at("ok"), 6u);
+  for (const auto& t : store_->trials_of_run(s.run_id)) {
+    if (t.status != TrialStatus::kCompileFailed) continue;
+    EXPECT_EQ(t.config_key.rfind("bad=1", 0), 0u);
+    EXPECT_NE(t.compile_log.find("deliberately broken"), std::string::npos) << t.compile_log;
+    EXPECT_NE(t.compile_options.find("--gpu-architecture=sm_90"), std::string::npos);
+    EXPECT_EQ(t.arch, "sm_90");
+  }
+  EXPECT_GT(s.compile_seconds, 0);
+}
+
+}  // namespace
+}  // namespace ktune
