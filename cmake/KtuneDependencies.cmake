@@ -9,6 +9,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(tomlplusplus 3 REQUIRED)
 find_package(fmt 8 REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+# xxHash (Debian libxxhash-dev) is used header-only for content hashes.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 
 # Embedded CPython for the Optuna strategies. Debian's /usr/bin/python3 is the default, since
 # python3-optuna installs there; pass -DPython3_EXECUTABLE=... to embed another one.

@@ -7,6 +7,9 @@
 //   5  unrolled last warp
 //   6  completely unrolled, block size as a template parameter
 //   7  several elements per thread (ELEMENTS_PER_THREAD, loop unrolled by UNROLL)
+// and two steps past the lecture, for current GPUs:
+//   8  as 7, then warp shuffles instead of shared memory for the tree
+//   9  as 8, with 16-byte (8-byte when ELEMENTS_PER_THREAD is not a multiple of 4) vector loads
 // One launch reduces n values of `in` to one partial sum per block in out[blockIdx.x]; the host
 // launches it again on the partial sums until one value is left, as the lecture's "kernel
 // decomposition" does. ktune defines BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, UNROLL and
@@ -45,6 +48,36 @@ __device__ __forceinline__ void block_reduce_unrolled(T* s, unsigned tid) {
   if (BlockSize >= 256) { if (tid < 128) s[tid] += s[tid + 128]; __syncthreads(); }
   if (BlockSize >= 128) { if (tid < 64) s[tid] += s[tid + 64]; __syncthreads(); }
   if (tid < 32) warp_reduce<T>(s, tid, BlockSize);
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Block sum by warp shuffles: each warp reduces its values, the first warp reduces the warps'.
+template <unsigned BlockSize, typename T>
+__device__ __forceinline__ T block_sum_shuffle(T v, T* s, unsigned tid) {
+  v = warp_sum(v);
+  if (BlockSize > 32) {
+    if (tid % 32 == 0) s[tid / 32] = v;
+    __syncthreads();
+    if (tid < 32) v = warp_sum(tid < BlockSize / 32 ? s[tid] : T(0));
+  }
+  return v;
+}
+
+template <typename T, int Width> struct Vec;
+template <> struct Vec<int, 2> { using type = int2; };
+template <> struct Vec<int, 4> { using type = int4; };
+template <> struct Vec<float, 2> { using type = float2; };
+template <> struct Vec<float, 4> { using type = float4; };
+
+template <typename V, typename T>
+__device__ __forceinline__ T lane_sum(const V& x) {
+  if constexpr (sizeof(V) / sizeof(T) == 4) return x.x + x.y + x.z + x.w;
+  else return x.x + x.y;
 }
 
 template <unsigned BlockSize, int Variant, int ElementsPerThread, typename T>
@@ -98,6 +131,25 @@ __global__ void KTUNE_LAUNCH_BOUNDS reduce(const T* __restrict__ in, T* __restri
     } else {
       block_reduce_unrolled<BlockSize, T>(s, tid);
     }
+  } else if constexpr (Variant == 9) {
+    // Vector loads; the host keeps every level's input 16-byte aligned.
+    constexpr int kWidth = ElementsPerThread % 4 == 0 ? 4 : 2;
+    using V = typename Vec<T, kWidth>::type;
+    const V* vin = reinterpret_cast<const V*>(in);
+    const unsigned base = blockIdx.x * (BlockSize * (ElementsPerThread / kWidth)) + tid;
+    T v = T(0);
+    KTUNE_UNROLL(UNROLL)
+    for (int k = 0; k < ElementsPerThread / kWidth; ++k) {
+      const unsigned j = base + k * BlockSize;
+      if ((j + 1) * kWidth <= n) {
+        v += lane_sum<V, T>(vin[j]);
+      } else {
+        for (unsigned i = j * kWidth; i < n && i < (j + 1) * kWidth; ++i) v += in[i];
+      }
+    }
+    v = block_sum_shuffle<BlockSize, T>(v, s, tid);
+    if (tid == 0) out[blockIdx.x] = v;
+    return;
   } else {
     // Several elements per thread, each pass over the block's tile coalesced.
     const unsigned base = blockIdx.x * (BlockSize * ElementsPerThread) + tid;
@@ -106,6 +158,11 @@ __global__ void KTUNE_LAUNCH_BOUNDS reduce(const T* __restrict__ in, T* __restri
     for (int k = 0; k < ElementsPerThread; ++k) {
       const unsigned i = base + k * BlockSize;
       if (i < n) v += in[i];
+    }
+    if constexpr (Variant == 8) {
+      v = block_sum_shuffle<BlockSize, T>(v, s, tid);
+      if (tid == 0) out[blockIdx.x] = v;
+      return;
     }
     s[tid] = v;
     __syncthreads();

@@ -50,14 +50,16 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   }
   const std::int64_t tile = block_size * per_thread;
   const std::int64_t first_grid = (n0 + tile - 1) / tile;
-  std::int32_t* halves[2] = {partial, partial + first_grid};
+  // The second half starts 16-byte aligned, as the vector-load variant needs.
+  const std::int64_t second = (first_grid + 3) / 4 * 4;
+  std::int32_t* halves[2] = {partial, partial + second};
 
   const void* src = in;
   std::int64_t n = n0;
   for (int level = 0;; ++level) {
     const std::int64_t grid = (n + tile - 1) / tile;
     void* dst = grid == 1 ? out : static_cast<void*>(halves[level % 2]);
-    if (grid > 1 && (level % 2 == 0 ? grid : first_grid + grid) > static_cast<std::int64_t>(partial_count)) {
+    if (grid > 1 && (level % 2 == 0 ? grid : second + grid) > static_cast<std::int64_t>(partial_count)) {
       std::snprintf(error, error_size, "reduce: partial buffer too small at level %d", level);
       return 1;
     }
@@ -77,10 +79,11 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
 
 const ktune_param_desc kParams[] = {
     {"block_size", "32, 64, 128, 256, 512, 1024", "256", "threads per block"},
-    {"variant", "1, 2, 3, 4, 5, 6, 7", "7", "step of the lecture (see reduce.cu)"},
+    {"variant", "1, 2, 3, 4, 5, 6, 7, 8, 9", "7",
+     "step of the lecture, 1-7; 8: warp shuffles; 9: shuffles and vector loads (see reduce.cu)"},
     {"elements_per_thread", "1, 2, 4, 8, 16, 32", "8",
      "input elements each thread adds before the tree (1 for steps 1-3, 2 for 4-6)"},
-    {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (step 7)"},
+    {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (steps 7-9)"},
     {"maxrregcount", "0, 32, 64, 128", "0", "register limit per thread (0: none)"},
     {"launch_bounds", "0, 1, 2, 4", "0", "minimum blocks per multiprocessor (0: no __launch_bounds__)"},
 };
@@ -88,8 +91,7 @@ const ktune_param_desc kParams[] = {
 const char* const kRestrictions[] = {
     "variant >= 7 or elements_per_thread == (1 if variant <= 3 else 2)",
     "variant < 7 or elements_per_thread >= 2",
-    "variant == 7 or unroll == 1",
-    "unroll <= elements_per_thread",
+    "variant >= 7 or unroll == 1",
     "maxrregcount == 0 or maxrregcount * block_size <= max_registers_per_block",
     "launch_bounds == 0 or launch_bounds * block_size <= max_threads_per_multiprocessor",
     "n <= 2**31",
@@ -104,7 +106,7 @@ const ktune_buffer_desc kBuffers[] = {
     {"out", KTUNE_TYPE_I32, KTUNE_BUFFER_OUTPUT, "1", nullptr, 0, 0},
     {"partial", KTUNE_TYPE_I32, KTUNE_BUFFER_SCRATCH,
      "div_up(n, block_size * elements_per_thread) + "
-     "div_up(div_up(n, block_size * elements_per_thread), block_size * elements_per_thread)",
+     "div_up(div_up(n, block_size * elements_per_thread), block_size * elements_per_thread) + 4",
      "none", 0, 0},
 };
 
@@ -120,7 +122,7 @@ const ktune_kernel_desc kReduce = [] {
   ktune_kernel_desc d{};
   d.struct_size = sizeof(ktune_kernel_desc);
   d.name = "reduce";
-  d.description = "sum of int32 values: the seven steps of the parallel-reduction lecture";
+  d.description = "sum of int32 values: the seven steps of the parallel-reduction lecture, plus warp-shuffle and vector-load steps";
   d.source = ktune_kernel_src_reduce;
   d.source_name = "reduce.cu";
   d.entry = "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>";

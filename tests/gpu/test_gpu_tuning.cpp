@@ -54,7 +54,7 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
     m.samples = 3;
     backend.prepare(instance, m);
     int checked = 0;
-    for (int variant = 1; variant <= 7; ++variant) {
+    for (int variant = 1; variant <= 9; ++variant) {
       for (int block : {32, 64, 256, 1024}) {
         for (int per_thread : {1, 2, 8, 32}) {
           const Config c = instance.space().from_assignments(
@@ -72,7 +72,7 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
         }
       }
     }
-    EXPECT_GE(checked, 7 * 4);
+    EXPECT_GE(checked, 9 * 4);
   }
 }
 

@@ -38,7 +38,9 @@ class FakeBackend final : public Backend {
   bool needs_compilation() const override { return compiles_; }
   void prepare(const KernelInstance&, const MeasureOptions&) override { ++prepares; }
   Measurement evaluate(const Config& config, const CompileResult* compiled) override {
-    if (compiles_) EXPECT_TRUE(compiled != nullptr && compiled->ok);
+    if (compiles_) {
+      EXPECT_TRUE(compiled != nullptr && compiled->ok);
+    }
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     const std::string key = instance_.space().key(config);
     evaluated.push_back(key);

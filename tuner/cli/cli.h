@@ -36,6 +36,7 @@ po::options_description plugin_options();      // --plugin
 po::options_description problem_options();     // --problem
 po::options_description target_options();      // --arch, --device
 po::options_description output_options();      // --json, --quiet
+po::options_description database_options();    // --db
 
 // Registry with built-ins, KTUNE_PLUGIN_PATH and every --plugin.
 std::unique_ptr<Registry> make_registry(const po::variables_map& vm);
@@ -65,5 +66,8 @@ int cmd_list(const std::vector<std::string>& args);
 int cmd_space(const std::vector<std::string>& args);
 int cmd_compile(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
+int cmd_tune(const std::vector<std::string>& args);
+int cmd_best(const std::vector<std::string>& args);
+int cmd_worker(const std::vector<std::string>& args);
 
 }  // namespace ktune::cli

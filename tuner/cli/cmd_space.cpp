@@ -7,13 +7,15 @@
 
 #include "cli.h"
 #include "ktune/error.h"
+#include "ktune/job.h"
 
 namespace ktune::cli {
 
 int cmd_space(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Space");
-  own.add_options()("kernel", po::value<std::string>()->required(), "kernel name")(
+  own.add_options()("kernel", po::value<std::string>(), "kernel name")(
+      "config", po::value<std::string>(), "job file (configs/*.toml) narrowing the space")(
       "sample", po::value<int>()->default_value(10), "number of valid configurations to show")(
       "seed", po::value<unsigned>()->default_value(1), "seed of the sample");
   opts.add(own).add(problem_options()).add(target_options()).add(plugin_options()).add(output_options());
@@ -23,10 +25,14 @@ int cmd_space(const std::vector<std::string>& args) {
   if (parse(args, "space", "KERNEL [options]", opts, pos, vm)) return 0;
 
   auto registry = make_registry(vm);
-  const KernelSpec& kernel = registry->get(vm["kernel"].as<std::string>());
+  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
+  const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
+  if (kernel_name.empty()) throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+  const KernelSpec kernel = apply_job(registry->get(kernel_name), job);
   const Target target = resolve_target(vm, false);
-  const auto given = vm.count("problem") ? parse_problem(vm["problem"].as<std::vector<std::string>>())
-                                         : std::map<std::string, std::int64_t>{};
+  auto given = job.problem;
+  if (vm.count("problem"))
+    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>())) given[k] = v;
   KernelInstance instance(kernel, kernel.make_problem(given), target.limits);
   const SearchSpace& space = instance.space();
 

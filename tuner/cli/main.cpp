@@ -17,6 +17,8 @@ const std::vector<Command>& commands() {
       {"space", "size of a kernel's search space, valid configurations, a sample", cmd_space},
       {"compile", "compile one configuration with NVRTC; print size, time and resources", cmd_compile},
       {"devices", "list CUDA devices", cmd_devices},
+      {"tune", "tune a kernel for a problem on a GPU and store the best configuration", cmd_tune},
+      {"best", "print the stored best configuration of a kernel for a problem", cmd_best},
   };
   return kCommands;
 }
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
     std::printf("ktune %s\n", KTUNE_VERSION);
     return 0;
   }
+  if (name == "__worker") return cmd_worker({});
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {

@@ -49,6 +49,7 @@ Measurement measurement_from(const json& r) {
   m.gpu_ms = r.value("gpu_ms", 0.0);
   m.timed_ms = r.value("timed_ms", 0.0);
   m.eval_ms = r.value("eval_ms", 0.0);
+  if (r.contains("phases_ms")) m.phases_ms = r["phases_ms"].get<std::map<std::string, double>>();
   return m;
 }
 

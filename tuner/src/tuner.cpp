@@ -284,6 +284,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       t.eval_ms = m.eval_ms;
       t.id = store.add_trial(t);
       ++summary.measured;
+      for (const auto& [phase, ms] : m.phases_ms) summary.phases_seconds[phase] += ms * 1e-3;
       summary.gpu_seconds += m.gpu_ms * 1e-3;
       summary.timed_seconds += m.timed_ms * 1e-3;
     }
@@ -373,6 +374,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
   s["compile_seconds"] = summary.compile_seconds;
   s["backend_seconds"] = summary.backend_seconds;
   s["wait_compile_seconds"] = summary.wait_compile_seconds;
+  s["phases_seconds"] = summary.phases_seconds;
   if (summary.best) {
     s["best"] = {{"trial_id", summary.best->id}, {"config", summary.best->config_key}, {"time_ms", summary.best->time_ms}};
   }

@@ -6,8 +6,10 @@ extern "C" __global__ void faulty(const float* __restrict__ in, float* __restric
   if (FAULT == 1 && i == 0) out[n + (1u << 30)] = 1.0f;
   if (FAULT == 2 && i == 0) __trap();
   if (FAULT == 3) {
-    volatile unsigned spin = 1;
-    while (spin) {
+    // A loop without side effects may be deleted by the compiler; the asm statement keeps it.
+    for (unsigned long long k = 0; k != ~0ull; ++k) {
+      __nanosleep(1000);
+      asm volatile("" ::: "memory");
     }
   }
   if (FAULT == 5 && i == 0) {

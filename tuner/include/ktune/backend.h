@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,9 @@ struct MeasureOptions {
   // A run shorter than this is timed in batches of launches between two events, so launch
   // latency does not dominate (only when the L2 is not flushed between runs).
   double batch_below_ms = 0.02;
-  // L2: "auto" flushes before every timed run when the kernel's buffers are smaller than
-  // 4 x the device's L2; "always" / "never" force it.
+  // L2: "auto" flushes before every timed run when the kernel's buffers together are smaller
+  // than twice the device's L2, so no run is served from a cache its predecessor warmed;
+  // "always" / "never" force it.
   std::string flush_l2 = "auto";
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
   double timeout_seconds = 20;
@@ -58,6 +60,8 @@ struct Measurement {
   double timed_ms = 0;               // GPU time of the timed samples alone
   double eval_ms = 0;                // wall time of the evaluation
   bool from_cache = false;           // answered from the database / a recording, not measured
+  // Where the evaluation's wall time went (load, buffers, verify, time, ...), for diagnostics.
+  std::map<std::string, double> phases_ms;
 };
 
 // One finalist for interleaved re-timing.

@@ -1,0 +1,245 @@
+// `ktune tune`: tune one kernel for one problem on one device and store the best configuration;
+// `ktune __worker`: the GPU worker process the CUDA backend starts.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "ktune/cuda_backend.h"
+#include "ktune/error.h"
+#include "ktune/job.h"
+#include "ktune/tuner.h"
+
+namespace ktune::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_interrupt(int) {
+  if (g_stop.exchange(true)) {
+    // A second Ctrl-C: stop now.
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const auto s = static_cast<long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+// One progress line on a terminal, redrawn at most ten times a second; nothing in scripts.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+  void update(const Progress& p) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.done < p.total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double rate = p.elapsed_seconds > 0 ? p.done / p.elapsed_seconds : 0;
+    const double eta = rate > 0 ? (p.total - p.done) / rate : NAN;
+    std::string best = "-";
+    if (p.best_ms) {
+      best = fmt::format("{:.4g} ms", *p.best_ms);
+      if (std::isfinite(p.best_gbps)) best += fmt::format(" ({:.0f} GB/s)", p.best_gbps);
+    }
+    std::string line = fmt::format("[{}/{}] {:.1f} cfg/s  best {}  ETA {}", p.done, p.total, rate, best,
+                                   format_duration(eta));
+    std::cerr << "\r" << line << "\x1b[K" << std::flush;
+    drawn_ = true;
+  }
+  void finish() {
+    if (drawn_) std::cerr << "\n";
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+}  // namespace
+
+po::options_description database_options() {
+  po::options_description o("Database");
+  const char* env = std::getenv("KTUNE_DB");
+  o.add_options()("db", po::value<std::string>()->default_value(env && *env ? env : "ktune.db"),
+                  "results database (default $KTUNE_DB or ./ktune.db)");
+  return o;
+}
+
+int cmd_tune(const std::vector<std::string>& args) {
+  po::options_description opts;
+  po::options_description own("Search");
+  own.add_options()("kernel", po::value<std::string>(), "kernel name")(
+      "config", po::value<std::string>(), "job file (configs/*.toml): kernel, problem, space, strategy, budget, "
+                                          "measurement; options given here win")(
+      "strategy", po::value<std::string>()->default_value("brute_force"),
+      "search strategy (ktune tune --help lists them)")(
+      "strategy-option", po::value<std::vector<std::string>>()->composing(),
+      "strategy option NAME=VALUE (repeatable)")(
+      "budget-evals", po::value<std::uint64_t>(), "stop after this many trials")(
+      "budget-time", po::value<double>(), "stop after this many seconds")(
+      "seed", po::value<std::uint64_t>()->default_value(1), "seed of the strategy and of the input data")(
+      "no-reuse", "measure again what the database already holds for this kernel, device and problem")(
+      "warm-start", "try first the best configurations stored for this kernel on other devices/problems")(
+      "retime-top", po::value<int>()->default_value(5), "finalists re-timed interleaved at the end")(
+      "compile-threads", po::value<unsigned>()->default_value(0),
+      "NVRTC threads (0: one per core, less one)");
+  po::options_description measure("Measurement");
+  measure.add_options()("samples", po::value<int>()->default_value(0),
+                        "timed runs per configuration (0: adaptive, until the spread is under "
+                        "--target-spread)")(
+      "warmup", po::value<int>()->default_value(1), "untimed runs before timing")(
+      "target-spread", po::value<double>()->default_value(0.01), "adaptive: stop at this IQR/median")(
+      "max-samples", po::value<int>()->default_value(50), "adaptive: at most this many timed runs")(
+      "flush-l2", po::value<std::string>()->default_value("auto"), "auto | always | never")(
+      "timeout", po::value<double>()->default_value(20), "seconds before a trial is killed (watchdog)");
+  opts.add(own).add(measure).add(problem_options()).add(target_options()).add(database_options())
+      .add(plugin_options()).add(output_options());
+  po::positional_options_description pos;
+  pos.add("kernel", 1);
+  po::variables_map vm;
+  if (parse(args, "tune", "KERNEL [--problem NAME=VALUE ...] [options]\n       ktune tune --config JOB.toml [options]",
+            opts, pos, vm)) {
+    std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
+    return 0;
+  }
+
+  auto registry = make_registry(vm);
+  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
+  const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
+  if (kernel_name.empty()) throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+  const KernelSpec kernel = apply_job(registry->get(kernel_name), job);
+  auto given = job.problem;
+  if (vm.count("problem"))
+    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>())) given[k] = v;
+  const Problem problem = kernel.make_problem(given);
+
+  // A value given on the command line wins over the job file, which wins over the default.
+  const auto pick = [&](const char* option, auto from_job) {
+    using T = typename decltype(from_job)::value_type;
+    return (!vm[option].defaulted() || !from_job) ? vm[option].as<T>() : *from_job;
+  };
+  TuneOptions options;
+  options.strategy = pick("strategy", job.strategy);
+  options.strategy_options = job.strategy_options;
+  if (vm.count("strategy-option"))
+    for (auto& [k, v] : parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option"))
+      options.strategy_options[k] = v;
+  if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
+  if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
+  if (vm.count("budget-evals")) options.budget.evaluations = vm["budget-evals"].as<std::uint64_t>();
+  if (vm.count("budget-time")) options.budget.seconds = vm["budget-time"].as<double>();
+  options.seed = vm["seed"].as<std::uint64_t>();
+  options.reuse = !vm.count("no-reuse");
+  options.warm_start = vm.count("warm-start") > 0;
+  options.retime_top = vm["retime-top"].as<int>();
+  options.measure.samples = pick("samples", job.samples);
+  options.measure.warmup = pick("warmup", job.warmup);
+  options.measure.target_spread = pick("target-spread", job.target_spread);
+  options.measure.max_samples = pick("max-samples", job.max_samples);
+  options.measure.flush_l2 = pick("flush-l2", job.flush_l2);
+  options.measure.timeout_seconds = pick("timeout", job.timeout_seconds);
+  options.measure.seed = options.seed;
+  if (options.measure.flush_l2 != "auto" && options.measure.flush_l2 != "always" && options.measure.flush_l2 != "never")
+    throw Error(ErrorKind::kUsage, fmt::format("--flush-l2 '{}': expected auto, always or never", options.measure.flush_l2));
+  if (options.measure.samples < 0 || options.measure.warmup < 0 || options.measure.max_samples < 1)
+    throw Error(ErrorKind::kUsage, "--samples, --warmup and --max-samples must not be negative");
+  for (std::size_t i = 0; i < args.size(); ++i) options.command_line += (i ? " " : "") + args[i];
+  options.command_line = "ktune tune " + options.command_line;
+  auto strategy = make_strategy(options.strategy);
+
+  // The GPU is checked before the database is touched, so a machine without one changes nothing.
+  CudaBackend::Options bo;
+  bo.device = vm["device"].as<int>();
+  bo.worker_command = {self_executable(), "__worker"};
+  if (vm.count("plugin")) bo.plugins = vm["plugin"].as<std::vector<std::string>>();
+  bo.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  if (vm.count("arch"))
+    throw Error(ErrorKind::kUsage, "--arch is for compiling without a GPU; tuning runs on the device's own architecture");
+  CudaBackend backend(bo);
+  KernelInstance instance(kernel, problem, backend.device().limits);
+  Store store = Store::open(vm["db"].as<std::string>());
+  unsigned threads = vm["compile-threads"].as<unsigned>();
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
+  CompilePool pool(threads, bo.cache);
+
+  const bool quiet = vm.count("quiet") > 0;
+  ProgressLine line(!quiet && !json_output(vm) && ::isatty(STDERR_FILENO));
+  if (!quiet && !json_output(vm))
+    std::cerr << fmt::format("tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n", kernel.name,
+                             instance.problem_key(), backend.device().name, backend.device().arch, options.strategy,
+                             threads, store.path().string());
+  std::signal(SIGINT, on_interrupt);
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool,
+                             [&](const Progress& p) { line.update(p); }, &g_stop);
+  std::signal(SIGINT, SIG_DFL);
+  line.finish();
+
+  const double rate = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
+  if (json_output(vm)) {
+    nlohmann::json j;
+    j["run_id"] = s.run_id;
+    j["status"] = s.status;
+    j["trials"] = s.trials;
+    j["measured"] = s.measured;
+    j["from_database"] = s.from_database;
+    j["by_status"] = s.by_status;
+    j["wall_seconds"] = s.wall_seconds;
+    j["configs_per_second"] = rate;
+    j["gpu_seconds"] = s.gpu_seconds;
+    j["timed_seconds"] = s.timed_seconds;
+    j["gpu_share"] = s.wall_seconds > 0 ? s.gpu_seconds / s.wall_seconds : 0;
+    j["timed_share"] = s.wall_seconds > 0 ? s.timed_seconds / s.wall_seconds : 0;
+    j["compile_seconds"] = s.compile_seconds;
+    j["wait_compile_seconds"] = s.wait_compile_seconds;
+    j["backend_seconds"] = s.backend_seconds;
+    j["phases_seconds"] = s.phases_seconds;
+    j["worker_starts"] = backend.worker_starts();
+    if (s.best) {
+      j["best"] = {{"config", nlohmann::json::parse(s.best->config_json)}, {"key", s.best->config_key},
+                   {"time_ms", s.best->time_ms}, {"gbps", s.best->gbps}, {"trial_id", s.best->id}};
+    }
+    for (const auto& f : s.finalists) j["finalists"].push_back({{"key", f.config_key}, {"time_ms", f.time_ms}, {"gbps", f.gbps}});
+    print_json(j);
+  } else if (!quiet) {
+    std::cout << fmt::format("run {} {}: {} trials ({} measured, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
+                             s.run_id, s.status, s.trials, s.measured, s.from_database, s.wall_seconds, rate);
+    std::string statuses;
+    for (const auto& [name, n] : s.by_status) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
+    std::cout << "  outcomes   " << statuses << "\n";
+    std::cout << fmt::format("  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} threads\n",
+                             s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
+                             100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
+    if (s.best) {
+      std::cout << fmt::format("  best       {}\n             {:.4f} ms median", s.best->config_key, s.best->time_ms);
+      if (std::isfinite(s.best->gbps)) std::cout << fmt::format(", {:.1f} GB/s", s.best->gbps);
+      std::cout << "\n";
+    } else {
+      std::cout << "  best       none: no configuration ran and verified\n";
+    }
+  }
+  if (s.status == "interrupted") return 130;
+  return s.best ? 0 : 1;
+}
+
+int cmd_worker(const std::vector<std::string>&) { return cuda_worker_main(); }
+
+}  // namespace ktune::cli
