@@ -1,0 +1,478 @@
+// The `ktune` program as a user runs it: the real binary in a temporary working directory with
+// its own compile cache, stdout, stderr and exit code captured. Help and every command's option
+// groups, list/space/compile output (text, JSON and golden files), usage errors (exit 2), input
+// errors (3), plugin errors (4), database errors (5) and "no GPU" (7). Needs no GPU.
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ktune/device.h"
+#include "ktune/instance.h"
+#include "ktune/registry.h"
+#include "tuner/cli_test_util.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::CliResult;
+using test::contains;
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(work());
+    fs::create_directories(cache());
+  }
+  fs::path work() const { return tmp_ / "work"; }
+  fs::path cache() const { return tmp_ / "cache"; }
+  CliResult run(const std::vector<std::string>& args,
+                const std::map<std::string, std::optional<std::string>>& env = {}) const {
+    return test::run_ktune(args, work(), cache(), env);
+  }
+  // Files the command left in its working directory.
+  std::vector<std::string> files_in_work() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(work()))
+      out.push_back(e.path().filename().string());
+    return out;
+  }
+  test::TempDir tmp_;
+};
+
+// The "no GPU" behaviour can only be seen where there is none; on a GPU host these tests step
+// aside (the GPU tests in tests/gpu/ cover that side).
+#define SKIP_IF_GPU()                                                                      \
+  do {                                                                                     \
+    if (!list_devices().devices.empty()) GTEST_SKIP() << "this machine has a CUDA device"; \
+  } while (0)
+
+json parse_json(const CliResult& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const json::exception& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r;
+    return json();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Help
+
+TEST_F(Cli, HelpListsCommandsAndEnvironment) {
+  for (const char* flag : {"--help", "-h", "help"}) {
+    const CliResult r = run({flag});
+    EXPECT_EQ(r.code, 0) << r;
+    for (const char* command : {"list", "space", "compile", "devices", "tune", "best"})
+      EXPECT_TRUE(contains(r.out, std::string("  ") + command + " ")) << command << "\n" << r;
+    EXPECT_TRUE(contains(r.out, "KTUNE_PLUGIN_PATH")) << r;
+    EXPECT_TRUE(contains(r.out, "KTUNE_CACHE_DIR")) << r;
+  }
+  const CliResult version = run({"--version"});
+  EXPECT_EQ(version.code, 0) << version;
+  EXPECT_TRUE(version.out.starts_with("ktune " KTUNE_VERSION)) << version;
+}
+
+TEST_F(Cli, NoArgumentsIsAUsageError) {
+  const CliResult r = run({});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "usage: ktune COMMAND")) << r;
+  EXPECT_TRUE(r.out.empty()) << r;
+}
+
+TEST_F(Cli, HelpTunePrintsItsOptions) {
+  const CliResult r = run({"help", "tune"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "usage: ktune tune KERNEL")) << r;
+  EXPECT_TRUE(contains(r.out, "--strategy")) << r;
+  EXPECT_TRUE(contains(r.out, "strategies: ")) << r;
+  EXPECT_TRUE(contains(r.out, "brute_force")) << r;
+  const CliResult unknown = run({"help", "frobnicate"});
+  EXPECT_EQ(unknown.code, 2) << unknown;
+  EXPECT_TRUE(contains(unknown.err, "unknown command 'frobnicate'")) << unknown;
+}
+
+TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
+  const std::map<std::string, std::vector<std::string>> groups = {
+      {"list", {"Kernels:", "--plugin", "Output:", "--json"}},
+      {"space",
+       {"Space:", "--sample", "--seed", "Problem:", "--problem", "Target:", "--arch",
+        "Kernels:", "Output:"}},
+      {"compile",
+       {"Configuration:", "--set", "--output", "--source", "--no-cache",
+        "Problem:", "Target:", "Kernels:", "Output:"}},
+      {"devices", {"Output:", "--json"}},
+      {"tune",
+       {"Search:", "--strategy", "--budget-evals", "--budget-time", "Measurement:", "--samples",
+        "--flush-l2", "--timeout", "Problem:", "Target:", "Database:", "--db",
+        "Kernels:", "Output:"}},
+      {"best", {"Query:", "Problem:", "Target:", "Database:", "--db", "Kernels:", "Output:"}},
+  };
+  for (const auto& [command, needles] : groups) {
+    const CliResult r = run({command, "--help"});
+    EXPECT_EQ(r.code, 0) << r;
+    EXPECT_TRUE(contains(r.out, "usage: ktune " + command)) << r;
+    for (const auto& needle : needles) EXPECT_TRUE(contains(r.out, needle)) << needle << "\n" << r;
+  }
+}
+
+TEST_F(Cli, UnknownCommandOrOptionIsAUsageError) {
+  CliResult r = run({"frobnicate"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "unknown command 'frobnicate'")) << r;
+  r = run({"list", "--frobnicate"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "frobnicate")) << r;
+  r = run({"space"});  // the kernel is required
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "kernel")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+
+TEST_F(Cli, ListGolden) {
+  const CliResult r = run({"list"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(r.err.empty()) << r;
+  test::expect_golden("list.txt", r.out);
+}
+
+TEST_F(Cli, ListJsonHasKernelsAndParameters) {
+  const CliResult r = run({"list", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const json j = parse_json(r);
+  ASSERT_TRUE(j.is_array()) << r;
+  const json* reduce = nullptr;
+  for (const auto& k : j)
+    if (k.at("name") == "reduce") reduce = &k;
+  ASSERT_NE(reduce, nullptr) << r;
+  EXPECT_EQ(reduce->at("origin"), "builtin");
+  std::vector<std::string> names;
+  for (const auto& p : reduce->at("parameters")) names.push_back(p.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"block_size", "variant", "elements_per_thread",
+                                             "unroll", "maxrregcount", "launch_bounds"}));
+  EXPECT_EQ(reduce->at("parameters")[0].at("values"), json({32, 64, 128, 256, 512, 1024}));
+  EXPECT_EQ(reduce->at("parameters")[0].at("default"), 256);
+  EXPECT_EQ(reduce->at("problem")[0].at("name"), "n");
+  EXPECT_FALSE(reduce->at("restrictions").empty());
+}
+
+TEST_F(Cli, ListLoadsPluginsFromOptionAndEnvironment) {
+  // As plugins/example/README.md says: ktune list --plugin path/libsaxpy.so
+  CliResult r = run({"list", "--plugin", test::good_plugin(), "--plugin", test::valid_manifest()});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "saxpy  (" + test::good_plugin() + ")")) << r;
+  EXPECT_TRUE(contains(r.out, "vecscale  (" + test::valid_manifest() + ")")) << r;
+  EXPECT_TRUE(contains(r.out, "aos, soa (default soa)")) << r;
+
+  r = run({"list", "--json"},
+          {{"KTUNE_PLUGIN_PATH", test::good_plugin() + ":" + test::manifest_dir().string()}});
+  ASSERT_EQ(r.code, 0) << r;
+  std::vector<std::string> names;
+  for (const auto& k : parse_json(r)) names.push_back(k.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"reduce", "saxpy", "vecscale"})) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// space
+
+TEST_F(Cli, SpaceGolden) {
+  const CliResult r =
+      run({"space", "reduce", "--arch", "sm_90", "--problem", "n=2**25", "--sample", "3"});
+  ASSERT_EQ(r.code, 0) << r;
+  // The enumeration time varies from run to run.
+  test::expect_golden("space_reduce_sm90.txt", test::drop_lines(r.out, "enumerated  in"));
+}
+
+TEST_F(Cli, SpaceTextAgreesWithTheLibrary) {
+  Registry registry;
+  register_builtin_kernels(registry);
+  const KernelInstance inst(registry.get("reduce"), {{"n", 1 << 20}}, DeviceLimits::for_arch(90));
+  const std::string valid = std::to_string(inst.space().enumerate().size());
+  const std::string cartesian = std::to_string(inst.space().cartesian_size());
+
+  const CliResult r = run({"space", "reduce", "--arch", "sm_90", "-p", "n=1048576"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "kernel      reduce\n")) << r;
+  EXPECT_TRUE(contains(r.out, "problem     n=1048576\n")) << r;
+  EXPECT_TRUE(contains(r.out, "cartesian   " + cartesian + "\n")) << r;
+  EXPECT_TRUE(contains(r.out, "valid       " + valid + " (")) << r;
+  EXPECT_TRUE(contains(r.out, "sample of 10:")) << r;
+  EXPECT_TRUE(contains(r.out, "max_threads_per_block")) << r;
+}
+
+TEST_F(Cli, SpaceJson) {
+  Registry registry;
+  register_builtin_kernels(registry);
+  const KernelInstance inst(registry.get("reduce"), {}, DeviceLimits::for_arch(90));
+
+  const CliResult r =
+      run({"space", "reduce", "--arch", "sm_90", "--json", "--sample", "4", "--seed", "7"});
+  ASSERT_EQ(r.code, 0) << r;
+  const json j = parse_json(r);
+  EXPECT_EQ(j.at("kernel"), "reduce");
+  EXPECT_EQ(j.at("cartesian"), inst.space().cartesian_size());
+  EXPECT_EQ(j.at("valid"), inst.space().enumerate().size());
+  EXPECT_GT(j.at("valid").get<int>(), 0);
+  EXPECT_EQ(j.at("space_hash"), inst.space().hash());
+  EXPECT_EQ(j.at("problem").at("n"), 16777216);  // the kernel's default
+  EXPECT_EQ(j.at("target").at("arch"), "sm_90");
+  EXPECT_EQ(j.at("sample").size(), 4u);
+  EXPECT_EQ(j.at("sample")[0].size(), 6u);  // one value per parameter
+  EXPECT_FALSE(j.at("space_hash").get<std::string>().empty());
+  // The same seed gives the same sample.
+  EXPECT_EQ(parse_json(run({"space", "reduce", "--arch", "sm_90", "--json", "--sample", "4",
+                            "--seed", "7"}))
+                .at("sample"),
+            j.at("sample"));
+}
+
+TEST_F(Cli, SpaceWithoutArchOrGpuAssumesSm90AndSaysSo) {
+  SKIP_IF_GPU();
+  const CliResult r = run({"space", "reduce", "--sample", "0"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "no CUDA device")) << r;
+  EXPECT_TRUE(contains(r.out, "assuming sm_90")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// compile
+
+TEST_F(Cli, CompileOneConfigPrintsResources) {
+  CliResult r = run({"compile", "reduce", "--arch", "sm_90", "--set", "block_size=256"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(
+      contains(r.out,
+               "reduce[block_size=256,variant=7,elements_per_thread=8,unroll=1,maxrregcount=0,"
+               "launch_bounds=0] sm_90"))
+      << r;
+  EXPECT_TRUE(contains(r.out, "registers")) << r;
+  EXPECT_TRUE(contains(r.out, "--gpu-architecture=sm_90")) << r;
+  EXPECT_FALSE(contains(r.out, "(from cache)")) << r;
+  EXPECT_FALSE(fs::is_empty(cache())) << "KTUNE_CACHE_DIR was not used";
+
+  // The second time the cache answers.
+  r = run({"compile", "reduce", "--arch", "sm_90", "--set", "block_size=256"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "(from cache)")) << r;
+}
+
+TEST_F(Cli, CompileJsonSourceAndOutput) {
+  CliResult r = run({"compile", "reduce", "--arch", "sm_90", "-s", "block_size=128,maxrregcount=32",
+                     "--json", "--no-cache", "-o", "reduce.cubin"});
+  ASSERT_EQ(r.code, 0) << r;
+  const json j = parse_json(r);
+  EXPECT_EQ(j.at("ok"), true);
+  EXPECT_EQ(j.at("config").at("block_size"), 128);
+  EXPECT_GT(j.at("resources").at("registers").get<int>(), 0);
+  EXPECT_LE(j.at("resources").at("registers").get<int>(), 32);
+  EXPECT_EQ(j.at("from_cache"), false);
+  bool has_limit = false;
+  for (const auto& o : j.at("options")) has_limit |= o == "--maxrregcount=32";
+  EXPECT_TRUE(has_limit) << r;
+  ASSERT_TRUE(fs::exists(work() / "reduce.cubin"));
+  EXPECT_EQ(fs::file_size(work() / "reduce.cubin"), j.at("cubin_bytes").get<std::uint64_t>());
+  EXPECT_TRUE(test::read_file(work() / "reduce.cubin").starts_with("\177ELF"));
+
+  r = run({"compile", "reduce", "--arch", "sm_90", "--set", "launch_bounds=2", "--source"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "#define BLOCK_SIZE 256\n")) << r;
+  EXPECT_TRUE(contains(r.out, "#define KTUNE_LAUNCH_BOUNDS __launch_bounds__(256, 2)\n")) << r;
+  EXPECT_TRUE(contains(r.out, "__global__ void KTUNE_LAUNCH_BOUNDS reduce(")) << r;
+}
+
+TEST_F(Cli, CompilePluginAndManifestKernels) {
+  CliResult r = run({"compile", "saxpy", "--plugin", test::good_plugin(), "--arch", "sm_90",
+                     "--set", "elements_per_thread=4"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "saxpy[block_size=256,elements_per_thread=4] sm_90")) << r;
+  r = run({"compile", "vecscale", "--plugin", test::valid_manifest(), "--arch", "sm_90", "--set",
+           "layout=aos"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "layout=aos")) << r;
+}
+
+TEST_F(Cli, CompileInvalidCombinationNamesTheRestriction) {
+  const CliResult r =
+      run({"compile", "reduce", "--arch", "sm_90", "--set", "variant=1,elements_per_thread=8"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "invalid configuration")) << r;
+  EXPECT_TRUE(contains(r.err, "variant >= 7 or elements_per_thread == (1 if variant <= 3 else 2)"))
+      << r;
+  EXPECT_TRUE(r.out.empty()) << r;
+}
+
+TEST_F(Cli, CompileWithoutArchOrGpuNeedsADevice) {
+  SKIP_IF_GPU();
+  const CliResult r = run({"compile", "reduce"});
+  EXPECT_EQ(r.code, 7) << r;
+  EXPECT_TRUE(contains(r.err, "no CUDA device")) << r;
+  EXPECT_TRUE(contains(r.err, "--arch")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage errors: exit 2, naming what is wrong
+
+TEST_F(Cli, UnknownKernel) {
+  for (const char* command : {"space", "compile"}) {
+    const CliResult r = run({command, "nope", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_TRUE(contains(r.err, "unknown kernel 'nope'")) << r;
+    EXPECT_TRUE(contains(r.err, "reduce")) << r;
+  }
+}
+
+TEST_F(Cli, UnknownParameterInSet) {
+  const CliResult r = run({"compile", "reduce", "--arch", "sm_90", "--set", "blocksize=256"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "unknown parameter 'blocksize'")) << r;
+  EXPECT_TRUE(contains(r.err, "block_size")) << r;  // the known ones are listed
+}
+
+TEST_F(Cli, ValueNotInTheList) {
+  const CliResult r = run({"compile", "reduce", "--arch", "sm_90", "--set", "block_size=100"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "block_size")) << r;
+  EXPECT_TRUE(contains(r.err, "100")) << r;
+}
+
+TEST_F(Cli, MalformedSetAndProblem) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"space", "reduce", "--arch", "sm_90", "--problem", "n=abc"},
+        std::vector<std::string>{"space", "reduce", "--arch", "sm_90", "--problem", "n="},
+        std::vector<std::string>{"space", "reduce", "--arch", "sm_90", "--problem", "=5"},
+        std::vector<std::string>{"space", "reduce", "--arch", "sm_90", "--problem", "n=1.5"},
+        std::vector<std::string>{"space", "reduce", "--arch", "sm_90", "--problem", "m=5"},
+        std::vector<std::string>{"compile", "reduce", "--arch", "sm_90", "--set", "block_size"}}) {
+    const CliResult r = run(args);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_TRUE(r.err.starts_with("error: ")) << r;
+  }
+  const CliResult abc = run({"space", "reduce", "--arch", "sm_90", "--problem", "n=abc"});
+  EXPECT_TRUE(contains(abc.err, "--problem n=abc")) << abc;
+  const CliResult m = run({"space", "reduce", "--arch", "sm_90", "--problem", "m=5"});
+  EXPECT_TRUE(contains(m.err, "unknown problem parameter 'm'")) << m;
+}
+
+TEST_F(Cli, BadArch) {
+  const CliResult r = run({"space", "reduce", "--arch", "sm_9000"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "sm_9000")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plugin (4) and input (3) errors
+
+TEST_F(Cli, MissingPluginPath) {
+  const CliResult r = run({"list", "--plugin", "/nonexistent"});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_TRUE(contains(r.err, "/nonexistent")) << r;
+}
+
+TEST_F(Cli, WrongAbiAndNoEntryPlugins) {
+  CliResult r = run({"list", "--plugin", test::wrong_abi_plugin()});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_TRUE(contains(r.err, "999")) << r;
+  r = run({"list", "--plugin", test::no_entry_plugin()});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_TRUE(contains(r.err, "not a ktune plugin")) << r;
+  r = run({"list"}, {{"KTUNE_PLUGIN_PATH", "/nonexistent/dir"}});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_TRUE(contains(r.err, "KTUNE_PLUGIN_PATH: /nonexistent/dir")) << r;
+}
+
+TEST_F(Cli, BrokenManifestIsAnInputError) {
+  const std::string path = test::broken_manifest("missing_entry.toml");
+  CliResult r = run({"list", "--plugin", path});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, path)) << r;
+  EXPECT_TRUE(contains(r.err, "'entry'")) << r;
+  r = run({"space", "reduce", "--arch", "sm_90"},
+          {{"KTUNE_PLUGIN_PATH", test::broken_manifest("bad_syntax.toml")}});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "bad_syntax.toml")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// No GPU (7)
+
+TEST_F(Cli, DevicesWithoutGpu) {
+  SKIP_IF_GPU();
+  CliResult r = run({"devices"});
+  EXPECT_EQ(r.code, 7) << r;
+  EXPECT_TRUE(contains(r.err, "no CUDA device")) << r;
+  r = run({"devices", "--json"});
+  EXPECT_EQ(r.code, 7) << r;
+  const json j = parse_json(r);
+  EXPECT_TRUE(j.at("devices").empty());
+  EXPECT_FALSE(j.at("problem").get<std::string>().empty());
+}
+
+TEST_F(Cli, TuneWithoutGpuCreatesNoDatabase) {
+  SKIP_IF_GPU();
+  CliResult r = run({"tune", "reduce", "--budget-evals", "3"});
+  EXPECT_EQ(r.code, 7) << r;
+  EXPECT_TRUE(contains(r.err, "no CUDA device")) << r;
+  EXPECT_FALSE(fs::exists(work() / "ktune.db"));
+  r = run({"tune", "reduce", "--db", "results.db"});
+  EXPECT_EQ(r.code, 7) << r;
+  r = run({"tune", "reduce"}, {{"KTUNE_DB", (work() / "env.db").string()}});
+  EXPECT_EQ(r.code, 7) << r;
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{}) << "tune without a GPU left files behind";
+  // Usage errors come before the device check.
+  r = run({"tune", "nope"});
+  EXPECT_EQ(r.code, 2) << r;
+  r = run({"tune", "reduce", "--strategy", "no_such_strategy"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "no_such_strategy")) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// best: database errors (5) leave files alone
+
+TEST_F(Cli, BestOnAMissingDatabase) {
+  CliResult r = run({"best", "reduce", "--db", "missing.db"});
+  EXPECT_EQ(r.code, 5) << r;
+  EXPECT_TRUE(contains(r.err, "missing.db")) << r;
+  EXPECT_FALSE(fs::exists(work() / "missing.db"));
+  r = run({"best", "reduce"}, {{"KTUNE_DB", "from-env.db"}});
+  EXPECT_EQ(r.code, 5) << r;
+  EXPECT_TRUE(contains(r.err, "from-env.db")) << r;
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{});
+}
+
+TEST_F(Cli, BestOnATextFileLeavesItUnchanged) {
+  const fs::path path = work() / "notes.db";
+  const std::string text = "these are notes, not a database\n";
+  test::write_file(path, text);
+  const CliResult r = run({"best", "reduce", "--db", path.string()});
+  EXPECT_EQ(r.code, 5) << r;
+  EXPECT_TRUE(contains(r.err, path.string())) << r;
+  EXPECT_EQ(test::read_file(path), text);
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{"notes.db"});
+}
+
+TEST_F(Cli, BestOnSomeoneElsesSqliteDatabaseLeavesItUnchanged) {
+  const fs::path path = work() / "other.db";
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE recipes (id INTEGER PRIMARY KEY, name TEXT)");
+    db.exec("INSERT INTO recipes (name) VALUES ('soup')");
+  }
+  const std::string before = test::read_file(path);
+  const CliResult r = run({"best", "reduce", "--db", path.string()});
+  EXPECT_EQ(r.code, 5) << r;
+  EXPECT_TRUE(contains(r.err, path.string())) << r;
+  EXPECT_EQ(test::read_file(path), before);
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{"other.db"});
+}
+
+}  // namespace
+}  // namespace ktune
