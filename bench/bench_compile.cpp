@@ -118,6 +118,31 @@ void pool_threads(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_PoolThroughput)->Apply(pool_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// The same with one compile process per thread (`ktune __compile`), starting the processes
+// inside the timed region, as a tuning run does: compiles per second.
+void BM_PoolProcesses(benchmark::State& state) {
+  compiled_before = true;
+  constexpr int kBatch = 96;
+  int round = 0;
+  for (auto _ : state) {
+    ktune::CompilePool pool(static_cast<std::size_t>(state.range(0)), nullptr, {KTUNE_EXE, "__compile"});
+    std::vector<std::shared_future<ktune::CompileResult>> futures;
+    for (int i = 0; i < kBatch; ++i) {
+      // The same 24 kernels as above, each made distinct by a comment, so none is deduplicated.
+      ktune::CompileRequest r = request(i % 24);
+      r.source = "// copy " + std::to_string(round) + "." + std::to_string(i) + "\n" + r.source;
+      futures.push_back(pool.submit(std::move(r)));
+    }
+    ++round;
+    for (auto& future : futures) {
+      if (!future.get().ok) state.SkipWithError(future.get().error.c_str());
+    }
+    state.counters["busy_s"] = pool.busy_seconds();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_PoolProcesses)->Apply(pool_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -37,6 +37,31 @@ for step in $steps; do
         >"$out/smoke.json" 2>"$out/smoke.err"
       log "smoke tune: rc=$? $(python3 -c "import json;d=json.load(open('$out/smoke.json'));print({k:d[k] for k in ('trials','by_status','wall_seconds','configs_per_second','gpu_share','best')})" 2>&1)"
       $ktune best reduce --problem n=2**25 --db /tmp/smoke.db 2>&1 | tee -a "$out/summary.txt" ;;
+    bench-compile)
+      $build/bench/bench_compile --benchmark_min_time=2 >"$out/bench-compile.log" 2>&1
+      log "bench_compile: rc=$?"; grep -E "^BM_" "$out/bench-compile.log" | tee -a "$out/summary.txt" ;;
+    kt270)
+      # Throughput on the 270-configuration space, each run with an empty compile cache and
+      # measuring everything again, as a tuner without a cache would.
+      for mode in 7 32 0; do
+        export KTUNE_CACHE_DIR=/tmp/ktune-cache-kt$mode; rm -rf $KTUNE_CACHE_DIR
+        $ktune tune --config configs/reduce-kt270.toml --samples $mode --db /tmp/kt270.db --no-reuse \
+          --retime-top 0 --json >"$out/kt270-s$mode.json" 2>"$out/kt270-s$mode.err"
+        log "kt270 samples=$mode: rc=$?"
+      done
+      export KTUNE_CACHE_DIR=/tmp/ktune-cache
+      python3 bench/summarize_tune.py samples7="$out/kt270-s7.json" samples32="$out/kt270-s32.json" \
+        adaptive="$out/kt270-s0.json" | tee -a "$out/summary.txt" ;;
+    brute)
+      # The whole reduction space at 2^25 and 2^28, default (adaptive) measurement.
+      for n in 25 28; do
+        $ktune space reduce --problem n=2**$n --json --sample 0 >"$out/space-2_$n.json"
+        $ktune tune reduce --problem n=2**$n --db /tmp/brute.db --json >"$out/brute-2_$n.json" 2>"$out/brute-2_$n.err"
+        log "brute 2^$n: rc=$? $(python3 -c "import json;d=json.load(open('$out/space-2_$n.json'));print('cartesian',d['cartesian'],'valid',d['valid'])")"
+      done
+      python3 bench/summarize_tune.py b25="$out/brute-2_25.json" b28="$out/brute-2_28.json" \
+        --db /tmp/brute.db --variants n=33554432 | tee -a "$out/summary.txt"
+      cp /tmp/brute.db "$out/brute.db" ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -101,7 +101,8 @@ int cmd_tune(const std::vector<std::string>& args) {
       "warm-start", "try first the best configurations stored for this kernel on other devices/problems")(
       "retime-top", po::value<int>()->default_value(5), "finalists re-timed interleaved at the end")(
       "compile-threads", po::value<unsigned>()->default_value(0),
-      "NVRTC threads (0: one per core, less one)");
+      "parallel NVRTC compilations (0: one per core, less one)")(
+      "compile-in-process", "compile on threads of this process instead of compile processes");
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->default_value(0),
                         "timed runs per configuration (0: adaptive, until the spread is under "
@@ -179,7 +180,9 @@ int cmd_tune(const std::vector<std::string>& args) {
   Store store = Store::open(vm["db"].as<std::string>());
   unsigned threads = vm["compile-threads"].as<unsigned>();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
-  CompilePool pool(threads, bo.cache);
+  std::vector<std::string> compile_command;
+  if (!vm.count("compile-in-process")) compile_command = {self_executable(), "__compile"};
+  CompilePool pool(threads, bo.cache, compile_command);
 
   const bool quiet = vm.count("quiet") > 0;
   ProgressLine line(!quiet && !json_output(vm) && ::isatty(STDERR_FILENO));

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli.h"
+#include "ktune/compiler.h"
 #include "ktune/error.h"
 
 namespace ktune::cli {
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "__worker") return cmd_worker({});
+  if (name == "__compile") return compile_worker_main();
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {

@@ -3,20 +3,13 @@
 // followed by a fresh worker.
 #include "ktune/cuda_backend.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 
 #include "ipc.h"
 #include "ktune/error.h"
-
-extern char** environ;
+#include "subprocess.h"
 
 namespace ktune {
 
@@ -53,12 +46,6 @@ Measurement measurement_from(const json& r) {
   return m;
 }
 
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("worker killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  if (WIFEXITED(status)) return fmt::format("worker exited with code {}", WEXITSTATUS(status));
-  return "worker ended";
-}
-
 }  // namespace
 
 struct CudaBackend::Impl {
@@ -68,96 +55,29 @@ struct CudaBackend::Impl {
   json init;
   std::string init_blob;                 // the reference configuration's CUBIN, if any
   const KernelInstance* instance = nullptr;
-  pid_t pid = -1;
-  int to_worker = -1;
-  int from_worker = -1;
-  int worker_stderr = -1;
-  std::string stderr_tail;
+  Subprocess worker;
   int starts = 0;
 
-  ~Impl() { stop(false); }
-
-  bool running() const { return pid > 0; }
-
-  void close_fds() {
-    for (int* fd : {&to_worker, &from_worker, &worker_stderr}) {
-      if (*fd >= 0) ::close(*fd);
-      *fd = -1;
-    }
-  }
-
-  // Ends the worker: politely (quit message, then wait) or by SIGKILL. Returns its exit text.
   std::string stop(bool kill) {
-    if (pid <= 0) {
-      close_fds();
-      return {};
-    }
-    if (!kill && to_worker >= 0) ipc::write_message(to_worker, {json{{"op", "quit"}}, {}});
-    close_fds();
-    if (kill) ::kill(pid, SIGKILL);
-    int status = 0;
-    // A worker that ignores the quit for a few seconds is killed.
-    for (int i = 0; i < 200 && !kill; ++i) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return describe_exit(status);
-      }
-      ::usleep(25000);
-    }
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    return describe_exit(status);
+    const std::string how = worker.stop(kill);
+    return how.empty() ? how : "worker " + how;
   }
 
   void start() {
-    int req[2], rep[2], err[2];
-    if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      throw Error(ErrorKind::kInternal, fmt::format("cannot create pipes for the GPU worker: {}", std::strerror(errno)));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, req[0], 3);
-    posix_spawn_file_actions_adddup2(&actions, rep[1], 4);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 1);  // plugin output must not reach the protocol
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Its own process group: a Ctrl-C at the terminal goes to the tuner, which stops cleanly
-    // after the trial in flight, instead of killing the worker mid-measurement.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);
-    std::vector<char*> argv;
-    for (const auto& a : options.worker_command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    ::close(req[0]);
-    ::close(rep[1]);
-    ::close(err[1]);
-    to_worker = req[1];
-    from_worker = rep[0];
-    worker_stderr = err[0];
-    if (rc != 0) {
-      pid = -1;
-      close_fds();
-      throw Error(ErrorKind::kDevice, fmt::format("cannot start the GPU worker '{}': {}", options.worker_command[0],
-                                                  std::strerror(rc)));
-    }
-    ::fcntl(worker_stderr, F_SETFL, ::fcntl(worker_stderr, F_GETFL) | O_NONBLOCK);
+    worker.start(options.worker_command, /*own_group=*/true);
     ++starts;
-    stderr_tail.clear();
-    ipc::write_message(to_worker, {init, init_blob});
+    worker.send({init, init_blob});
     ipc::Message reply;
-    const auto status = ipc::read_message(from_worker, reply, options.start_timeout_seconds, worker_stderr, &stderr_tail);
+    const auto status = worker.receive(reply, options.start_timeout_seconds);
     if (status != ipc::ReadStatus::kOk || reply.header.value("op", "") != "ready") {
       std::string why = status == ipc::ReadStatus::kTimeout
                             ? fmt::format("did not start within {} s", options.start_timeout_seconds)
                             : reply.header.value("message", "");
+      const std::string output = worker.output_tail();
       const std::string exit_text = stop(status == ipc::ReadStatus::kTimeout);
       if (why.empty()) why = exit_text;
       throw Error(ErrorKind::kDevice, fmt::format("GPU worker failed to start: {}{}", why,
-                                                  stderr_tail.empty() ? "" : "\n" + stderr_tail));
+                                                  output.empty() ? "" : "\n" + output));
     }
   }
 
@@ -166,15 +86,15 @@ struct CudaBackend::Impl {
   json request(const json& header, const std::string& blob, double timeout, bool& failed, TrialStatus& status,
                std::string& error) {
     failed = false;
-    if (!running()) start();
-    if (!ipc::write_message(to_worker, {header, blob})) {
+    if (!worker.running()) start();
+    if (!worker.send({header, blob})) {
       failed = true;
       status = TrialStatus::kCrashed;
       error = "GPU worker is gone: " + stop(true);
       return {};
     }
     ipc::Message reply;
-    const auto rs = ipc::read_message(from_worker, reply, timeout, worker_stderr, &stderr_tail);
+    const auto rs = worker.receive(reply, timeout);
     if (rs == ipc::ReadStatus::kTimeout) {
       failed = true;
       status = TrialStatus::kTimeout;
@@ -185,8 +105,8 @@ struct CudaBackend::Impl {
     if (rs == ipc::ReadStatus::kClosed) {
       failed = true;
       status = TrialStatus::kCrashed;
-      const std::string exit_text = stop(true);
-      error = exit_text + (stderr_tail.empty() ? "" : ": " + stderr_tail.substr(stderr_tail.size() > 500 ? stderr_tail.size() - 500 : 0));
+      const std::string output = worker.output_tail();
+      error = stop(true) + (output.empty() ? "" : ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0));
       return {};
     }
     // A worker that reports a crash exits by itself (its context is poisoned); reap it.

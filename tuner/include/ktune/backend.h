@@ -83,10 +83,26 @@ class Backend {
   // Evaluates one valid configuration. Trial-level failures (compile, launch, wrong result,
   // crash, timeout) come back as a status; only failures of the backend itself throw.
   virtual Measurement evaluate(const Config& config, const CompileResult* compiled) = 0;
+  // Pipelined evaluation: submit() queues an evaluation, collect() returns the result of the
+  // oldest one not yet collected. A backend with a depth above 1 works on the next submitted
+  // configuration while the tuner stores the previous result, so the GPU does not wait for the
+  // host. The defaults evaluate synchronously.
+  virtual std::size_t pipeline_depth() const { return 1; }
+  virtual void submit(const Config& config, const CompileResult* compiled) {
+    done_.push_back(evaluate(config, compiled));
+  }
+  virtual Measurement collect() {
+    Measurement m = std::move(done_.front());
+    done_.erase(done_.begin());
+    return m;
+  }
   // Re-times finalists interleaved (A B C A B C ...), `rounds` samples each, so that drift in
   // clocks or temperature cannot favour one; returns one Measurement per candidate.
   virtual std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
                                           int rounds) = 0;
+
+ private:
+  std::vector<Measurement> done_;  // results of the default submit(), oldest first
 };
 
 }  // namespace ktune

@@ -22,8 +22,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ipc.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
+#include "subprocess.h"
 
 namespace ktune {
 namespace {
@@ -425,6 +427,94 @@ CompileResult compile_cached(const CompileRequest& request, CompileCache* cache)
 }
 
 // ---------------------------------------------------------------------------------------------
+// Compile processes: the same compile(), in a child process, over the ipc framing. Some NVRTC
+// builds serialise compilations inside one process; separate processes always run in parallel.
+
+namespace {
+
+using nlohmann::json;
+
+json resources_json(const CompiledResources& r) {
+  json j;
+  for (const auto& [name, field] : resource_fields()) j[std::string(name)] = r.*field;
+  return j;
+}
+
+CompiledResources resources_from(const json& j) {
+  CompiledResources r;
+  for (const auto& [name, field] : resource_fields()) r.*field = j.value(std::string(name), -1);
+  return r;
+}
+
+// NVRTC logs and sources are text, but not necessarily valid UTF-8; replace what JSON cannot hold.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+CompileResult remote_compile(Subprocess& process, const std::vector<std::string>& command,
+                             const CompileRequest& request) {
+  CompileResult failed;
+  failed.arch = request.arch;
+  failed.options = request.options;
+  failed.key = request.key();
+  if (!process.running()) {
+    try {
+      process.start(command, /*own_group=*/true);
+    } catch (const Error& e) {
+      failed.error = e.what();
+      return failed;
+    }
+  }
+  json header{{"source", request.source},   {"source_name", request.source_name},
+              {"entry", request.entry},     {"options", request.options},
+              {"arch", request.arch}};
+  ipc::Message reply;
+  // NVRTC does not hang on its own; the limit only guards against a wedged process.
+  constexpr double kLimitSeconds = 600;
+  if (!process.send({json::parse(dump(header)), {}}) ||
+      process.receive(reply, kLimitSeconds) != ipc::ReadStatus::kOk) {
+    const std::string output = process.output_tail();
+    failed.error = "compile process " + process.stop(true);
+    failed.log = output;
+    return failed;
+  }
+  const json& h = reply.header;
+  CompileResult r;
+  r.ok = h.value("ok", false);
+  r.cubin = std::move(reply.blob);
+  r.lowered_name = h.value("lowered_name", "");
+  r.error = h.value("error", "");
+  r.log = h.value("log", "");
+  r.options = h.value("options", std::vector<std::string>{});
+  r.arch = h.value("arch", "");
+  r.key = h.value("key", "");
+  r.resources = resources_from(h.value("resources", json::object()));
+  r.compile_ms = h.value("compile_ms", 0.0);
+  return r;
+}
+
+}  // namespace
+
+int compile_worker_main() {
+  for (;;) {
+    ipc::Message message;
+    if (ipc::read_message(3, message, -1) != ipc::ReadStatus::kOk) return 0;
+    const json& h = message.header;
+    if (h.value("op", "") == "quit") return 0;
+    CompileRequest request;
+    request.source = h.value("source", "");
+    request.source_name = h.value("source_name", "");
+    request.entry = h.value("entry", "");
+    request.options = h.value("options", std::vector<std::string>{});
+    request.arch = h.value("arch", "");
+    CompileResult r = compile(request);
+    json reply{{"ok", r.ok},           {"lowered_name", r.lowered_name}, {"error", r.error},
+               {"log", r.log},         {"options", r.options},           {"arch", r.arch},
+               {"key", r.key},         {"resources", resources_json(r.resources)},
+               {"compile_ms", r.compile_ms}};
+    if (!ipc::write_message(4, {json::parse(dump(reply)), std::move(r.cubin)})) return 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The pool: a queue served by N threads. Submissions with a key already queued or compiling
 // share that future, so a strategy that asks twice for one config pays once.
 
@@ -436,6 +526,7 @@ struct CompilePool::Impl {
   };
 
   std::shared_ptr<CompileCache> cache;
+  std::vector<std::string> process_command;  // empty: compile in this process
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<Task> queue;
@@ -446,6 +537,7 @@ struct CompilePool::Impl {
   std::atomic<std::size_t> compiles{0};
 
   void work() {
+    Subprocess process;  // this thread's compile process, when the pool uses processes
     for (;;) {
       Task task;
       {
@@ -458,7 +550,7 @@ struct CompilePool::Impl {
       std::optional<CompileResult> result;
       std::exception_ptr failure;
       try {
-        result = run(task.request);
+        result = run(task.request, process);
       } catch (...) {
         failure = std::current_exception();
       }
@@ -476,12 +568,13 @@ struct CompilePool::Impl {
     }
   }
 
-  CompileResult run(const CompileRequest& request) {
+  CompileResult run(const CompileRequest& request, Subprocess& process) {
     if (cache) {
       if (std::optional<CompileResult> hit = cache->get(request)) return std::move(*hit);
     }
     Clock::time_point start = Clock::now();
-    CompileResult result = compile(request);
+    CompileResult result =
+        process_command.empty() ? compile(request) : remote_compile(process, process_command, request);
     busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     ++compiles;
     if (cache) cache->put(result);
@@ -489,9 +582,11 @@ struct CompilePool::Impl {
   }
 };
 
-CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache)
+CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
+                         std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
   impl_->cache = std::move(cache);
+  impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   impl_->workers.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Summarises `ktune tune --json` outputs and the database behind them: the figures a
+throughput or brute-force report needs, as one table row per run, plus per-variant bests.
+
+usage: summarize_tune.py [--db DB --variants PROBLEM_KEY] LABEL=RUN.json ...
+"""
+import argparse
+import json
+import sqlite3
+
+
+def row(label, path):
+    d = json.load(open(path))
+    wall = d["wall_seconds"]
+    best = d.get("best") or {}
+    phases = d.get("phases_seconds", {})
+    return {
+        "run": label,
+        "trials": d["trials"],
+        "measured": d["measured"],
+        "statuses": " ".join(f"{k}={v}" for k, v in sorted(d["by_status"].items())),
+        "wall_s": round(wall, 2),
+        "cfg_per_s": round(d["configs_per_second"], 1),
+        "gpu_share": f'{100 * d["gpu_share"]:.0f}%',
+        "timed_share": f'{100 * d["timed_share"]:.0f}%',
+        "compile_s": round(d["compile_seconds"], 1),
+        "wait_compile_s": round(d["wait_compile_seconds"], 2),
+        "backend_s": round(d["backend_seconds"], 2),
+        "best_ms": round(best.get("time_ms", float("nan")), 4),
+        "best_GBps": round(best.get("gbps") or float("nan"), 1),
+        "best": best.get("key", "-"),
+        "phases_s": " ".join(f"{k}={v:.2f}" for k, v in sorted(phases.items())),
+    }
+
+
+def per_variant(db, problem_key):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute(
+        """SELECT t.config_json, t.time_ms, t.gbps FROM trials t JOIN problems p ON p.id = t.problem_id
+           WHERE p.key = ? AND t.status = 0 AND t.time_ms IS NOT NULL""", (problem_key,)).fetchall()
+    best = {}
+    for cfg, ms, gbps in rows:
+        v = json.loads(cfg)["variant"]
+        if v not in best or ms < best[v][0]:
+            best[v] = (ms, gbps, cfg)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="*")
+    ap.add_argument("--db")
+    ap.add_argument("--variants")
+    a = ap.parse_args()
+    rows = [row(*r.split("=", 1)) for r in a.runs]
+    if rows:
+        keys = list(rows[0].keys())
+        print("| " + " | ".join(keys) + " |")
+        print("|" + "---|" * len(keys))
+        for r in rows:
+            print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    if a.db and a.variants:
+        lecture = {1: 2.083, 2: 4.854, 3: 9.741, 4: 17.377, 5: 31.289, 6: 43.996, 7: 62.671}
+        print(f"\nper-variant best at {a.variants} (lecture: 2^22 ints on a G80)")
+        print("| variant | best ms | GB/s | lecture GB/s | best config |")
+        print("|---|---|---|---|---|")
+        for v, (ms, gbps, cfg) in sorted(per_variant(a.db, a.variants).items()):
+            print(f"| {v} | {ms:.4f} | {gbps:.1f} | {lecture.get(v, '-')} | {cfg} |")
+
+
+if __name__ == "__main__":
+    main()
