@@ -649,7 +649,10 @@ INSTANTIATE_TEST_SUITE_P(
                                      {"restriction 2", "block_size * <= 256"}},
                       BrokenManifest{"undeclared_buffer.toml", {"'outt'", "not declared"}},
                       BrokenManifest{"bad_default.toml", {"block_size", "default 100"}},
-                      BrokenManifest{"missing_reference.toml", {"[reference]"}}),
+                      BrokenManifest{"missing_reference.toml", {"[reference]"}},
+                      BrokenManifest{"unknown_key.toml", {"[[param]]", "unknown key 'valuse'"}},
+                      BrokenManifest{"bad_init.toml", {"buffer 'in'", "init 'gaussian'"}},
+                      BrokenManifest{"bad_reference.toml", {"reference config", "96"}}),
     [](const ::testing::TestParamInfo<BrokenManifest>& info) {
       std::string name = info.param.file;
       return name.substr(0, name.find('.'));

@@ -133,6 +133,14 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   impl_->measure = options;
   json init;
   init["kernel"] = instance.kernel().name;
+  // The space as tuned (a job file may have changed value lists and added restrictions): the
+  // worker applies it to its copy of the kernel, so both sides agree on every config key.
+  for (const auto& p : instance.kernel().params) {
+    json values = json::array();
+    for (const auto& v : p.values) values.push_back(v.to_literal());
+    init["params"].push_back({{"name", p.name}, {"values", values}, {"default_index", p.default_index}});
+  }
+  init["restrictions"] = instance.kernel().restrictions;
   init["problem"] = instance.problem();
   init["plugins"] = impl_->options.plugins;
   init["device"] = impl_->options.device;
@@ -142,17 +150,7 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   if (k.reference == nullptr && !k.reference_config.empty()) {
     // The reference configuration must compile; the worker runs it to make the reference.
     const SearchSpace& space = instance.space();
-    std::map<std::string, std::string> sets;
-    std::string rest = k.reference_config;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string item = rest.substr(0, comma);
-      const auto eq = item.find('=');
-      if (eq == std::string::npos)
-        throw Error(ErrorKind::kInput, fmt::format("{}: reference config '{}': expected name=value items", k.name, k.reference_config));
-      sets[item.substr(0, eq)] = item.substr(eq + 1);
-      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-    }
+    const auto sets = k.reference_assignments();
     const Config ref = space.from_assignments(sets);
     const CompileResult c = compile_cached(render(instance, ref, impl_->device.arch), impl_->options.cache.get());
     if (!c.ok)

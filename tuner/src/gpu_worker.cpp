@@ -73,60 +73,7 @@ inline std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-struct InitSpec {
-  enum class Kind { kRandom, kIota, kValue, kZero, kNone } kind = Kind::kRandom;
-  double lo = 0, hi = 0, value = 0;
-  bool has_range = false;
-};
-
-InitSpec parse_init(const BufferSpec& b) {
-  InitSpec s;
-  std::string text = b.init;
-  text.erase(std::remove_if(text.begin(), text.end(), ::isspace), text.end());
-  if (b.role == BufferRole::kScratch) {
-    s.kind = text == "none" ? InitSpec::Kind::kNone : InitSpec::Kind::kZero;
-    return s;
-  }
-  const auto args = [&](std::string_view name) -> std::vector<double> {
-    const std::string inner = text.substr(name.size() + 1, text.size() - name.size() - 2);
-    std::vector<double> out;
-    std::size_t start = 0;
-    while (start <= inner.size()) {
-      const auto comma = inner.find(',', start);
-      Scope none;
-      out.push_back(Expr::parse(inner.substr(start, comma - start), none).eval_double({}));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return out;
-  };
-  if (text.empty() || text == "random") return s;
-  if (text.rfind("random(", 0) == 0 && text.back() == ')') {
-    const auto a = args("random");
-    if (a.size() != 2 || !(a[0] < a[1]))
-      throw Error(ErrorKind::kInput, fmt::format("buffer '{}': init '{}': expected random(lo, hi) with lo < hi", b.name, b.init));
-    s.has_range = true;
-    s.lo = a[0];
-    s.hi = a[1];
-    return s;
-  }
-  if (text == "iota") {
-    s.kind = InitSpec::Kind::kIota;
-    return s;
-  }
-  if (text.rfind("value(", 0) == 0 && text.back() == ')') {
-    const auto a = args("value");
-    if (a.size() != 1) throw Error(ErrorKind::kInput, fmt::format("buffer '{}': init '{}': expected value(x)", b.name, b.init));
-    s.kind = InitSpec::Kind::kValue;
-    s.value = a[0];
-    return s;
-  }
-  if (text == "zero") {
-    s.kind = InitSpec::Kind::kValue;
-    return s;
-  }
-  throw Error(ErrorKind::kInput, fmt::format("buffer '{}': unknown init '{}' (random, random(lo, hi), iota, value(x))", b.name, b.init));
-}
+using InitSpec = BufferInit;
 
 template <typename T>
 void fill_typed(T* data, std::size_t begin, std::size_t end, const InitSpec& s, std::uint64_t stream) {
@@ -326,7 +273,19 @@ Worker::Worker(const json& init, const std::string& reference_cubin) {
   register_builtin_kernels(registry_);
   registry_.load_env_path();
   for (const auto& p : init.value("plugins", std::vector<std::string>{})) registry_.load_path(p);
-  const KernelSpec& kernel = registry_.get(init.at("kernel").get<std::string>());
+  KernelSpec kernel = registry_.get(init.at("kernel").get<std::string>());
+  if (init.contains("params")) {
+    kernel.params.clear();
+    for (const auto& p : init.at("params")) {
+      Parameter param;
+      param.name = p.at("name").get<std::string>();
+      for (const auto& v : p.at("values")) param.values.push_back(Value::parse(v.get<std::string>()));
+      param.default_index = p.at("default_index").get<std::size_t>();
+      kernel.params.push_back(std::move(param));
+    }
+    kernel.restrictions = init.at("restrictions").get<std::vector<std::string>>();
+    kernel.validate();
+  }
   device_ = require_device(init.value("device", 0));
   check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
   check(cudaFree(nullptr), "context creation");
@@ -336,7 +295,7 @@ Worker::Worker(const json& init, const std::string& reference_cubin) {
   for (const auto& b : kernel.buffers) {
     Buffer buf;
     buf.spec = b;
-    buf.init = parse_init(b);
+    buf.init = KernelSpec::parse_init(b);
     buffers_.push_back(std::move(buf));
   }
   if (measure_.flush_l2 != "never") {
@@ -389,7 +348,7 @@ void Worker::prepare_buffers(const Loaded& l) {
       if (b.spec.role == BufferRole::kInOut) check(cudaMalloc(&b.pristine, bytes), "cudaMalloc");
       b.capacity = bytes;
       b.generated = 0;
-      if (b.spec.role == BufferRole::kScratch && b.init.kind == InitSpec::Kind::kZero)
+      if (b.spec.role == BufferRole::kScratch && b.init.kind == InitSpec::Kind::kValue)
         check(cudaMemset(b.device, 0, bytes), "cudaMemset");
     }
     if (b.has_input() && b.generated < need) {

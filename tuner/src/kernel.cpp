@@ -93,6 +93,95 @@ std::string problem_key(const Problem& problem, const std::vector<ProblemParam>&
   return key;
 }
 
+BufferInit KernelSpec::parse_init(const BufferSpec& b) {
+  BufferInit s;
+  std::string text = b.init;
+  text.erase(std::remove_if(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }), text.end());
+  const auto bad = [&](const char* expected) {
+    return Error(ErrorKind::kInput, fmt::format("buffer '{}': init '{}': {}", b.name, b.init, expected));
+  };
+  if (b.role == BufferRole::kScratch) {
+    if (text == "none") s.kind = BufferInit::Kind::kNone;
+    else if (text.empty() || text == "zero") s.kind = BufferInit::Kind::kValue;
+    else throw bad("a scratch buffer is \"zero\" (the default) or \"none\"");
+    return s;
+  }
+  // Arguments of random(lo, hi) / value(x): constant expressions.
+  const auto args = [&](std::string_view name) {
+    const std::string inner = text.substr(name.size() + 1, text.size() - name.size() - 2);
+    std::vector<double> out;
+    std::size_t start = 0;
+    while (start <= inner.size()) {
+      const auto comma = inner.find(',', start);
+      Scope none;
+      try {
+        out.push_back(Expr::parse(inner.substr(start, comma - start), none).eval_double({}));
+      } catch (const Error& e) {
+        throw bad(e.what());
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  };
+  const auto call = [&](std::string_view name) {
+    return text.size() > name.size() + 1 && text.compare(0, name.size() + 1, std::string(name) + "(") == 0 &&
+           text.back() == ')';
+  };
+  if (text.empty() || text == "random") return s;
+  if (call("random")) {
+    const auto a = args("random");
+    if (a.size() != 2 || !(a[0] < a[1])) throw bad("expected random(lo, hi) with lo < hi");
+    s.has_range = true;
+    s.lo = a[0];
+    s.hi = a[1];
+    return s;
+  }
+  if (text == "iota") {
+    s.kind = BufferInit::Kind::kIota;
+    return s;
+  }
+  if (call("value")) {
+    const auto a = args("value");
+    if (a.size() != 1) throw bad("expected value(x)");
+    s.kind = BufferInit::Kind::kValue;
+    s.value = a[0];
+    return s;
+  }
+  if (text == "zero") {
+    s.kind = BufferInit::Kind::kValue;
+    return s;
+  }
+  throw bad("expected random, random(lo, hi), iota, value(x) or zero");
+}
+
+std::map<std::string, std::string> KernelSpec::reference_assignments() const {
+  std::map<std::string, std::string> out;
+  std::string_view rest = reference_config;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    const auto eq = item.find('=');
+    const auto param = std::find_if(params.begin(), params.end(),
+                                    [&](const Parameter& p) { return eq != std::string::npos && p.name == item.substr(0, eq); });
+    if (eq == std::string::npos || param == params.end())
+      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': reference config '{}': '{}' is not NAME=VALUE of a "
+                                                 "parameter", name, reference_config, item));
+    const std::string text = item.substr(eq + 1);
+    const Value v = Value::parse(text);
+    const bool known = std::any_of(param->values.begin(), param->values.end(), [&](const Value& x) {
+      return x == v || (x.is_string() && x.as_string() == text);
+    });
+    if (!known)
+      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': reference config: {} is not a value of '{}'", name,
+                                                 text, param->name));
+    out[param->name] = text;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& given) const {
   Problem out;
   for (const auto& p : problem) out[p.name] = p.default_value;
@@ -169,6 +258,11 @@ void KernelSpec::validate() const {
     check_expr(fmt::format("buffer '{}' size", b.name), b.size);
     if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) has_checked_output = true;
     if (b.abs_tol < 0 || b.rel_tol < 0) fail(fmt::format("buffer '{}': negative tolerance", b.name));
+    try {
+      (void)parse_init(b);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
   }
   if (!has_checked_output) fail("no output buffer to verify");
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -184,6 +278,13 @@ void KernelSpec::validate() const {
   }
   if (reference == nullptr && reference_config.empty())
     fail("no reference: give a reference function or a reference config");
+  if (reference == nullptr) {
+    try {
+      (void)reference_assignments();
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+  }
 }
 
 Constants DeviceLimits::constants() const {

@@ -53,7 +53,7 @@ std::vector<std::string> split_literals(std::string_view text) {
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
-Parameter make_parameter(const std::string& kernel, const std::string& name,
+Parameter make_parameter(const std::string& kernel, const std::string& origin, const std::string& name,
                          std::vector<Value> values, const std::optional<Value>& default_value,
                          const std::string& description) {
   Parameter p;
@@ -64,8 +64,8 @@ Parameter make_parameter(const std::string& kernel, const std::string& name,
     auto it = std::find(p.values.begin(), p.values.end(), *default_value);
     if (it == p.values.end())
       throw Error(ErrorKind::kInput,
-                  fmt::format("kernel '{}': parameter '{}': default {} is not one of its values",
-                              kernel, name, default_value->to_literal()));
+                  fmt::format("kernel '{}' ({}): parameter '{}': default {} is not one of its values",
+                              kernel, origin, name, default_value->to_literal()));
     p.default_index = static_cast<std::size_t>(it - p.values.begin());
   }
   return p;
@@ -111,7 +111,7 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     }
     std::optional<Value> def;
     if (p.default_value) def = Value::parse(p.default_value);
-    k.params.push_back(make_parameter(k.name, str(p.name), std::move(values), def, str(p.description)));
+    k.params.push_back(make_parameter(k.name, origin, str(p.name), std::move(values), def, str(p.description)));
   }
   for (std::size_t i = 0; i < d.restriction_count; ++i) k.restrictions.push_back(str(d.restrictions[i]));
   for (std::size_t i = 0; i < d.problem_count; ++i) {
@@ -205,7 +205,9 @@ void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin)
 void Registry::load_library(const std::string& path) {
   if (!fs::exists(path))
     throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin library not found", path));
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // An absolute path, so a bare "libfoo.so" means the file here, not a library-path search.
+  const std::string absolute = fs::absolute(path).string();
+  void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
     throw Error(ErrorKind::kPlugin, fmt::format("{}: cannot load plugin: {}", path, dlerror()));
   impl_->libraries.push_back(handle);
@@ -226,6 +228,15 @@ class ManifestReader {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(ErrorKind::kInput, fmt::format("{}: {}", path_, what));
+  }
+
+  // A misspelt or misplaced key (a `restrictions = [...]` written under a [[param]] header
+  // belongs to that table) is an error, not silently ignored.
+  void known_keys(const toml::table& t, std::string_view section, std::initializer_list<std::string_view> keys) const {
+    for (const auto& [key, node] : t) {
+      if (std::find(keys.begin(), keys.end(), key.str()) == keys.end())
+        fail(fmt::format("{}: unknown key '{}' (known: {})", section, key.str(), fmt::join(keys, ", ")));
+    }
   }
 
   std::string required_string(const toml::table& t, std::string_view section, std::string_view key) const {
@@ -321,8 +332,10 @@ void Registry::load_manifest(const std::string& path) {
     const auto& where = e.source().begin;
     r.fail(fmt::format("line {}, column {}: {}", where.line, where.column, e.description()));
   }
+  r.known_keys(root, "manifest", {"kernel", "param", "restrictions", "problem", "launch", "buffer", "arg", "reference", "metrics"});
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
+  r.known_keys(*kt, "[kernel]", {"name", "description", "source", "entry", "compile_options"});
 
   KernelSpec k;
   k.origin = path;
@@ -347,6 +360,7 @@ void Registry::load_manifest(const std::string& path) {
 
   for (const auto& node : *r.array_of_tables(root, "param", true)) {
     const auto& t = *node.as_table();
+    r.known_keys(t, "[[param]]", {"name", "values", "default", "description"});
     const std::string name = r.required_string(t, "[[param]]", "name");
     const auto* values = t["values"].as_array();
     if (values == nullptr || values->empty())
@@ -355,7 +369,7 @@ void Registry::load_manifest(const std::string& path) {
     for (const auto& v : *values) vs.push_back(r.to_value(v, fmt::format("[[param]] '{}'", name)));
     std::optional<Value> def;
     if (const auto* d = t.get("default")) def = r.to_value(*d, fmt::format("[[param]] '{}' default", name));
-    k.params.push_back(make_parameter(k.name, name, std::move(vs), def,
+    k.params.push_back(make_parameter(k.name, path, name, std::move(vs), def,
                                       r.optional_string(t, "[[param]]", "description")));
   }
   if (const auto* rs = root["restrictions"].as_array()) {
@@ -370,6 +384,7 @@ void Registry::load_manifest(const std::string& path) {
   if (const auto* problems = r.array_of_tables(root, "problem", false)) {
     for (const auto& node : *problems) {
       const auto& t = *node.as_table();
+      r.known_keys(t, "[[problem]]", {"name", "default", "description"});
       ProblemParam p;
       p.name = r.required_string(t, "[[problem]]", "name");
       const auto* d = t.get("default");
@@ -382,12 +397,14 @@ void Registry::load_manifest(const std::string& path) {
   }
   const toml::table* launch = root["launch"].as_table();
   if (launch == nullptr) r.fail("missing [launch] table");
+  r.known_keys(*launch, "[launch]", {"grid", "block", "shared_mem"});
   k.launch.grid = r.dims(*launch, "grid");
   k.launch.block = r.dims(*launch, "block");
   k.launch.shared_mem = r.optional_string(*launch, "[launch]", "shared_mem", "0");
 
   for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
     const auto& t = *node.as_table();
+    r.known_keys(t, "[[buffer]]", {"name", "type", "role", "size", "init", "abs_tol", "rel_tol"});
     BufferSpec b;
     b.name = r.required_string(t, "[[buffer]]", "name");
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
@@ -407,6 +424,7 @@ void Registry::load_manifest(const std::string& path) {
   }
   for (const auto& node : *r.array_of_tables(root, "arg", true)) {
     const auto& t = *node.as_table();
+    r.known_keys(t, "[[arg]]", {"buffer", "value", "type"});
     ArgSpec a;
     a.buffer = r.optional_string(t, "[[arg]]", "buffer");
     if (a.buffer.empty()) {
@@ -418,8 +436,10 @@ void Registry::load_manifest(const std::string& path) {
   }
   const toml::table* ref = root["reference"].as_table();
   if (ref == nullptr) r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
+  r.known_keys(*ref, "[reference]", {"config"});
   k.reference_config = r.required_string(*ref, "[reference]", "config");
   if (const toml::table* metrics = root["metrics"].as_table()) {
+    r.known_keys(*metrics, "[metrics]", {"bytes", "flops"});
     k.bytes = r.optional_string(*metrics, "[metrics]", "bytes");
     k.flops = r.optional_string(*metrics, "[metrics]", "flops");
   }

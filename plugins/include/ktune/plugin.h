@@ -10,15 +10,17 @@
  * own types, so the data only has to live as long as the library stays loaded.
  *
  * Compatibility rules (as SQLite's sqlite3_vfs): fields of these structs are only ever appended,
- * and every struct that can grow starts with its own size, so a newer ktune reads an older plugin
- * (missing fields take their defaults) and refuses a plugin built for a newer ABI than it knows.
- * KTUNE_PLUGIN_ABI_VERSION changes only when an existing field changes meaning.
+ * and every struct that can grow starts with its own size, so a plugin compiled against an
+ * older header (a smaller struct_size) keeps loading once fields are added: ktune reads only
+ * the fields that struct_size covers. KTUNE_PLUGIN_ABI_VERSION changes only when an existing
+ * field changes meaning, and ktune refuses a plugin built for any other ABI version, naming
+ * both versions.
  *
  * Everything given as `const char*` "expression" is text in ktune's expression language
  * (docs/expressions.md): names are the kernel's parameters, its problem parameters and the
  * device limits. Values of the kernel's tunable parameters reach the source as macros named by
  * the parameter in upper case (`block_size` -> `#define BLOCK_SIZE 256`). Two parameter names
- * are special: `maxrregcount` becomes the NVRTC option -maxrregcount (0: no limit) and
+ * are special: `maxrregcount` becomes the NVRTC option --maxrregcount (0: no limit) and
  * `launch_bounds` defines the macro KTUNE_LAUNCH_BOUNDS, which the kernel puts in front of its
  * name: empty when 0, else __launch_bounds__(threads per block, launch_bounds).
  *

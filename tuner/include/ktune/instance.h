@@ -57,7 +57,7 @@ class KernelInstance {
   // The preprocessor definitions a config renders to, in declaration order: ("BLOCK_SIZE",
   // "256"), ... and ("KTUNE_LAUNCH_BOUNDS", "__launch_bounds__(256, 2)").
   std::vector<std::pair<std::string, std::string>> defines(const Config& config) const;
-  // -maxrregcount=N when the kernel has a maxrregcount parameter and it is non-zero.
+  // --maxrregcount=N when the kernel has a maxrregcount parameter and it is non-zero.
   std::vector<std::string> config_options(const Config& config) const;
 
  private:
@@ -67,7 +67,7 @@ class KernelInstance {
 
 // Renders one configuration for an architecture ("sm_90"): the #defines, then the kernel's
 // template; the entry as NVRTC name expression; the kernel's options, the config's options
-// (-maxrregcount), -arch and the verbose ptxas log that CompiledResources is read from.
+// (--maxrregcount), --gpu-architecture and the verbose ptxas log (CompiledResources).
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch);
 

@@ -41,6 +41,14 @@ using Problem = std::map<std::string, std::int64_t>;
 // Canonical text "n=268435456,m=4" in the kernel's declaration order.
 std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order);
 
+// How a buffer is filled (BufferSpec::init, parsed).
+struct BufferInit {
+  enum class Kind { kRandom, kIota, kValue, kNone } kind = Kind::kRandom;
+  bool has_range = false;  // random(lo, hi); otherwise integers in [-100, 100] ([0, 200]
+  double lo = 0, hi = 0;   // unsigned), floats in [-1, 1)
+  double value = 0;        // value(x); "zero" is value(0)
+};
+
 struct BufferSpec {
   std::string name;
   ElemType type = ElemType::kF32;
@@ -84,6 +92,12 @@ struct KernelSpec {
   ktune_run_fn run = nullptr;
   void* user_data = nullptr;
   std::string origin;        // "builtin", a plugin library path or a manifest path
+
+  // Parses a buffer's init string; throws Error(kInput) naming the buffer for a bad one.
+  static BufferInit parse_init(const BufferSpec& buffer);
+  // The reference configuration as name -> value text; throws Error(kInput) for a malformed one
+  // or a name or value the kernel does not have.
+  std::map<std::string, std::string> reference_assignments() const;
 
   // Problem with defaults filled in; throws Error(kUsage) for unknown names.
   Problem make_problem(const std::map<std::string, std::int64_t>& given) const;
