@@ -4,11 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <functional>
 #include <random>
 
 #include "ktune/error.h"
 #include "ktune/strategy.h"
+#include "strategy_registry.h"
 
 namespace ktune {
 
@@ -63,23 +63,28 @@ class RandomSearch final : public ListStrategy {
   }
 };
 
-struct Entry {
-  const char* name;
-  std::function<std::unique_ptr<Strategy>()> make;
-};
-
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> kEntries = {
-      {"brute_force", [] { return std::make_unique<BruteForce>(); }},
-      {"random", [] { return std::make_unique<RandomSearch>(); }},
-  };
-  return kEntries;
-}
-
 }  // namespace
 
+void add_basic_strategies(std::vector<StrategyEntry>& table) {
+  table.push_back({"brute_force", "every valid configuration, in enumeration order",
+                   [] { return std::make_unique<BruteForce>(); }});
+  table.push_back({"random", "random search without replacement (seeded)",
+                   [] { return std::make_unique<RandomSearch>(); }});
+}
+
+const std::vector<StrategyEntry>& strategy_table() {
+  static const std::vector<StrategyEntry> kTable = [] {
+    std::vector<StrategyEntry> t;
+    add_basic_strategies(t);
+    add_native_strategies(t);
+    add_optuna_strategies(t);
+    return t;
+  }();
+  return kTable;
+}
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  for (const auto& e : registry())
+  for (const auto& e : strategy_table())
     if (name == e.name) return e.make();
   throw Error(ErrorKind::kUsage,
               fmt::format("unknown strategy '{}'; known: {}", name, fmt::join(strategy_names(), ", ")));
@@ -87,7 +92,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 
 std::vector<std::string> strategy_names() {
   std::vector<std::string> out;
-  for (const auto& e : registry()) out.push_back(e.name);
+  for (const auto& e : strategy_table()) out.push_back(e.name);
   return out;
 }
 
