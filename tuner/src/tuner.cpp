@@ -357,6 +357,12 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       if (!summary.finalists.empty()) winner = summary.finalists.front();
     }
     store.set_best(winner.id);
+    // Keep the winner's CUBIN, so a client can launch it without compiling.
+    if (backend.needs_compilation()) {
+      const Config wc = space.parse_key(winner.config_key);
+      const CompileResult c = pool->submit(render(instance, wc, device.arch)).get();
+      if (c.ok) store.put_binary(c.key, c.arch, c.lowered_name, c.cubin);
+    }
     summary.best = winner;
   }
 
