@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <deque>
 
 #include "ipc.h"
 #include "ktune/error.h"
@@ -57,6 +58,28 @@ struct CudaBackend::Impl {
   const KernelInstance* instance = nullptr;
   Subprocess worker;
   int starts = 0;
+  // Evaluation requests sent and not yet answered, oldest first; the worker is busy with the
+  // front one since `busy_since`.
+  struct Sent {
+    json header;
+    std::string blob;
+  };
+  std::deque<Sent> sent;
+  std::chrono::steady_clock::time_point busy_since;
+
+  // After the worker died or was killed: a new one, and everything it had not answered again.
+  void restart_and_resend() {
+    if (sent.empty()) return;
+    start();
+    resend();
+  }
+  void resend() {
+    for (const auto& s : sent) {
+      if (!worker.send({s.header, s.blob}))
+        throw Error(ErrorKind::kDevice, "the restarted GPU worker stopped at once: " + worker.output_tail());
+    }
+    busy_since = std::chrono::steady_clock::now();
+  }
 
   std::string stop(bool kill) {
     const std::string how = worker.stop(kill);
@@ -168,25 +191,64 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
 }
 
 Measurement CudaBackend::evaluate(const Config& config, const CompileResult* compiled) {
-  if (compiled == nullptr || !compiled->ok || impl_->instance == nullptr)
+  submit(config, compiled);
+  return collect();
+}
+
+void CudaBackend::submit(const Config& config, const CompileResult* compiled) {
+  auto& m = *impl_;
+  if (compiled == nullptr || !compiled->ok || m.instance == nullptr)
     throw Error(ErrorKind::kInternal, "the CUDA backend evaluates compiled configurations after prepare()");
-  const auto t0 = std::chrono::steady_clock::now();
-  const json header{{"op", "evaluate"},
-                    {"config", impl_->instance->space().key(config)},
-                    {"lowered_name", compiled->lowered_name}};
-  bool failed = false;
-  TrialStatus status = TrialStatus::kOk;
-  std::string error;
-  const json reply = impl_->request(header, compiled->cubin, impl_->measure.timeout_seconds, failed, status, error);
-  Measurement m;
-  if (failed) {
-    m.status = status;
-    m.error = error;
-  } else {
-    m = measurement_from(reply);
+  Impl::Sent s{json{{"op", "evaluate"}, {"config", m.instance->space().key(config)},
+                    {"lowered_name", compiled->lowered_name}},
+               compiled->cubin};
+  if (!m.worker.running()) {
+    m.start();
+    m.resend();  // nothing, unless earlier requests are waiting
   }
-  m.eval_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return m;
+  if (m.sent.empty()) m.busy_since = std::chrono::steady_clock::now();
+  m.sent.push_back(std::move(s));
+  // A failed write means the worker is gone; collect() finds out and reports it on this trial.
+  m.worker.send({m.sent.back().header, m.sent.back().blob});
+}
+
+Measurement CudaBackend::collect() {
+  auto& m = *impl_;
+  if (m.sent.empty()) throw Error(ErrorKind::kInternal, "collect() without a submitted evaluation");
+  using Clock = std::chrono::steady_clock;
+  // The watchdog runs from when the worker could start on this request.
+  const double timeout = m.measure.timeout_seconds;
+  const double left = std::max(0.0, timeout - std::chrono::duration<double>(Clock::now() - m.busy_since).count());
+  ipc::Message reply;
+  const auto rs = m.worker.running() ? m.worker.receive(reply, left) : ipc::ReadStatus::kClosed;
+  Measurement out;
+  const double waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - m.busy_since).count();
+  m.sent.pop_front();
+  m.busy_since = Clock::now();
+  if (rs == ipc::ReadStatus::kOk) {
+    out = measurement_from(reply.header);
+    // A worker that reports a crash exits by itself (its context is poisoned): reap it and give
+    // what it had not answered to a new one.
+    if (out.status == TrialStatus::kCrashed) {
+      m.stop(false);
+      m.restart_and_resend();
+    }
+    return out;
+  }
+  if (rs == ipc::ReadStatus::kTimeout) {
+    out.status = TrialStatus::kTimeout;
+    m.stop(true);
+    out.error = fmt::format("no result within {:.1f} s; the worker was killed and restarted", timeout);
+  } else {
+    out.status = TrialStatus::kCrashed;
+    const std::string output = m.worker.output_tail();
+    out.error = m.stop(true);
+    if (out.error.empty()) out.error = "GPU worker is gone";
+    if (!output.empty()) out.error += ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0);
+  }
+  out.eval_ms = waited_ms;
+  m.restart_and_resend();
+  return out;
 }
 
 std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>& candidates, int rounds) {

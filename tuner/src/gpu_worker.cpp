@@ -307,6 +307,18 @@ Worker::Worker(const json& init, const std::string& reference_cubin) {
     load(*reference_config_, init.at("reference_key").get<std::string>(),
          init.at("reference_lowered").get<std::string>(), reference_cubin);
   }
+  // Inputs and the reference now, while the tuner is still compiling its first configurations.
+  const SearchSpace& space = instance_->space();
+  std::optional<Config> probe;
+  if (space.is_valid(space.default_config())) probe = space.default_config();
+  else space.for_each_valid([&](const Config& c) { probe = c; return false; });
+  if (probe) {
+    Loaded l;
+    l.config = *probe;
+    const auto sizes = instance_->buffer_sizes(l.config);
+    l.sizes.assign(sizes.begin(), sizes.end());
+    prepare_buffers(l);
+  }
 }
 
 Worker::~Worker() {

@@ -164,8 +164,24 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
 
   const std::size_t lookahead =
       options.lookahead ? options.lookahead : std::max<std::size_t>(8, 4 * (pool ? pool->threads() : 1));
-  std::deque<Pending> queue;
+  std::deque<Pending> queue;      // asked; compiling or compiled
+  std::deque<Pending> in_flight;  // submitted to the backend, result not yet collected
+  const std::size_t depth = std::max<std::size_t>(1, backend.pipeline_depth());
+  // The backend is prepared (for the CUDA backend: worker start, inputs, reference) on another
+  // thread as soon as the first configuration that must be measured is queued, so it overlaps
+  // the first compilations; a run answered wholly from the database never starts it.
   bool prepared = false;
+  std::future<void> preparing;
+  const auto start_preparing = [&] {
+    if (!prepared && !preparing.valid())
+      preparing = std::async(std::launch::async, [&] { backend.prepare(instance, options.measure); });
+  };
+  const auto ensure_prepared = [&] {
+    if (prepared) return;
+    if (!preparing.valid()) start_preparing();
+    preparing.get();
+    prepared = true;
+  };
   Progress prog;
   prog.total = std::min<std::uint64_t>(options.budget.evaluations, static_cast<std::uint64_t>(space.cartesian_size()));
   std::uint64_t valid_count = 0;
@@ -179,40 +195,8 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
     return store.find_trial(kernel_id, device_id, problem_id, key);
   };
 
-  for (;;) {
-    if (stop && stop->load()) {
-      status = "interrupted";
-      break;
-    }
-    if (summary.trials >= options.budget.evaluations || seconds_since(t0) >= options.budget.seconds) break;
-    // Keep the compile pool ahead of the backend.
-    while (queue.size() < lookahead && !strategy.exhausted()) {
-      const std::uint64_t left = options.budget.evaluations - summary.trials;
-      const std::size_t want = static_cast<std::size_t>(
-          std::min<std::uint64_t>(lookahead - queue.size(), left > queue.size() ? left - queue.size() : 0));
-      if (want == 0) break;
-      const std::vector<Config> configs = strategy.ask(want);
-      if (configs.empty()) break;
-      for (const Config& c : configs) {
-        Pending p;
-        p.config = c;
-        p.key = space.key(c);
-        p.cached = lookup(p.key);
-        if (!p.cached && backend.needs_compilation() && space.is_valid(c)) {
-          p.compiled = pool->submit(render(instance, c, device.arch));
-          p.has_compile = true;
-        }
-        queue.push_back(std::move(p));
-      }
-    }
-    if (queue.empty()) break;  // exhausted, or the strategy has nothing to propose
-
-    Pending p = std::move(queue.front());
-    queue.pop_front();
-    // A duplicate proposed earlier in this run may have been measured since it was queued.
-    if (!p.cached) p.cached = lookup(p.key);
-
-    Outcome outcome;
+  // Stores a trial (unless it came from the database), tells the strategy, reports progress.
+  const auto finish = [&](Pending& p, const Measurement* m, const CompileResult* c) {
     TrialRecord t;
     if (p.cached) {
       t = *p.cached;
@@ -227,74 +211,47 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       t.arch = device.arch;
       t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = std::nan("");
       t.gbps = t.gflops = std::nan("");
-      Measurement m;
-      if (auto broken = space.violated(p.config)) {
-        m.status = TrialStatus::kInvalid;
-        m.error = fmt::format("strategy proposed an invalid configuration: restriction '{}' does not hold", *broken);
-      } else if (p.has_compile) {
-        const auto wait0 = Clock::now();
-        const CompileResult& c = p.compiled.get();
-        summary.wait_compile_seconds += seconds_since(wait0);
-        t.compile_options = join(c.options);
-        t.compile_log = c.log;
-        t.cubin_hash = c.key;
-        t.compile_ms = c.compile_ms;
-        t.registers = c.resources.registers;
-        t.spill_bytes = c.resources.spill_store_bytes;
-        if (!c.ok) {
-          m.status = TrialStatus::kCompileFailed;
-          m.error = c.error;
-        } else {
-          if (!prepared) {
-            backend.prepare(instance, options.measure);
-            prepared = true;
-          }
-          const auto e0 = Clock::now();
-          m = backend.evaluate(p.config, &c);
-          summary.backend_seconds += seconds_since(e0);
-        }
-      } else {
-        if (!prepared) {
-          backend.prepare(instance, options.measure);
-          prepared = true;
-        }
-        const auto e0 = Clock::now();
-        m = backend.evaluate(p.config, nullptr);
-        summary.backend_seconds += seconds_since(e0);
+      if (c) {
+        t.compile_options = join(c->options);
+        t.compile_log = c->log;
+        t.cubin_hash = c->key;
+        t.compile_ms = c->compile_ms;
+        t.registers = c->resources.registers;
+        t.spill_bytes = c->resources.spill_store_bytes;
       }
-      t.status = m.status;
-      t.error = m.error;
-      if (m.status == TrialStatus::kOk) {
-        t.time_ms = m.time_ms;
-        t.time_min_ms = m.time_min_ms;
-        t.time_mean_ms = m.time_mean_ms;
-        t.time_spread = m.time_spread;
-        t.samples_ms = m.samples_ms;
-        t.sample_count = static_cast<int>(m.samples_ms.size());
+      t.status = m->status;
+      t.error = m->error;
+      if (m->status == TrialStatus::kOk) {
+        t.time_ms = m->time_ms;
+        t.time_min_ms = m->time_min_ms;
+        t.time_mean_ms = m->time_mean_ms;
+        t.time_spread = m->time_spread;
+        t.samples_ms = m->samples_ms;
+        t.sample_count = static_cast<int>(m->samples_ms.size());
         const double bytes = instance.bytes(p.config), flops = instance.flops(p.config);
-        t.gbps = bytes / (m.time_ms * 1e-3) / 1e9;
-        t.gflops = flops / (m.time_ms * 1e-3) / 1e9;
+        t.gbps = bytes / (m->time_ms * 1e-3) / 1e9;
+        t.gflops = flops / (m->time_ms * 1e-3) / 1e9;
       }
-      if (m.registers >= 0) t.registers = m.registers;
-      t.local_bytes = m.local_bytes;
-      t.static_shared_bytes = m.static_shared_bytes;
-      t.dynamic_shared_bytes = m.dynamic_shared_bytes;
-      t.max_threads_per_block = m.max_threads_per_block;
-      t.occupancy = m.occupancy;
-      t.eval_ms = m.eval_ms;
+      if (m->registers >= 0) t.registers = m->registers;
+      t.local_bytes = m->local_bytes;
+      t.static_shared_bytes = m->static_shared_bytes;
+      t.dynamic_shared_bytes = m->dynamic_shared_bytes;
+      t.max_threads_per_block = m->max_threads_per_block;
+      t.occupancy = m->occupancy;
+      t.eval_ms = m->eval_ms;
       t.id = store.add_trial(t);
       ++summary.measured;
-      for (const auto& [phase, ms] : m.phases_ms) summary.phases_seconds[phase] += ms * 1e-3;
-      summary.gpu_seconds += m.gpu_ms * 1e-3;
-      summary.timed_seconds += m.timed_ms * 1e-3;
+      for (const auto& [phase, ms] : m->phases_ms) summary.phases_seconds[phase] += ms * 1e-3;
+      summary.gpu_seconds += m->gpu_ms * 1e-3;
+      summary.timed_seconds += m->timed_ms * 1e-3;
     }
+    Outcome outcome;
     outcome.status = t.status;
     outcome.time_ms = t.time_ms;
     outcome.from_cache = p.cached.has_value();
     strategy.tell(p.config, outcome);
     ++summary.trials;
     ++summary.by_status[std::string(to_string(t.status))];
-
     if (t.status == TrialStatus::kOk && (!prog.best_ms || t.time_ms < *prog.best_ms)) {
       prog.best_ms = t.time_ms;
       prog.best_key = t.config_key;
@@ -304,6 +261,104 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
     prog.measured = summary.measured;
     prog.elapsed_seconds = seconds_since(t0);
     if (progress) progress(prog);
+  };
+
+  const auto collect = [&] {
+    const auto e0 = Clock::now();
+    Measurement m = backend.collect();
+    summary.backend_seconds += seconds_since(e0);
+    Pending p = std::move(in_flight.front());
+    in_flight.pop_front();
+    const CompileResult* c = p.has_compile ? &p.compiled.get() : nullptr;
+    finish(p, &m, c);
+  };
+
+  for (;;) {
+    const bool stopping = stop && stop->load();
+    if (stopping) status = "interrupted";
+    if (stopping || summary.trials + in_flight.size() >= options.budget.evaluations ||
+        seconds_since(t0) >= options.budget.seconds) {
+      // What is already on the GPU is measured: keep it.
+      if (in_flight.empty()) break;
+      collect();
+      continue;
+    }
+    // Keep the compile pool ahead of the backend.
+    while (queue.size() < lookahead && !strategy.exhausted()) {
+      const std::uint64_t committed = summary.trials + in_flight.size() + queue.size();
+      const std::uint64_t left = options.budget.evaluations > committed ? options.budget.evaluations - committed : 0;
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue.size(), left));
+      if (want == 0) break;
+      const std::vector<Config> configs = strategy.ask(want);
+      if (configs.empty()) break;
+      for (const Config& c : configs) {
+        Pending p;
+        p.config = c;
+        p.key = space.key(c);
+        p.cached = lookup(p.key);
+        if (!p.cached && space.is_valid(c)) {
+          start_preparing();
+          if (backend.needs_compilation()) {
+            p.compiled = pool->submit(render(instance, c, device.arch));
+            p.has_compile = true;
+          }
+        }
+        queue.push_back(std::move(p));
+      }
+    }
+    // Feed the backend up to its pipeline depth; trials that need no backend finish here.
+    while (!queue.empty() && in_flight.size() < depth) {
+      Pending& p = queue.front();
+      // A duplicate proposed earlier in this run may have been measured since it was queued.
+      if (!p.cached) p.cached = lookup(p.key);
+      if (p.cached) {
+        finish(p, nullptr, nullptr);
+        queue.pop_front();
+        continue;
+      }
+      if (auto broken = space.violated(p.config)) {
+        Measurement m;
+        m.status = TrialStatus::kInvalid;
+        m.error = fmt::format("strategy proposed an invalid configuration: restriction '{}' does not hold", *broken);
+        finish(p, &m, nullptr);
+        queue.pop_front();
+        continue;
+      }
+      const CompileResult* c = nullptr;
+      if (p.has_compile) {
+        // With a measurement in flight, collect it rather than wait for this compilation.
+        if (!in_flight.empty() &&
+            p.compiled.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+          break;
+        const auto wait0 = Clock::now();
+        c = &p.compiled.get();
+        summary.wait_compile_seconds += seconds_since(wait0);
+        if (!c->ok) {
+          Measurement m;
+          m.status = TrialStatus::kCompileFailed;
+          m.error = c->error;
+          finish(p, &m, c);
+          queue.pop_front();
+          continue;
+        }
+      }
+      ensure_prepared();
+      const auto e0 = Clock::now();
+      backend.submit(p.config, c);
+      summary.backend_seconds += seconds_since(e0);
+      in_flight.push_back(std::move(p));
+      queue.pop_front();
+    }
+    if (!in_flight.empty()) {
+      collect();
+    } else if (queue.empty()) {
+      break;  // the strategy is exhausted or has nothing to propose
+    }
+  }
+  if (preparing.valid() && !prepared) {
+    // Started but never needed (everything came from the database or failed to compile).
+    preparing.get();
+    prepared = true;
   }
 
   // The winner comes from every verified trial of this kernel, device and problem (earlier runs
@@ -329,10 +384,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       }
       for (std::size_t i = 0; i < top; ++i)
         candidates.push_back({configs[i], backend.needs_compilation() ? &compiled[i] : nullptr});
-      if (!prepared) {
-        backend.prepare(instance, options.measure);
-        prepared = true;
-      }
+      ensure_prepared();
       const std::vector<Measurement> re = backend.retime(candidates, options.retime_rounds);
       for (std::size_t i = 0; i < top && i < re.size(); ++i) {
         summary.gpu_seconds += re[i].gpu_ms * 1e-3;

@@ -36,6 +36,11 @@ class CudaBackend final : public Backend {
   bool needs_compilation() const override { return true; }
   void prepare(const KernelInstance& instance, const MeasureOptions& options) override;
   Measurement evaluate(const Config& config, const CompileResult* compiled) override;
+  // Two requests in flight: the worker starts on the next configuration while the tuner stores
+  // the previous result.
+  std::size_t pipeline_depth() const override { return 2; }
+  void submit(const Config& config, const CompileResult* compiled) override;
+  Measurement collect() override;
   std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
                                   int rounds) override;
 
