@@ -5,9 +5,7 @@ find_package(Threads REQUIRED)
 find_package(CUDAToolkit 12.0 REQUIRED)         # NVRTC and the static CUDA runtime; no driver needed to build
 # NVRTC without the driver: CMake's CUDA::nvrtc also links the libcuda stub, and the ktune binary
 # must start on machines that have no driver at all.
-# One explicit run path, NVRTC's directory, in the build tree and when installed (the computed
-# build run path carried an empty entry, which makes the loader search the current directory).
-set(CMAKE_BUILD_WITH_INSTALL_RPATH ON)
+# Installed binaries find NVRTC where the toolkit keeps it.
 set(CMAKE_INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
 if(NOT TARGET ktune_nvrtc)
   add_library(ktune_nvrtc SHARED IMPORTED GLOBAL)
