@@ -347,3 +347,62 @@ TEST_F(TunerLoop, CompileErrorsAreTrialsWithTheirLog) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// A fake that keeps two evaluations in flight, like the CUDA backend.
+class PipelinedFake final : public Backend {
+ public:
+  explicit PipelinedFake(const KernelInstance& instance) : inner_(instance) {}
+  std::string name() const override { return "fake"; }
+  DeviceInfo device() const override { return inner_.device(); }
+  bool needs_compilation() const override { return false; }
+  void prepare(const KernelInstance& i, const MeasureOptions& m) override { inner_.prepare(i, m); }
+  Measurement evaluate(const Config& c, const CompileResult* r) override { return inner_.evaluate(c, r); }
+  std::size_t pipeline_depth() const override { return 2; }
+  void submit(const Config& c, const CompileResult* r) override {
+    max_in_flight = std::max(max_in_flight, ++in_flight);
+    pending_.push_back(inner_.evaluate(c, r));
+  }
+  Measurement collect() override {
+    --in_flight;
+    Measurement m = pending_.front();
+    pending_.erase(pending_.begin());
+    return m;
+  }
+  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& c, int rounds) override {
+    return inner_.retime(c, rounds);
+  }
+  FakeBackend inner_;
+  int in_flight = 0;
+  int max_in_flight = 0;
+
+ private:
+  std::vector<Measurement> pending_;
+};
+
+TEST_F(TunerLoop, PipelinedBackendKeepsTwoInFlightAndResumesEverything) {
+  TuneOptions options;
+  options.strategy = "random";
+  options.budget.evaluations = 12;
+  {
+    PipelinedFake backend(*instance_);
+    auto strategy = make_strategy("random");
+    const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+    EXPECT_EQ(s.trials, 12u);
+    EXPECT_EQ(s.measured, 12u);
+    EXPECT_EQ(backend.max_in_flight, 2);
+    EXPECT_EQ(backend.in_flight, 0);
+  }
+  PipelinedFake backend(*instance_);
+  auto strategy = make_strategy("random");
+  options.retime_top = 0;
+  const TuneSummary r = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  EXPECT_EQ(r.from_database, 12u);
+  EXPECT_EQ(r.measured, 0u);
+  EXPECT_TRUE(backend.inner_.evaluated.empty());
+}
+
+}  // namespace
+}  // namespace ktune

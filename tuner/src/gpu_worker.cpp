@@ -5,7 +5,6 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -820,10 +819,17 @@ json Worker::retime(const json& request, const std::string& blob) {
 }  // namespace
 
 int cuda_worker_main() {
-  // The tuner handles Ctrl-C; the worker finishes its trial. If the tuner dies, so does the worker.
+  // The tuner handles Ctrl-C; the worker finishes its trial.
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // If the tuner dies, so does the worker, even in the middle of a hung kernel. (Not
+  // PR_SET_PDEATHSIG: it fires when the *thread* that started the worker ends, and the tuner
+  // starts workers from short-lived threads.)
+  const pid_t parent = ::getppid();
+  std::thread([parent] {
+    while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::_exit(4);
+  }).detach();
   ipc::Message msg;
   if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
   std::unique_ptr<Worker> worker;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <deque>
 #include <future>
+#include <set>
 
 #include "ktune/error.h"
 #include "ktune/hash.h"
@@ -195,6 +196,12 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
     return store.find_trial(kernel_id, device_id, problem_id, key);
   };
 
+  // A strategy that only repeats configurations told before would never end a run without a
+  // budget; after this many repeats in a row the run ends.
+  std::set<std::string> told_keys;
+  std::uint64_t repeats = 0;
+  const std::uint64_t max_repeats = std::max<std::uint64_t>(1000, 2 * valid_count);
+
   // Stores a trial (unless it came from the database), tells the strategy, reports progress.
   const auto finish = [&](Pending& p, const Measurement* m, const CompileResult* c) {
     TrialRecord t;
@@ -245,6 +252,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       summary.gpu_seconds += m->gpu_ms * 1e-3;
       summary.timed_seconds += m->timed_ms * 1e-3;
     }
+    repeats = told_keys.insert(p.key).second ? 0 : repeats + 1;
     Outcome outcome;
     outcome.status = t.status;
     outcome.time_ms = t.time_ms;
@@ -276,6 +284,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
   for (;;) {
     const bool stopping = stop && stop->load();
     if (stopping) status = "interrupted";
+    if (repeats > max_repeats) break;
     if (stopping || summary.trials + in_flight.size() >= options.budget.evaluations ||
         seconds_since(t0) >= options.budget.seconds) {
       // What is already on the GPU is measured: keep it.
@@ -284,13 +293,17 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       continue;
     }
     // Keep the compile pool ahead of the backend.
+    bool starved = strategy.exhausted();  // the strategy proposes nothing more for now
     while (queue.size() < lookahead && !strategy.exhausted()) {
       const std::uint64_t committed = summary.trials + in_flight.size() + queue.size();
       const std::uint64_t left = options.budget.evaluations > committed ? options.budget.evaluations - committed : 0;
       const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue.size(), left));
       if (want == 0) break;
       const std::vector<Config> configs = strategy.ask(want);
-      if (configs.empty()) break;
+      if (configs.empty()) {
+        starved = true;
+        break;
+      }
       for (const Config& c : configs) {
         Pending p;
         p.config = c;
@@ -351,8 +364,8 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
     }
     if (!in_flight.empty()) {
       collect();
-    } else if (queue.empty()) {
-      break;  // the strategy is exhausted or has nothing to propose
+    } else if (queue.empty() && (starved || strategy.exhausted())) {
+      break;  // nothing outstanding and nothing more to propose
     }
   }
   if (preparing.valid() && !prepared) {
