@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <list>
 #include <optional>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/error.h"
 #include "ktune/expr.h"
+#include "ktune/hash.h"
 #include "ktune/registry.h"
 #include "stats.h"
 
@@ -246,6 +248,7 @@ class Worker {
   MeasureOptions measure_;
   cudaStream_t stream_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  std::list<std::pair<std::string, cudaLibrary_t>> libraries_;  // by CUBIN hash, most recent first
   std::vector<Buffer> buffers_;
   void* flush_buffer_ = nullptr;
   std::size_t flush_bytes_ = 0;
@@ -331,13 +334,28 @@ void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
   l.scalars = instance_->scalar_args(l.config);
   const auto sizes = instance_->buffer_sizes(l.config);
   l.sizes.assign(sizes.begin(), sizes.end());
-  check(cudaLibraryLoadData(&l.library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-        "cudaLibraryLoadData");
+  // Configurations compiled in one batch share a CUBIN: load it once and keep the last few.
+  const std::string hash = content_hash(cubin);
+  auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& e) { return e.first == hash; });
+  if (it != libraries_.end()) {
+    libraries_.splice(libraries_.begin(), libraries_, it);
+  } else {
+    cudaLibrary_t library = nullptr;
+    check(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+          "cudaLibraryLoadData");
+    libraries_.emplace_front(hash, library);
+    constexpr std::size_t kKeep = 8;
+    while (libraries_.size() > kKeep) {
+      cudaLibraryUnload(libraries_.back().second);
+      libraries_.pop_back();
+    }
+  }
+  l.library = libraries_.front().second;
   check(cudaLibraryGetKernel(&l.kernel, l.library, lowered.c_str()), "cudaLibraryGetKernel");
 }
 
 void Worker::unload(Loaded& l) {
-  if (l.library) cudaLibraryUnload(l.library);
+  // The library stays loaded for the configurations that share it; see load().
   l.library = nullptr;
   l.kernel = nullptr;
 }

@@ -11,6 +11,7 @@
 
 #include "ktune/error.h"
 #include "ktune/expr.h"
+#include "ktune/hash.h"
 
 namespace ktune {
 
@@ -262,6 +263,20 @@ CompileRequest render(const KernelInstance& instance, const Config& config,
   for (auto& o : instance.config_options(config)) r.options.push_back(std::move(o));
   r.options.push_back("--gpu-architecture=" + arch);
   r.options.push_back("--ptxas-options=-v");
+  // Several configurations can share one NVRTC program, each in its own namespace, unless the
+  // template would break there: an #include or #pragma once inside a namespace, or extern "C"
+  // names that would clash between the copies.
+  const bool batchable = k.source.find("#include") == std::string::npos &&
+                         k.source.find("extern \"C\"") == std::string::npos &&
+                         k.source.find("#pragma once") == std::string::npos;
+  if (batchable) {
+    Hasher group;
+    group.add(k.source).add(k.source_name).add(r.entry).add(arch);
+    for (const auto& o : r.options) group.add(o);
+    r.batch_group = group.hex();
+    r.body = fmt::format("#line 1 \"{}\"\n", k.source_name) + k.source;
+    r.defines = instance.defines(config);
+  }
   return r;
 }
 

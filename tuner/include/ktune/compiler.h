@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 
@@ -24,6 +25,15 @@ struct CompileRequest {
   std::string entry;                 // NVRTC name expression
   std::vector<std::string> options;  // complete NVRTC option list (includes --gpu-architecture)
   std::string arch;                  // "sm_90"
+
+  // Batching (optional). Requests with the same non-empty batch_group (same template, entry,
+  // options and arch) may be compiled together in one NVRTC program, each configuration in a
+  // namespace of its own with its #defines around the template `body`; NVRTC's fixed cost per
+  // program is then paid once per batch. render() fills these for templates that allow it (no
+  // #include, no extern "C", no #pragma once).
+  std::string batch_group;
+  std::string body;                                           // the template, after a #line
+  std::vector<std::pair<std::string, std::string>> defines;  // the configuration's macros
 
   // Cache key: hash of (source, entry, options, arch, NVRTC version).
   std::string key() const;
@@ -63,6 +73,11 @@ void check_arch(const std::string& arch);
 // Compiles with NVRTC; thread-safe. Compile errors come back as data, never as exceptions.
 CompileResult compile(const CompileRequest& request);
 
+// Compiles requests of one batch_group as one program; every result carries the shared CUBIN
+// and its own entry's lowered name and resources, and compile_ms is its share of the time. If
+// the batch fails, each request is compiled alone, so an error belongs to its configuration.
+std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requests);
+
 // Resources of the function `lowered_name` from an NVRTC log made with --ptxas-options=-v;
 // fields ptxas did not report stay -1.
 CompiledResources parse_ptxas_resources(const std::string& log, const std::string& lowered_name);
@@ -98,6 +113,8 @@ class CompilePool {
 
   std::shared_future<CompileResult> submit(CompileRequest request);
   std::size_t threads() const;
+  // Requests compiled together at most (1: no batching). Default 16.
+  void set_max_batch(std::size_t n);
   // Seconds the pool's threads spent compiling (cache hits excluded), summed over threads.
   double busy_seconds() const;
   // NVRTC compilations the pool ran (cache hits and shared in-flight submissions excluded).

@@ -247,6 +247,95 @@ CompileResult compile(const CompileRequest& request) {
   return result;
 }
 
+namespace {
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The entry with the configuration's macros replaced by their values: name expressions are
+// resolved at the end of the program, after each namespace's #undefs.
+std::string expand_macros(const std::string& text,
+                          const std::vector<std::pair<std::string, std::string>>& defines) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (!is_identifier_char(text[i]) || (i > 0 && is_identifier_char(text[i - 1]))) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && is_identifier_char(text[end])) ++end;
+    const std::string word = text.substr(i, end - i);
+    const auto it = std::find_if(defines.begin(), defines.end(), [&](const auto& d) { return d.first == word; });
+    out += it == defines.end() ? word : it->second;
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requests) {
+  std::vector<CompileResult> results;
+  if (requests.empty()) return results;
+  const auto alone = [&] {
+    results.clear();
+    for (const CompileRequest& r : requests) results.push_back(compile(r));
+    return results;
+  };
+  if (requests.size() == 1 || requests.front().batch_group.empty()) return alone();
+  Clock::time_point start = Clock::now();
+  // One namespace per configuration, its macros defined around the template and undefined after.
+  CompileRequest combined = requests.front();
+  combined.source.clear();
+  std::vector<std::string> entries;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const CompileRequest& r = requests[i];
+    if (r.batch_group != combined.batch_group) return alone();
+    const std::string ns = "ktune_cfg_" + std::to_string(i);
+    combined.source += "namespace " + ns + " {\n";
+    for (const auto& [name, value] : r.defines) combined.source += "#define " + name + " " + value + "\n";
+    combined.source += r.body + "\n}  // namespace " + ns + "\n";
+    for (const auto& d : r.defines) combined.source += "#undef " + d.first + "\n";
+    entries.push_back(ns + "::" + expand_macros(r.entry, r.defines));
+  }
+  try {
+    Program program(combined);
+    for (const std::string& e : entries) check(nvrtcAddNameExpression(program.get(), e.c_str()), "nvrtcAddNameExpression");
+    std::vector<const char*> options;
+    for (const std::string& option : combined.options) options.push_back(option.c_str());
+    const nvrtcResult compiled =
+        nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
+    if (compiled != NVRTC_SUCCESS) return alone();
+    const std::string log = program_log(program.get());
+    std::size_t size = 0;
+    check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+    if (size == 0) return alone();
+    std::string cubin(size, '\0');
+    check(nvrtcGetCUBIN(program.get(), cubin.data()), "nvrtcGetCUBIN");
+    const double share =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count() / static_cast<double>(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const char* lowered = nullptr;
+      check(nvrtcGetLoweredName(program.get(), entries[i].c_str(), &lowered), "nvrtcGetLoweredName");
+      CompileResult r;
+      r.ok = true;
+      r.cubin = cubin;
+      r.lowered_name = lowered ? lowered : "";
+      r.log = log;
+      r.options = requests[i].options;
+      r.arch = requests[i].arch;
+      r.key = requests[i].key();
+      r.resources = parse_ptxas_resources(log, r.lowered_name);
+      r.compile_ms = share;
+      results.push_back(std::move(r));
+    }
+    return results;
+  } catch (const NvrtcFailure&) {
+    return alone();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The cache. One file per entry, <dir>/<key>.kcubin: a header line, then records
 // "<name> <length>\n<bytes>\n", ending with "end 0\n\n". Length prefixes keep the CUBIN and the
@@ -449,46 +538,107 @@ CompiledResources resources_from(const json& j) {
 // NVRTC logs and sources are text, but not necessarily valid UTF-8; replace what JSON cannot hold.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-CompileResult remote_compile(Subprocess& process, const std::vector<std::string>& command,
-                             const CompileRequest& request) {
-  CompileResult failed;
-  failed.arch = request.arch;
-  failed.options = request.options;
-  failed.key = request.key();
+json request_json(const CompileRequest& r) {
+  return json{{"source", r.source},   {"source_name", r.source_name}, {"entry", r.entry},
+              {"options", r.options}, {"arch", r.arch},               {"batch_group", r.batch_group},
+              {"body", r.body},       {"defines", r.defines}};
+}
+
+CompileRequest request_from(const json& h) {
+  CompileRequest r;
+  r.source = h.value("source", "");
+  r.source_name = h.value("source_name", "");
+  r.entry = h.value("entry", "");
+  r.options = h.value("options", std::vector<std::string>{});
+  r.arch = h.value("arch", "");
+  r.batch_group = h.value("batch_group", "");
+  r.body = h.value("body", "");
+  r.defines = h.value("defines", std::vector<std::pair<std::string, std::string>>{});
+  return r;
+}
+
+// The results of a batch travel as JSON headers plus one blob holding each distinct CUBIN once.
+ipc::Message results_message(std::vector<CompileResult>& results) {
+  json out = json::array();
+  std::vector<std::string> cubins;
+  std::string blob;
+  json sizes = json::array();
+  for (CompileResult& r : results) {
+    int index = -1;
+    if (!r.cubin.empty()) {
+      auto it = std::find(cubins.begin(), cubins.end(), r.cubin);
+      index = static_cast<int>(it - cubins.begin());
+      if (it == cubins.end()) {
+        cubins.push_back(r.cubin);
+        sizes.push_back(r.cubin.size());
+        blob += r.cubin;
+      }
+    }
+    out.push_back({{"ok", r.ok},         {"lowered_name", r.lowered_name}, {"error", r.error},
+                   {"log", r.log},       {"options", r.options},           {"arch", r.arch},
+                   {"key", r.key},       {"resources", resources_json(r.resources)},
+                   {"compile_ms", r.compile_ms}, {"cubin", index}});
+  }
+  return {json::parse(dump(json{{"results", out}, {"cubin_sizes", sizes}})), std::move(blob)};
+}
+
+std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector<std::string>& command,
+                                          const std::vector<CompileRequest>& requests) {
+  const auto all_failed = [&](const std::string& error, const std::string& log) {
+    std::vector<CompileResult> out;
+    for (const CompileRequest& r : requests) {
+      CompileResult failed;
+      failed.arch = r.arch;
+      failed.options = r.options;
+      failed.key = r.key();
+      failed.error = error;
+      failed.log = log;
+      out.push_back(std::move(failed));
+    }
+    return out;
+  };
   if (!process.running()) {
     try {
       process.start(command, /*own_group=*/true);
     } catch (const Error& e) {
-      failed.error = e.what();
-      return failed;
+      return all_failed(e.what(), "");
     }
   }
-  json header{{"source", request.source},   {"source_name", request.source_name},
-              {"entry", request.entry},     {"options", request.options},
-              {"arch", request.arch}};
+  json batch = json::array();
+  for (const CompileRequest& r : requests) batch.push_back(request_json(r));
   ipc::Message reply;
   // NVRTC does not hang on its own; the limit only guards against a wedged process.
   constexpr double kLimitSeconds = 600;
-  if (!process.send({json::parse(dump(header)), {}}) ||
+  if (!process.send({json::parse(dump(json{{"batch", batch}})), {}}) ||
       process.receive(reply, kLimitSeconds) != ipc::ReadStatus::kOk) {
     const std::string output = process.output_tail();
-    failed.error = "compile process " + process.stop(true);
-    failed.log = output;
-    return failed;
+    return all_failed("compile process " + process.stop(true), output);
   }
-  const json& h = reply.header;
-  CompileResult r;
-  r.ok = h.value("ok", false);
-  r.cubin = std::move(reply.blob);
-  r.lowered_name = h.value("lowered_name", "");
-  r.error = h.value("error", "");
-  r.log = h.value("log", "");
-  r.options = h.value("options", std::vector<std::string>{});
-  r.arch = h.value("arch", "");
-  r.key = h.value("key", "");
-  r.resources = resources_from(h.value("resources", json::object()));
-  r.compile_ms = h.value("compile_ms", 0.0);
-  return r;
+  std::vector<std::string> cubins;
+  std::size_t offset = 0;
+  for (const auto& size : reply.header.value("cubin_sizes", json::array())) {
+    const auto n = size.get<std::size_t>();
+    cubins.push_back(reply.blob.substr(offset, n));
+    offset += n;
+  }
+  std::vector<CompileResult> out;
+  for (const json& h : reply.header.value("results", json::array())) {
+    CompileResult r;
+    r.ok = h.value("ok", false);
+    const int index = h.value("cubin", -1);
+    if (index >= 0 && static_cast<std::size_t>(index) < cubins.size()) r.cubin = cubins[static_cast<std::size_t>(index)];
+    r.lowered_name = h.value("lowered_name", "");
+    r.error = h.value("error", "");
+    r.log = h.value("log", "");
+    r.options = h.value("options", std::vector<std::string>{});
+    r.arch = h.value("arch", "");
+    r.key = h.value("key", "");
+    r.resources = resources_from(h.value("resources", json::object()));
+    r.compile_ms = h.value("compile_ms", 0.0);
+    out.push_back(std::move(r));
+  }
+  if (out.size() != requests.size()) return all_failed("compile process answered a different number of results", "");
+  return out;
 }
 
 }  // namespace
@@ -499,18 +649,10 @@ int compile_worker_main() {
     if (ipc::read_message(3, message, -1) != ipc::ReadStatus::kOk) return 0;
     const json& h = message.header;
     if (h.value("op", "") == "quit") return 0;
-    CompileRequest request;
-    request.source = h.value("source", "");
-    request.source_name = h.value("source_name", "");
-    request.entry = h.value("entry", "");
-    request.options = h.value("options", std::vector<std::string>{});
-    request.arch = h.value("arch", "");
-    CompileResult r = compile(request);
-    json reply{{"ok", r.ok},           {"lowered_name", r.lowered_name}, {"error", r.error},
-               {"log", r.log},         {"options", r.options},           {"arch", r.arch},
-               {"key", r.key},         {"resources", resources_json(r.resources)},
-               {"compile_ms", r.compile_ms}};
-    if (!ipc::write_message(4, {json::parse(dump(reply)), std::move(r.cubin)})) return 0;
+    std::vector<CompileRequest> requests;
+    for (const json& r : h.value("batch", json::array())) requests.push_back(request_from(r));
+    std::vector<CompileResult> results = compile_batch(requests);
+    if (!ipc::write_message(4, results_message(results))) return 0;
   }
 }
 
@@ -536,49 +678,81 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
+  std::size_t max_batch = 16;
+
   void work() {
     Subprocess process;  // this thread's compile process, when the pool uses processes
     for (;;) {
-      Task task;
+      std::vector<Task> tasks;
       {
         std::unique_lock lock(mutex);
         wake.wait(lock, [&] { return stopping || !queue.empty(); });
         if (queue.empty()) return;  // stopping and drained
-        task = std::move(queue.front());
+        tasks.push_back(std::move(queue.front()));
         queue.pop_front();
+        // Take queued requests of the same batch group along, sharing the queue fairly among
+        // the threads so that batching never leaves threads idle.
+        const std::string& group = tasks.front().request.batch_group;
+        if (!group.empty() && max_batch > 1) {
+          const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
+          const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
+          for (auto it = queue.begin(); it != queue.end() && tasks.size() < limit;) {
+            if (it->request.batch_group == group) {
+              tasks.push_back(std::move(*it));
+              it = queue.erase(it);
+            } else {
+              ++it;
+            }
+          }
+        }
       }
-      std::optional<CompileResult> result;
+      std::vector<CompileResult> results;
       std::exception_ptr failure;
       try {
-        result = run(task.request, process);
+        results = run(tasks, process);
       } catch (...) {
         failure = std::current_exception();
       }
-      // Leave the in-flight map before the future becomes ready, so a submission that follows
-      // a finished one goes through the cache instead of holding on to this future.
+      // Leave the in-flight map before the futures become ready, so a submission that follows
+      // a finished one goes through the cache instead of holding on to a future.
       {
         std::lock_guard lock(mutex);
-        in_flight.erase(task.key);
+        for (const Task& t : tasks) in_flight.erase(t.key);
       }
-      if (failure) {
-        task.promise->set_exception(failure);
-      } else {
-        task.promise->set_value(std::move(*result));
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        if (failure) {
+          tasks[i].promise->set_exception(failure);
+        } else {
+          tasks[i].promise->set_value(std::move(results[i]));
+        }
       }
     }
   }
 
-  CompileResult run(const CompileRequest& request, Subprocess& process) {
-    if (cache) {
-      if (std::optional<CompileResult> hit = cache->get(request)) return std::move(*hit);
+  std::vector<CompileResult> run(const std::vector<Task>& tasks, Subprocess& process) {
+    std::vector<CompileResult> results(tasks.size());
+    std::vector<std::size_t> misses;
+    std::vector<CompileRequest> requests;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      std::optional<CompileResult> hit = cache ? cache->get(tasks[i].request) : std::nullopt;
+      if (hit) {
+        results[i] = std::move(*hit);
+      } else {
+        misses.push_back(i);
+        requests.push_back(tasks[i].request);
+      }
     }
+    if (requests.empty()) return results;
     Clock::time_point start = Clock::now();
-    CompileResult result =
-        process_command.empty() ? compile(request) : remote_compile(process, process_command, request);
+    std::vector<CompileResult> compiled =
+        process_command.empty() ? compile_batch(requests) : remote_compile(process, process_command, requests);
     busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    ++compiles;
-    if (cache) cache->put(result);
-    return result;
+    compiles += requests.size();
+    for (std::size_t k = 0; k < misses.size(); ++k) {
+      if (cache) cache->put(compiled[k]);
+      results[misses[k]] = std::move(compiled[k]);
+    }
+    return results;
   }
 };
 
@@ -618,6 +792,11 @@ std::shared_future<CompileResult> CompilePool::submit(CompileRequest request) {
 }
 
 std::size_t CompilePool::threads() const { return impl_->workers.size(); }
+
+void CompilePool::set_max_batch(std::size_t n) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->max_batch = std::max<std::size_t>(1, n);
+}
 
 double CompilePool::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }
 
