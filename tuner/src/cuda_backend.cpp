@@ -11,6 +11,7 @@
 #include "ipc.h"
 #include "ktune/error.h"
 #include "subprocess.h"
+#include "worker_protocol.h"
 
 namespace ktune {
 
@@ -23,28 +24,6 @@ json measure_json(const MeasureOptions& m) {
               {"min_samples", m.min_samples},   {"max_samples", m.max_samples},
               {"target_spread", m.target_spread}, {"max_seconds", m.max_seconds},
               {"batch_below_ms", m.batch_below_ms}, {"flush_l2", m.flush_l2}};
-}
-
-Measurement measurement_from(const json& r) {
-  Measurement m;
-  m.status = trial_status_from_string(r.value("status", "crashed")).value_or(TrialStatus::kCrashed);
-  m.error = r.value("error", "");
-  if (r.contains("samples_ms")) m.samples_ms = r["samples_ms"].get<std::vector<double>>();
-  m.time_ms = r.value("time_ms", 0.0);
-  m.time_min_ms = r.value("time_min_ms", 0.0);
-  m.time_mean_ms = r.value("time_mean_ms", 0.0);
-  m.time_spread = r.value("time_spread", 0.0);
-  m.registers = r.value("registers", -1);
-  m.local_bytes = r.value("local_bytes", -1);
-  m.static_shared_bytes = r.value("static_shared_bytes", -1);
-  m.dynamic_shared_bytes = r.value("dynamic_shared_bytes", -1);
-  m.max_threads_per_block = r.value("max_threads_per_block", -1);
-  m.occupancy = r.value("occupancy", -1.0);
-  m.gpu_ms = r.value("gpu_ms", 0.0);
-  m.timed_ms = r.value("timed_ms", 0.0);
-  m.eval_ms = r.value("eval_ms", 0.0);
-  if (r.contains("phases_ms")) m.phases_ms = r["phases_ms"].get<std::map<std::string, double>>();
-  return m;
 }
 
 }  // namespace
@@ -179,7 +158,6 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
     if (!c.ok)
       throw Error(ErrorKind::kInput, fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
                                                  space.key(ref), c.error, c.log));
-    init["reference_key"] = space.key(ref);
     init["reference_lowered"] = c.lowered_name;
     impl_->init_blob = c.cubin;
   } else {
@@ -226,7 +204,7 @@ Measurement CudaBackend::collect() {
   m.sent.pop_front();
   m.busy_since = Clock::now();
   if (rs == ipc::ReadStatus::kOk) {
-    out = measurement_from(reply.header);
+    out = measurement_from_json(reply.header);
     // A worker that reports a crash exits by itself (its context is poisoned): reap it and give
     // what it had not answered to a new one.
     if (out.status == TrialStatus::kCrashed) {
@@ -271,7 +249,7 @@ std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>&
     throw Error(ErrorKind::kDevice, fmt::format("re-timing the finalists failed: {}",
                                                 failed ? error : reply.value("error", "")));
   std::vector<Measurement> out;
-  for (const auto& r : reply.at("results")) out.push_back(measurement_from(r));
+  for (const auto& r : reply.at("results")) out.push_back(measurement_from_json(r));
   if (!out.empty()) out.front().gpu_ms = reply.value("gpu_ms", 0.0);
   return out;
 }

@@ -17,6 +17,8 @@
 
 #include "ipc.h"
 #include "ktune/cuda_backend.h"
+#include "ktune/gpu_evaluator.h"
+#include "worker_protocol.h"
 #include "ktune/error.h"
 #include "ktune/expr.h"
 #include "ktune/hash.h"
@@ -213,7 +215,21 @@ struct Loaded {
 
 class Worker {
  public:
-  Worker(const json& init, const std::string& reference_cubin);
+  // reference_cubin: the compiled reference configuration, for kernels without a host reference.
+  Worker(const KernelSpec& kernel, const Problem& problem, int device, const MeasureOptions& measure,
+         const std::string& reference_lowered, const std::string& reference_cubin);
+  const KernelInstance& instance() const { return *instance_; }
+  const DeviceInfo& device() const { return device_; }
+  void* buffer(const std::string& name, std::size_t* count) const {
+    for (const auto& b : buffers_) {
+      if (b.spec.name == name) {
+        if (count) *count = b.count;
+        return b.device;
+      }
+    }
+    if (count) *count = 0;
+    return nullptr;
+  }
   ~Worker();
   json evaluate(const std::string& key, const std::string& lowered, const std::string& cubin);
   json retime(const json& request, const std::string& blob);
@@ -242,7 +258,6 @@ class Worker {
   static std::int64_t hook_value(const ktune_run_ctx* ctx, const char* name, int* found);
   static void* hook_cuda_function(const char* name);
 
-  Registry registry_;
   std::unique_ptr<KernelInstance> instance_;
   DeviceInfo device_;
   MeasureOptions measure_;
@@ -260,39 +275,13 @@ class Worker {
   bool dead_ = false;
 };
 
-Worker::Worker(const json& init, const std::string& reference_cubin) {
-  measure_.seed = init.value("seed", std::uint64_t{1});
-  const json& m = init.at("measure");
-  measure_.samples = m.value("samples", 0);
-  measure_.warmup = m.value("warmup", 1);
-  measure_.min_samples = m.value("min_samples", 5);
-  measure_.max_samples = m.value("max_samples", 50);
-  measure_.target_spread = m.value("target_spread", 0.01);
-  measure_.max_seconds = m.value("max_seconds", 0.5);
-  measure_.batch_below_ms = m.value("batch_below_ms", 0.02);
-  measure_.flush_l2 = m.value("flush_l2", std::string("auto"));
-
-  register_builtin_kernels(registry_);
-  registry_.load_env_path();
-  for (const auto& p : init.value("plugins", std::vector<std::string>{})) registry_.load_path(p);
-  KernelSpec kernel = registry_.get(init.at("kernel").get<std::string>());
-  if (init.contains("params")) {
-    kernel.params.clear();
-    for (const auto& p : init.at("params")) {
-      Parameter param;
-      param.name = p.at("name").get<std::string>();
-      for (const auto& v : p.at("values")) param.values.push_back(Value::parse(v.get<std::string>()));
-      param.default_index = p.at("default_index").get<std::size_t>();
-      kernel.params.push_back(std::move(param));
-    }
-    kernel.restrictions = init.at("restrictions").get<std::vector<std::string>>();
-    kernel.validate();
-  }
-  device_ = require_device(init.value("device", 0));
+Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device, const MeasureOptions& measure,
+               const std::string& reference_lowered, const std::string& reference_cubin)
+    : measure_(measure) {
+  device_ = require_device(device);
   check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
   check(cudaFree(nullptr), "context creation");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  Problem problem = init.at("problem").get<std::map<std::string, std::int64_t>>();
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   for (const auto& b : kernel.buffers) {
     Buffer buf;
@@ -306,8 +295,9 @@ Worker::Worker(const json& init, const std::string& reference_cubin) {
   }
   if (!reference_cubin.empty()) {
     reference_config_.emplace();
-    load(*reference_config_, init.at("reference_key").get<std::string>(),
-         init.at("reference_lowered").get<std::string>(), reference_cubin);
+    const SearchSpace& space = instance_->space();
+    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())), reference_lowered,
+         reference_cubin);
   }
   // Inputs and the reference now, while the tuner is still compiling its first configurations.
   const SearchSpace& space = instance_->space();
@@ -836,6 +826,75 @@ json Worker::retime(const json& request, const std::string& blob) {
 
 }  // namespace
 
+Measurement measurement_from_json(const json& r) {
+  Measurement m;
+  m.status = trial_status_from_string(r.value("status", "crashed")).value_or(TrialStatus::kCrashed);
+  m.error = r.value("error", "");
+  if (r.contains("samples_ms")) m.samples_ms = r["samples_ms"].get<std::vector<double>>();
+  m.time_ms = r.value("time_ms", 0.0);
+  m.time_min_ms = r.value("time_min_ms", 0.0);
+  m.time_mean_ms = r.value("time_mean_ms", 0.0);
+  m.time_spread = r.value("time_spread", 0.0);
+  m.registers = r.value("registers", -1);
+  m.local_bytes = r.value("local_bytes", -1);
+  m.static_shared_bytes = r.value("static_shared_bytes", -1);
+  m.dynamic_shared_bytes = r.value("dynamic_shared_bytes", -1);
+  m.max_threads_per_block = r.value("max_threads_per_block", -1);
+  m.occupancy = r.value("occupancy", -1.0);
+  m.gpu_ms = r.value("gpu_ms", 0.0);
+  m.timed_ms = r.value("timed_ms", 0.0);
+  m.eval_ms = r.value("eval_ms", 0.0);
+  if (r.contains("phases_ms")) m.phases_ms = r["phases_ms"].get<std::map<std::string, double>>();
+  return m;
+}
+
+struct GpuEvaluator::Impl {
+  std::unique_ptr<Worker> worker;
+};
+
+GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int device,
+                           const MeasureOptions& options, const CompileResult* reference)
+    : impl_(std::make_unique<Impl>()) {
+  try {
+    impl_->worker = std::make_unique<Worker>(kernel, kernel.make_problem(problem), device, options,
+                                             reference ? reference->lowered_name : std::string(),
+                                             reference ? reference->cubin : std::string());
+  } catch (const CudaFailure& f) {
+    throw Error(ErrorKind::kDevice, fmt::format("{}: {}", f.where, cuda_text(f.code)));
+  }
+}
+
+GpuEvaluator::~GpuEvaluator() = default;
+
+const KernelInstance& GpuEvaluator::instance() const { return impl_->worker->instance(); }
+const DeviceInfo& GpuEvaluator::device() const { return impl_->worker->device(); }
+bool GpuEvaluator::context_lost() const { return impl_->worker->dead(); }
+void* GpuEvaluator::buffer(const std::string& name, std::size_t* count) const {
+  return impl_->worker->buffer(name, count);
+}
+
+Measurement GpuEvaluator::evaluate(const Config& config, const CompileResult& compiled) {
+  if (!compiled.ok) throw Error(ErrorKind::kInternal, "GpuEvaluator::evaluate needs a successful compilation");
+  return measurement_from_json(
+      impl_->worker->evaluate(instance().space().key(config), compiled.lowered_name, compiled.cubin));
+}
+
+std::vector<Measurement> GpuEvaluator::retime(const std::vector<RetimeCandidate>& candidates, int rounds) {
+  json request{{"rounds", rounds}, {"candidates", json::array()}};
+  std::string blob;
+  for (const auto& c : candidates) {
+    request["candidates"].push_back({{"config", instance().space().key(c.config)},
+                                     {"lowered_name", c.compiled->lowered_name},
+                                     {"size", c.compiled->cubin.size()}});
+    blob += c.compiled->cubin;
+  }
+  const json reply = impl_->worker->retime(request, blob);
+  if (reply.contains("error")) throw Error(ErrorKind::kDevice, reply.value("error", ""));
+  std::vector<Measurement> out;
+  for (const auto& r : reply.at("results")) out.push_back(measurement_from_json(r));
+  return out;
+}
+
 int cuda_worker_main() {
   // The tuner handles Ctrl-C; the worker finishes its trial.
   ::signal(SIGINT, SIG_IGN);
@@ -851,8 +910,39 @@ int cuda_worker_main() {
   ipc::Message msg;
   if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
   std::unique_ptr<Worker> worker;
+  Registry registry;  // outlives the worker: plugin kernels point into its libraries
   try {
-    worker = std::make_unique<Worker>(msg.header, msg.blob);
+    const json& init = msg.header;
+    MeasureOptions measure;
+    measure.seed = init.value("seed", std::uint64_t{1});
+    const json& m = init.at("measure");
+    measure.samples = m.value("samples", 0);
+    measure.warmup = m.value("warmup", 1);
+    measure.min_samples = m.value("min_samples", 5);
+    measure.max_samples = m.value("max_samples", 50);
+    measure.target_spread = m.value("target_spread", 0.01);
+    measure.max_seconds = m.value("max_seconds", 0.5);
+    measure.batch_below_ms = m.value("batch_below_ms", 0.02);
+    measure.flush_l2 = m.value("flush_l2", std::string("auto"));
+    register_builtin_kernels(registry);
+    registry.load_env_path();
+    for (const auto& p : init.value("plugins", std::vector<std::string>{})) registry.load_path(p);
+    KernelSpec kernel = registry.get(init.at("kernel").get<std::string>());
+    if (init.contains("params")) {
+      // The space as tuned: a job file may have changed value lists and added restrictions.
+      kernel.params.clear();
+      for (const auto& p : init.at("params")) {
+        Parameter param;
+        param.name = p.at("name").get<std::string>();
+        for (const auto& v : p.at("values")) param.values.push_back(Value::parse(v.get<std::string>()));
+        param.default_index = p.at("default_index").get<std::size_t>();
+        kernel.params.push_back(std::move(param));
+      }
+      kernel.restrictions = init.at("restrictions").get<std::vector<std::string>>();
+      kernel.validate();
+    }
+    worker = std::make_unique<Worker>(kernel, init.at("problem").get<Problem>(), init.value("device", 0), measure,
+                                      init.value("reference_lowered", ""), msg.blob);
   } catch (const CudaFailure& f) {
     ipc::write_message(kReplyFd, {json{{"op", "fatal"}, {"message", fmt::format("{}: {}", f.where, cuda_text(f.code))}}, {}});
     return 3;
