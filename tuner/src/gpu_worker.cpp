@@ -257,6 +257,7 @@ class Worker {
   static void* hook_buffer(const ktune_run_ctx* ctx, const char* name, std::size_t* count);
   static std::int64_t hook_value(const ktune_run_ctx* ctx, const char* name, int* found);
   static void* hook_cuda_function(const char* name);
+  static void* hook_global(const ktune_run_ctx* ctx, const char* name, std::size_t* bytes);
 
   std::unique_ptr<KernelInstance> instance_;
   DeviceInfo device_;
@@ -506,6 +507,19 @@ std::int64_t Worker::hook_value(const ktune_run_ctx* ctx, const char* name, int*
   return 0;
 }
 
+void* Worker::hook_global(const ktune_run_ctx* ctx, const char* name, std::size_t* bytes) {
+  const auto* self = static_cast<const Worker*>(ctx->internal);
+  void* address = nullptr;
+  std::size_t size = 0;
+  if (cudaLibraryGetGlobal(&address, &size, self->current_->library, name) != cudaSuccess) {
+    cudaGetLastError();
+    address = nullptr;
+    size = 0;
+  }
+  if (bytes) *bytes = size;
+  return address;
+}
+
 void* Worker::hook_cuda_function(const char* name) {
   struct Entry {
     const char* name;
@@ -560,7 +574,7 @@ void Worker::launch(const Loaded& l) {
     const unsigned block[3] = {g.block[0], g.block[1], g.block[2]};
     ktune_run_ctx ctx{sizeof(ktune_run_ctx), stream_, l.kernel, grid, block, g.shared_mem, args.data(),
                       &Worker::hook_launch, &Worker::hook_buffer, &Worker::hook_value,
-                      &Worker::hook_cuda_function, k.user_data, this};
+                      &Worker::hook_cuda_function, k.user_data, this, &Worker::hook_global};
     char error[1024] = {0};
     const int rc = k.run(&ctx, error, sizeof(error));
     if (rc != 0) {

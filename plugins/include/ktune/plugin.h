@@ -144,6 +144,9 @@ typedef struct ktune_run_ctx {
   void* (*cuda_function)(const char* name);
   void* user_data;                                /* ktune_kernel_desc.user_data */
   void* internal;                                 /* ktune's own state; do not touch */
+  /* Device address and size of a __device__ or __constant__ variable of the compiled program
+     (e.g. a filter in constant memory, filled with cudaMemcpyAsync); NULL if there is none. */
+  void* (*global)(const struct ktune_run_ctx* ctx, const char* name, size_t* bytes);
 } ktune_run_ctx;
 
 typedef int (*ktune_run_fn)(const ktune_run_ctx* ctx, char* error, size_t error_size);
