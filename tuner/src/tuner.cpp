@@ -86,6 +86,7 @@ KernelRecord kernel_record(const KernelInstance& instance) {
   spec["bytes"] = k.bytes;
   spec["flops"] = k.flops;
   spec["compile_options"] = k.compile_options;
+  spec["source_name"] = k.source_name;
   r.spec_json = spec.dump();
   return r;
 }
