@@ -19,6 +19,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(tomlplusplus 3 REQUIRED)
 find_package(fmt 8 REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+# zlib (Debian zlib1g-dev) reads and writes gzip-compressed recordings (Kernel Tuner caches).
+find_package(ZLIB REQUIRED)
 # xxHash (Debian libxxhash-dev) is used header-only for content hashes.
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 

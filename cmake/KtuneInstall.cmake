@@ -1,4 +1,6 @@
-# Installation and the exported CMake package (find_package(ktune)).
+# Installation and the exported CMake package (find_package(ktune)): ktune::plugin_api (the
+# plugin ABI header) in ktuneTargets, and the run-time client ktune::client with what it links
+# (ktune::core, ktune::compile) in ktuneClientTargets, loaded when its dependencies are found.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -6,11 +8,21 @@ include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/plugins/include/ktune
                   ${PROJECT_SOURCE_DIR}/tuner/include/ktune
                   ${PROJECT_SOURCE_DIR}/db/include/ktune
+                  ${PROJECT_SOURCE_DIR}/db/client/include/ktune
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS ktune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Shipped recordings and the replay jobs with the restrictions of known recorded spaces; the
+# binary looks for them at <prefix>/share/ktune (tuner/src/replay.cpp).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/db/recordings/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/recordings)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/replay/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/configs/replay)
 install(TARGETS ktune_plugin_api EXPORT ktuneTargets)
+install(TARGETS ktune_core ktune_compile ktune_client EXPORT ktuneClientTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(EXPORT ktuneTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
+install(EXPORT ktuneClientTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ktuneConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ktuneConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ktuneConfigVersion.cmake

@@ -1,5 +1,6 @@
-// Built-in kernel `reduce`: the lecture's seven reduction steps (kernels_src/reduce.cu) over
-// int32, described through the plugin ABI like any out-of-tree plugin.
+// Built-in kernels `reduce` and `reduce_f32`: the lecture's seven reduction steps
+// (kernels_src/reduce.cu) over int32 and over float32, described through the plugin ABI like any
+// out-of-tree plugin. Both share the parameters, restrictions, launch and run hook.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,23 @@ int reduce_reference(const ktune_reference_ctx* ctx, char* error, std::size_t er
   return 0;
 }
 
+// The float sum, added in double and rounded once: far closer to the exact sum than any fp32
+// order, so the tolerance of `out` (kBuffersF32) is the GPU's error alone.
+int reduce_f32_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  const ktune_host_buffer* in = find_buffer(ctx, "in");
+  const ktune_host_buffer* out = find_buffer(ctx, "out");
+  if (in == nullptr || out == nullptr || out->count < 1) {
+    std::snprintf(error, error_size, "reduce_f32: reference needs buffers 'in' and 'out'");
+    return 1;
+  }
+  const auto* x = static_cast<const float*>(in->data);
+  double sum = 0;
+  for (std::size_t i = 0; i < in->count; ++i) sum += x[i];
+  const float result = static_cast<float>(sum);
+  std::memcpy(out->data, &result, sizeof(result));
+  return 0;
+}
+
 // Kernel decomposition: launch the kernel on the input, then on the partial sums, until a
 // single block writes the result. Partial sums alternate between two halves of `partial`.
 int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
@@ -43,6 +61,7 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   std::size_t partial_count = 0, in_count = 0, out_count = 0;
   void* in = ctx->buffer(ctx, "in", &in_count);
   void* out = ctx->buffer(ctx, "out", &out_count);
+  // int32 or float: only the element size (4 bytes) matters here.
   auto* partial = static_cast<std::int32_t*>(ctx->buffer(ctx, "partial", &partial_count));
   if (block_size <= 0 || per_thread <= 0 || n0 <= 0 || !in || !out || !partial) {
     std::snprintf(error, error_size, "reduce: missing block_size, elements_per_thread, n or a buffer");
@@ -110,6 +129,23 @@ const ktune_buffer_desc kBuffers[] = {
      "none", 0, 0},
 };
 
+// reduce_f32: inputs uniform in [-1, 1), so the sum cancels (|sum| ~ sqrt(n / 3)) and a relative
+// tolerance alone would mean nothing; the absolute one is scaled for the most summands the
+// kernel takes, n = 2^31. A fp32 summation tree with leaves at depth at most D has a rounding
+// error of rms at most u sqrt(n D / 3) (u = 2^-24; every addition's result is a partial sum of
+// variance size / 3, and the sizes over a tree add up to at most n D). Every configuration here
+// has D <= 150 (at worst 4 levels of 32 sequential additions and a 5-step warp tree), so the
+// rms is <= 1.7e-3 at n = 2^24 and <= 2.0e-2 at n = 2^31: 0.125 is six of those. An element
+// dropped or counted twice moves the sum by |x| ~ 0.5 on average.
+const ktune_buffer_desc kBuffersF32[] = {
+    {"in", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "n", "random", 0, 0},
+    {"out", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, "1", nullptr, 0.125, 1e-6},
+    {"partial", KTUNE_TYPE_F32, KTUNE_BUFFER_SCRATCH,
+     "div_up(n, block_size * elements_per_thread) + "
+     "div_up(div_up(n, block_size * elements_per_thread), block_size * elements_per_thread) + 4",
+     "none", 0, 0},
+};
+
 const ktune_arg_desc kArgs[] = {
     {"in", nullptr, 0},
     {"out", nullptr, 0},
@@ -147,8 +183,22 @@ const ktune_kernel_desc kReduce = [] {
   return d;
 }();
 
+const ktune_kernel_desc kReduceF32 = [] {
+  ktune_kernel_desc d = kReduce;
+  d.name = "reduce_f32";
+  d.description = "sum of float32 values: the reduction lecture's steps over floats, checked "
+                  "against a double-precision sum";
+  d.entry = "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, float>";
+  d.buffers = kBuffersF32;
+  d.buffer_count = std::size(kBuffersF32);
+  d.reference = reduce_f32_reference;
+  d.flops = "n";
+  return d;
+}();
+
 }  // namespace
 
 const ktune_kernel_desc* reduce_kernel() { return &kReduce; }
+const ktune_kernel_desc* reduce_f32_kernel() { return &kReduceF32; }
 
 }  // namespace ktune::builtin

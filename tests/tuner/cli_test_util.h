@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "ktune/error.h"
+#include "ktune/registry.h"
 
 extern char** environ;
 
@@ -238,6 +240,15 @@ inline CliResult run_ktune(const std::vector<std::string>& args, const fs::path&
 }
 
 // Paths of the test plugins and fixtures.
+// The names of the built-in kernels together with `extra`, sorted as the registry lists them.
+inline std::vector<std::string> with_builtins(std::vector<std::string> extra) {
+  Registry r;
+  register_builtin_kernels(r);
+  for (const auto& k : r.kernels()) extra.push_back(k->name);
+  std::sort(extra.begin(), extra.end());
+  return extra;
+}
+
 inline std::string good_plugin() { return KTUNE_TEST_PLUGIN_GOOD; }
 inline std::string wrong_abi_plugin() { return KTUNE_TEST_PLUGIN_WRONG_ABI; }
 inline std::string no_entry_plugin() { return KTUNE_TEST_PLUGIN_NO_ENTRY; }

@@ -68,6 +68,9 @@ int cmd_compile(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
 int cmd_tune(const std::vector<std::string>& args);
 int cmd_best(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
+int cmd_bench_strategies(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_worker(const std::vector<std::string>& args);
 
 }  // namespace ktune::cli

@@ -1,5 +1,6 @@
-// `ktune tune`: tune one kernel for one problem on one device and store the best configuration;
-// `ktune __worker`: the GPU worker process the CUDA backend starts.
+// `ktune tune`: tune one kernel for one problem on one device (or replay recorded measurements of
+// one) and store the best configuration; `ktune __worker`: the GPU worker process the CUDA
+// backend starts.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/error.h"
 #include "ktune/job.h"
+#include "ktune/replay.h"
 #include "ktune/tuner.h"
 
 namespace ktune::cli {
@@ -103,6 +105,15 @@ int cmd_tune(const std::vector<std::string>& args) {
       "compile-threads", po::value<unsigned>()->default_value(0),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes");
+  po::options_description replay("Backend");
+  replay.add_options()("backend", po::value<std::string>(),
+                       "cuda | replay (default: cuda; without a GPU, a recording shipped with ktune "
+                       "for this kernel and problem is replayed)")(
+      "replay", po::value<std::string>(),
+      "recorded measurements to replay: a Kernel Tuner cache (.json, .json.gz) or a ktune database "
+      "(implies --backend replay)")(
+      "replay-device", po::value<std::string>(),
+      "device name of the recording: names a Kernel Tuner cache's device, picks one of a database's");
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->default_value(0),
                         "timed runs per configuration (0: adaptive, until the spread is under "
@@ -112,7 +123,7 @@ int cmd_tune(const std::vector<std::string>& args) {
       "max-samples", po::value<int>()->default_value(50), "adaptive: at most this many timed runs")(
       "flush-l2", po::value<std::string>()->default_value("auto"), "auto | always | never")(
       "timeout", po::value<double>()->default_value(20), "seconds before a trial is killed (watchdog)");
-  opts.add(own).add(measure).add(problem_options()).add(target_options()).add(database_options())
+  opts.add(own).add(replay).add(measure).add(problem_options()).add(target_options()).add(database_options())
       .add(plugin_options()).add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
@@ -124,14 +135,79 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
 
   auto registry = make_registry(vm);
-  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
-  const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
-  if (kernel_name.empty()) throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
-  const KernelSpec kernel = apply_job(registry->get(kernel_name), job);
-  auto given = job.problem;
+  JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
+  // The backend: cuda or replay when named; otherwise cuda, or a shipped recording where no GPU
+  // (or no kernel source) can serve.
+  std::string backend_kind = vm.count("backend") ? vm["backend"].as<std::string>() : "";
+  if (!backend_kind.empty() && backend_kind != "cuda" && backend_kind != "replay")
+    throw Error(ErrorKind::kUsage, fmt::format("--backend '{}': expected cuda or replay", backend_kind));
+  if (vm.count("replay")) {
+    if (backend_kind == "cuda") throw Error(ErrorKind::kUsage, "--replay FILE replays; it does not go with --backend cuda");
+    backend_kind = "replay";
+  }
+  if (backend_kind == "replay" && !vm.count("replay"))
+    throw Error(ErrorKind::kUsage, "--backend replay needs the recording: --replay FILE");
+  const bool explicit_backend = !backend_kind.empty();
+  const std::string replay_device = vm.count("replay-device") ? vm["replay-device"].as<std::string>() : "";
+  std::map<std::string, std::int64_t> given_problem = job.problem;
   if (vm.count("problem"))
-    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>())) given[k] = v;
-  const Problem problem = kernel.make_problem(given);
+    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>())) given_problem[k] = v;
+
+  std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
+  std::shared_ptr<Recording> recording;
+  std::string replay_reason;  // why a recording is replayed without --replay (said on stderr)
+  const auto load = [&](const std::string& path) {
+    RecordingQuery q;
+    q.kernel = kernel_name;
+    q.problem = given_problem;
+    q.device = replay_device;
+    recording = std::make_shared<Recording>(read_recording(path, q));
+  };
+  if (backend_kind == "replay") {
+    load(vm["replay"].as<std::string>());
+    if (kernel_name.empty()) kernel_name = recording->kernel_name;
+  }
+  if (kernel_name.empty()) throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+
+  KernelSpec base;
+  bool synthesized = false;
+  if (registry->contains(kernel_name)) {
+    base = registry->get(kernel_name);
+  } else if (recording && recording->kernel_name == kernel_name) {
+    base = kernel_from_recording(*recording);
+    synthesized = true;
+  } else if (!explicit_backend) {
+    // A kernel known only from a recording that ships with ktune.
+    if (auto shipped = find_shipped_recording(kernel_name, std::nullopt)) {
+      load(shipped->string());
+      base = kernel_from_recording(*recording);
+      synthesized = true;
+      backend_kind = "replay";
+      replay_reason = fmt::format("{} is known to ktune only from recorded measurements", kernel_name);
+    }
+  }
+  if (!synthesized && base.name.empty()) base = registry->get(kernel_name);  // unknown kernel: usage error
+  std::vector<std::string> replay_notes;
+  if (synthesized && !vm.count("config")) {
+    // A recorded space's restrictions live in a replay job; without one the space is the
+    // Cartesian product and whatever the recording lacks is answered invalid.
+    if (auto path = replay_job_for(kernel_name)) {
+      job = load_job(path->string());
+      replay_notes.push_back(fmt::format("restrictions of {} from {}", kernel_name, path->string()));
+    } else {
+      replay_notes.push_back(fmt::format(
+          "warning: no restrictions known for {} (no {}.toml among the replay jobs): the space is the Cartesian "
+          "product of the recorded values; configurations missing from the recording are answered invalid",
+          kernel_name, kernel_name));
+    }
+  }
+  if (recording && recording->kernel_name != kernel_name)
+    throw Error(ErrorKind::kUsage, fmt::format("{} holds measurements of kernel '{}', not '{}'", recording->path,
+                                               recording->kernel_name, kernel_name));
+  const KernelSpec kernel = apply_job(base, job);
+  // Replaying without a problem given: the recorded one.
+  const Problem problem =
+      kernel.make_problem(recording && given_problem.empty() ? recording->problem : given_problem);
 
   // A value given on the command line wins over the job file, which wins over the default.
   const auto pick = [&](const char* option, auto from_job) {
@@ -175,23 +251,81 @@ int cmd_tune(const std::vector<std::string>& args) {
   bo.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   if (vm.count("arch"))
     throw Error(ErrorKind::kUsage, "--arch is for compiling without a GPU; tuning runs on the device's own architecture");
-  CudaBackend backend(bo);
-  KernelInstance instance(kernel, problem, backend.device().limits);
+  const std::string key_of_problem = problem_key(problem, kernel.problem);
+  std::unique_ptr<Backend> backend;
+  CudaBackend* cuda = nullptr;
+  bool cuda_missing = false;
+  if (backend_kind != "replay") {
+    try {
+      auto c = std::make_unique<CudaBackend>(bo);
+      cuda = c.get();
+      backend = std::move(c);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kDevice || explicit_backend) throw;
+      // No GPU: replay what ktune ships for this kernel and problem, if anything.
+      auto shipped = find_shipped_recording(kernel.name, key_of_problem);
+      if (!shipped) {
+        std::string dirs;
+        for (const auto& d : recording_dirs()) dirs += (dirs.empty() ? "" : ", ") + d.string();
+        throw Error(ErrorKind::kDevice, fmt::format("{}; no recording of {} [{}] ships with ktune to replay instead "
+                                                    "(looked in {})",
+                                                    e.what(), kernel.name, key_of_problem, dirs));
+      }
+      load(shipped->string());
+      backend_kind = "replay";
+      replay_reason = e.what();
+      cuda_missing = true;
+    }
+  }
+  if (backend_kind == "replay") {
+    if (recording->kernel_name != kernel.name)
+      throw Error(ErrorKind::kUsage, fmt::format("{} holds measurements of kernel '{}', not '{}'", recording->path,
+                                                 recording->kernel_name, kernel.name));
+    if (recording->problem_key() != key_of_problem)
+      throw Error(ErrorKind::kUsage, fmt::format("{} holds measurements of {} for [{}], not [{}]; pass --problem to match",
+                                                 recording->path, kernel.name, recording->problem_key(),
+                                                 key_of_problem));
+    backend = std::make_unique<ReplayBackend>(recording);
+  }
+  KernelInstance instance(kernel, problem, backend->device().limits);
+  if (backend_kind == "replay") {
+    // Said whatever the output options: a replayed result is not a measurement on this machine.
+    if (!replay_reason.empty())
+      std::cerr << fmt::format("note: {}; replaying recorded measurements from {}, measured on {}{}\n",
+                               replay_reason, recording->path, recording->device_name,
+                               cuda_missing ? " (nothing is measured here; --backend cuda insists on a GPU)" : "");
+    for (const auto& n : recording->notes) std::cerr << "note: " << n << "\n";
+    for (const auto& n : replay_notes) std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
+    auto& replay = static_cast<ReplayBackend&>(*backend);
+    std::uint64_t valid = 0;
+    instance.space().for_each_valid([&](const Config&) { return ++valid, true; });
+    if (const std::uint64_t missing = replay.missing(instance.space()))
+      std::cerr << fmt::format("warning: {} of {} valid configurations of {} are not in the recording; they are "
+                               "answered invalid\n",
+                               missing, valid, kernel.name);
+  }
   Store store = Store::open(vm["db"].as<std::string>());
   unsigned threads = vm["compile-threads"].as<unsigned>();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
   std::vector<std::string> compile_command;
   if (!vm.count("compile-in-process")) compile_command = {self_executable(), "__compile"};
-  CompilePool pool(threads, bo.cache, compile_command);
+  std::unique_ptr<CompilePool> pool;
+  if (backend->needs_compilation()) pool = std::make_unique<CompilePool>(threads, bo.cache, compile_command);
 
   const bool quiet = vm.count("quiet") > 0;
   ProgressLine line(!quiet && !json_output(vm) && ::isatty(STDERR_FILENO));
-  if (!quiet && !json_output(vm))
-    std::cerr << fmt::format("tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n", kernel.name,
-                             instance.problem_key(), backend.device().name, backend.device().arch, options.strategy,
-                             threads, store.path().string());
+  if (!quiet && !json_output(vm)) {
+    if (cuda)
+      std::cerr << fmt::format("tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
+                               kernel.name, instance.problem_key(), backend->device().name, backend->device().arch,
+                               options.strategy, threads, store.path().string());
+    else
+      std::cerr << fmt::format("replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n", kernel.name,
+                               instance.problem_key(), backend->device().name, recording->path, options.strategy,
+                               store.path().string());
+  }
   std::signal(SIGINT, on_interrupt);
-  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool,
+  const TuneSummary s = tune(instance, *backend, store, *strategy, options, pool.get(),
                              [&](const Progress& p) { line.update(p); }, &g_stop);
   std::signal(SIGINT, SIG_DFL);
   line.finish();
@@ -215,7 +349,9 @@ int cmd_tune(const std::vector<std::string>& args) {
     j["wait_compile_seconds"] = s.wait_compile_seconds;
     j["backend_seconds"] = s.backend_seconds;
     j["phases_seconds"] = s.phases_seconds;
-    j["worker_starts"] = backend.worker_starts();
+    j["backend"] = backend->name();
+    if (cuda) j["worker_starts"] = cuda->worker_starts();
+    if (recording) j["recording"] = {{"path", recording->path}, {"device", recording->device_name}};
     if (s.best) {
       j["best"] = {{"config", nlohmann::json::parse(s.best->config_json)}, {"key", s.best->config_key},
                    {"time_ms", s.best->time_ms}, {"gbps", s.best->gbps}, {"trial_id", s.best->id}};
@@ -228,9 +364,12 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::string statuses;
     for (const auto& [name, n] : s.by_status) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
     std::cout << "  outcomes   " << statuses << "\n";
-    std::cout << fmt::format("  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} threads\n",
-                             s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
-                             100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
+    if (cuda)
+      std::cout << fmt::format("  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} threads\n",
+                               s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
+                               100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
+    else
+      std::cout << fmt::format("  replayed   from {}, measured on {}\n", recording->path, recording->device_name);
     if (s.best) {
       std::cout << fmt::format("  best       {}\n             {:.4f} ms median", s.best->config_key, s.best->time_ms);
       if (std::isfinite(s.best->gbps)) std::cout << fmt::format(", {:.1f} GB/s", s.best->gbps);

@@ -20,6 +20,9 @@ const std::vector<Command>& commands() {
       {"devices", "list CUDA devices", cmd_devices},
       {"tune", "tune a kernel for a problem on a GPU and store the best configuration", cmd_tune},
       {"best", "print the stored best configuration of a kernel for a problem", cmd_best},
+      {"export", "write a kernel's trials from the database as a Kernel Tuner cache", cmd_export},
+      {"bench-strategies", "score search strategies on recorded spaces (no GPU)", cmd_bench_strategies},
+      {"report", "render an HTML or Markdown report of tuning runs from the database", cmd_report},
   };
   return kCommands;
 }

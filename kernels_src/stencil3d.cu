@@ -1,0 +1,90 @@
+// 7-point 3-D stencil on an nx x ny x nz fp32 grid (x fastest), one sweep:
+//
+//   out = c0 * in[z][y][x] + c1 * (the six face neighbours)   at interior points,
+//   out = in[z][y][x]                                          on the six faces of the grid,
+//
+// so every output element is written. A 2-D grid of BLOCK_SIZE_X x BLOCK_SIZE_Y threads covers
+// x and y; each thread marches along z over Z_CHUNK planes (grid.z chunks the z axis, each chunk
+// re-reading one plane above and below). VARIANT picks the z-marching scheme of the lectures:
+//   naive      every step loads all seven points from global memory (caches do the reuse)
+//   registers  register software pipelining: the z-1, z, z+1 values rotate through registers,
+//              one new load per step along z; x/y neighbours still come from global memory
+//   shared     as registers, and the current plane goes through a shared-memory tile with a
+//              one-point halo, so the x/y neighbours come from shared memory too
+// Plane offsets are 64-bit: nx * ny * nz may exceed 2^31.
+
+#ifndef KTUNE_LAUNCH_BOUNDS
+#define KTUNE_LAUNCH_BOUNDS
+#endif
+
+__global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, float* __restrict__ out,
+                                              int nx, int ny, int nz, float c0, float c1) {
+  const int x = blockIdx.x * BLOCK_SIZE_X + threadIdx.x;
+  const int y = blockIdx.y * BLOCK_SIZE_Y + threadIdx.y;
+  const int z_begin = blockIdx.z * Z_CHUNK;
+  const int z_end = min(z_begin + Z_CHUNK, nz);
+  const bool inside = x < nx && y < ny;
+  const bool interior_xy = x > 0 && x < nx - 1 && y > 0 && y < ny - 1;
+  const long long plane = static_cast<long long>(nx) * ny;
+  const long long column = static_cast<long long>(y) * nx + x;  // offset in a plane
+
+#if VARIANT_NAIVE
+  if (!inside) return;
+  for (int z = z_begin; z < z_end; ++z) {
+    const long long i = z * plane + column;
+    float v = in[i];
+    if (interior_xy && z > 0 && z < nz - 1) {
+      v = c0 * v +
+          c1 * (in[i - 1] + in[i + 1] + in[i - nx] + in[i + nx] + in[i - plane] + in[i + plane]);
+    }
+    out[i] = v;
+  }
+#elif VARIANT_REGISTERS
+  if (!inside) return;
+  long long i = z_begin * plane + column;
+  float below = z_begin > 0 ? in[i - plane] : 0.0f;
+  float here = in[i];
+  for (int z = z_begin; z < z_end; ++z, i += plane) {
+    const float above = z + 1 < nz ? in[i + plane] : 0.0f;
+    float v = here;
+    if (interior_xy && z > 0 && z < nz - 1) {
+      v = c0 * here + c1 * (in[i - 1] + in[i + 1] + in[i - nx] + in[i + nx] + below + above);
+    }
+    out[i] = v;
+    below = here;
+    here = above;
+  }
+#elif VARIANT_SHARED
+  // Every thread of the block takes part in the barriers; only those inside the grid load or
+  // store. Halo points are loaded by the threads on the tile's edge, where they lie in the grid.
+  __shared__ float tile[BLOCK_SIZE_Y + 2][BLOCK_SIZE_X + 2];
+  const int tx = threadIdx.x + 1, ty = threadIdx.y + 1;
+  long long i = z_begin * plane + column;
+  float below = inside && z_begin > 0 ? in[i - plane] : 0.0f;
+  float here = inside && z_begin < nz ? in[i] : 0.0f;
+  for (int z = z_begin; z < z_end; ++z, i += plane) {
+    const float above = inside && z + 1 < nz ? in[i + plane] : 0.0f;
+    __syncthreads();  // the previous plane's tile is no longer read
+    tile[ty][tx] = here;
+    if (inside) {
+      if (threadIdx.x == 0 && x > 0) tile[ty][0] = in[i - 1];
+      if (threadIdx.x == BLOCK_SIZE_X - 1 && x + 1 < nx) tile[ty][tx + 1] = in[i + 1];
+      if (threadIdx.y == 0 && y > 0) tile[0][tx] = in[i - nx];
+      if (threadIdx.y == BLOCK_SIZE_Y - 1 && y + 1 < ny) tile[ty + 1][tx] = in[i + nx];
+    }
+    __syncthreads();
+    if (inside) {
+      float v = here;
+      if (interior_xy && z > 0 && z < nz - 1) {
+        v = c0 * here + c1 * (tile[ty][tx - 1] + tile[ty][tx + 1] + tile[ty - 1][tx] +
+                              tile[ty + 1][tx] + below + above);
+      }
+      out[i] = v;
+    }
+    below = here;
+    here = above;
+  }
+#else
+#error "VARIANT must be naive, registers or shared"
+#endif
+}

@@ -1,0 +1,88 @@
+// Built-in kernel `copy`: a grid-stride copy of fp32 (kernels_src/copy.cu), the device's
+// attainable memory bandwidth against which the other memory-bound kernels are read.
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+
+#include "builtin.h"
+#include "ktune/plugin.h"
+
+extern const char* const ktune_kernel_src_copy;
+
+namespace ktune::builtin {
+namespace {
+
+int copy_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  const ktune_host_buffer* in = find_buffer(ctx, "in");
+  const ktune_host_buffer* out = find_buffer(ctx, "out");
+  if (in == nullptr || out == nullptr || out->count != in->count) {
+    std::snprintf(error, error_size, "copy: reference needs buffers 'in' and 'out' of one size");
+    return 1;
+  }
+  std::memcpy(out->data, in->data, in->count * sizeof(float));
+  return 0;
+}
+
+const ktune_param_desc kParams[] = {
+    {"block_size", "64, 128, 256, 512, 1024", "256", "threads per block"},
+    {"vector_width", "1, 2, 4", "4", "floats per access: float, float2, float4"},
+    {"blocks_per_sm", "1, 2, 4, 8, 16, 32", "8",
+     "blocks per multiprocessor; the grid is blocks_per_sm * multiprocessor_count"},
+    {"unroll", "1, 2, 4, 8", "2", "independent accesses per thread and iteration"},
+};
+
+const char* const kRestrictions[] = {
+    // One resident wave: more blocks than a multiprocessor holds only queue behind it.
+    "block_size * blocks_per_sm <= max_threads_per_multiprocessor",
+};
+
+const ktune_problem_desc kProblem[] = {
+    {"n", "268435456", "number of floats to copy (2^28: 1 GiB read, 1 GiB written)"},
+};
+
+const ktune_buffer_desc kBuffers[] = {
+    {"in", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "n", "random", 0, 0},
+    // A copy is exact: the tolerance is zero.
+    {"out", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, "n", nullptr, 0, 0},
+};
+
+const ktune_arg_desc kArgs[] = {
+    {"in", nullptr, 0},
+    {"out", nullptr, 0},
+    {nullptr, "n", KTUNE_TYPE_U64},
+};
+
+const char* const kOptions[] = {"-std=c++17"};
+
+const ktune_kernel_desc kCopy = [] {
+  ktune_kernel_desc d{};
+  d.struct_size = sizeof(ktune_kernel_desc);
+  d.name = "copy";
+  d.description = "grid-stride copy of float32 with vector accesses: the memory-bandwidth yardstick";
+  d.source = ktune_kernel_src_copy;
+  d.source_name = "copy.cu";
+  d.entry = "copy<VECTOR_WIDTH>";
+  d.compile_options = kOptions;
+  d.compile_option_count = std::size(kOptions);
+  d.params = kParams;
+  d.param_count = std::size(kParams);
+  d.restrictions = kRestrictions;
+  d.restriction_count = std::size(kRestrictions);
+  d.problem = kProblem;
+  d.problem_count = std::size(kProblem);
+  d.grid[0] = "blocks_per_sm * multiprocessor_count";
+  d.block[0] = "block_size";
+  d.buffers = kBuffers;
+  d.buffer_count = std::size(kBuffers);
+  d.args = kArgs;
+  d.arg_count = std::size(kArgs);
+  d.reference = copy_reference;
+  d.bytes = "2 * 4 * n";
+  return d;
+}();
+
+}  // namespace
+
+const ktune_kernel_desc* copy_kernel() { return &kCopy; }
+
+}  // namespace ktune::builtin

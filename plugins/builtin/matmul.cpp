@@ -1,0 +1,126 @@
+// Built-in kernel `matmul`: fp32 C = A B (kernels_src/matmul.cu), the lectures' tiled kernel
+// and a register-blocked one. Its reference is a configuration, not a host function: a host
+// product of the default 4096^3 problem is 137 GFLOP, far too slow to run for every worker, so
+// the lecture's tiled kernel computes the reference on the GPU (and the GPU tests check that
+// configuration against a double-precision host product at small sizes).
+#include <iterator>
+
+#include "builtin.h"
+#include "ktune/plugin.h"
+
+extern const char* const ktune_kernel_src_matmul;
+
+namespace ktune::builtin {
+namespace {
+
+const ktune_param_desc kParams[] = {
+    {"variant", "1, 2", "2",
+     "1: the lecture's tiled kernel (square tile, one element per thread); 2: register-blocked"},
+    {"block_m", "16, 32, 64, 128, 256", "128", "rows of C per block (variant 1: the tile width)"},
+    {"block_n", "16, 32, 64, 128, 256", "128", "columns of C per block"},
+    {"block_k", "8, 16, 32", "8", "depth of the shared-memory tiles of A and B"},
+    {"thread_m", "1, 2, 4, 8, 16", "8", "rows of C per thread (variant 2)"},
+    {"thread_n", "1, 2, 4, 8, 16", "8", "columns of C per thread (variant 2)"},
+    {"padding", "0, 1, 4", "4", "floats added to each shared-memory row against bank conflicts"},
+    {"unroll", "1, 2, 4, 8, 16, 32", "8", "unroll depth of the k loop over a tile"},
+    {"vector_width", "1, 2, 4", "4",
+     "floats per global load (float, float2, float4) where the row length allows it (variant 2)"},
+    {"maxrregcount", "0, 64, 128", "0",
+     "register limit per thread (0: none; the kernel then leaves out __launch_bounds__, which "
+     "would override it)"},
+    {"launch_bounds", "0, 2, 4", "0",
+     "minimum blocks per multiprocessor in __launch_bounds__ (0: the block size alone, which the "
+     "kernel always declares so that every block shape can launch)"},
+};
+
+const char* const kRestrictions[] = {
+    "variant == 2 or (block_m == block_n == block_k and thread_m == 1 and thread_n == 1 and "
+    "vector_width == 1)",
+    "block_m % thread_m == 0 and block_n % thread_n == 0",
+    // Variant 2: at least a warp, and at most 64 accumulators of a thread's 255 registers.
+    "variant == 1 or (block_m // thread_m) * (block_n // thread_n) >= 32",
+    "thread_m * thread_n <= 64",
+    "block_k % vector_width == 0 and block_n % vector_width == 0",
+    "unroll <= block_k",
+    // __launch_bounds__ overrides -maxrregcount in ptxas: a space with both would hold configs
+    // whose register limit silently is not the one named.
+    "maxrregcount == 0 or launch_bounds == 0",
+    "maxrregcount == 0 or "
+    "maxrregcount * (block_m // thread_m) * (block_n // thread_n) <= max_registers_per_block",
+    "launch_bounds == 0 or "
+    "launch_bounds * (block_m // thread_m) * (block_n // thread_n) <= max_threads_per_multiprocessor",
+    "m < 2**31 and n < 2**31 and k < 2**31",  // 32-bit arguments and tile indices
+};
+
+const ktune_problem_desc kProblem[] = {
+    {"m", "4096", "rows of A and C"},
+    {"n", "4096", "columns of B and C"},
+    {"k", "4096", "columns of A, rows of B"},
+};
+
+// C is checked against the reference configuration with |c - ref| <= 5e-3 + 1e-4 |ref|. The
+// inputs are uniform in [-1, 1); both variants add an element's k products in the same order,
+// but nothing should depend on that, so the tolerance covers two different fp32 summations:
+// the classic estimate sqrt(k) * u * sum |a||b| (u = 2^-24, sum |a||b| ~ k / 4) is 3.9e-3 at
+// k = 4096, and the error of one sequential sum, rms u * k / (3 sqrt 2), puts six standard
+// deviations of the difference of two sums below 5e-3 up to k = 2^15. A wrong element is off
+// by at least one product (|a b| ~ 0.25 on average), so the check still catches it.
+const ktune_buffer_desc kBuffers[] = {
+    {"a", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "m * k", "random", 0, 0},
+    {"b", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "k * n", "random", 0, 0},
+    {"c", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, "m * n", nullptr, 5e-3, 1e-4},
+};
+
+const ktune_arg_desc kArgs[] = {
+    {"a", nullptr, 0},
+    {"b", nullptr, 0},
+    {"c", nullptr, 0},
+    {nullptr, "m", KTUNE_TYPE_U32},
+    {nullptr, "n", KTUNE_TYPE_U32},
+    {nullptr, "k", KTUNE_TYPE_U32},
+};
+
+const char* const kOptions[] = {"-std=c++17"};
+
+const ktune_kernel_desc kMatmul = [] {
+  ktune_kernel_desc d{};
+  d.struct_size = sizeof(ktune_kernel_desc);
+  d.name = "matmul";
+  d.description =
+      "float32 matrix multiply C = A B: the lecture's shared-memory tiles and a register-blocked kernel";
+  d.source = ktune_kernel_src_matmul;
+  d.source_name = "matmul.cu";
+  d.entry = "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>";
+  d.compile_options = kOptions;
+  d.compile_option_count = std::size(kOptions);
+  d.params = kParams;
+  d.param_count = std::size(kParams);
+  d.restrictions = kRestrictions;
+  d.restriction_count = std::size(kRestrictions);
+  d.problem = kProblem;
+  d.problem_count = std::size(kProblem);
+  d.grid[0] = "div_up(n, block_n)";
+  d.grid[1] = "div_up(m, block_m)";
+  d.block[0] = "block_n // thread_n";
+  d.block[1] = "block_m // thread_m";
+  // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded.
+  d.shared_mem = "4 * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))";
+  d.buffers = kBuffers;
+  d.buffer_count = std::size(kBuffers);
+  d.args = kArgs;
+  d.arg_count = std::size(kArgs);
+  // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
+  // opt-in needed, which the reference run does not do).
+  d.reference_config =
+      "variant=1,block_m=32,block_n=32,block_k=32,thread_m=1,thread_n=1,padding=0,unroll=8,"
+      "vector_width=1,maxrregcount=0,launch_bounds=0";
+  d.bytes = "4 * (m * k + k * n + m * n)";
+  d.flops = "2 * m * n * k";
+  return d;
+}();
+
+}  // namespace
+
+const ktune_kernel_desc* matmul_kernel() { return &kMatmul; }
+
+}  // namespace ktune::builtin

@@ -1,0 +1,45 @@
+# Installs ktune from BUILD_DIR into a scratch prefix under WORK, then configures and builds the
+# client example (examples/) against it with find_package(ktune), as an application would, and
+# runs it: without a GPU it must say so and exit 77; with one, on a missing database, it must
+# fail with the client's database error (exit 2).
+# Run with: cmake -DBUILD_DIR=... -DEXAMPLE_DIR=... -DWORK=... -DGENERATOR=... -DCXX=... -P <this>
+file(REMOVE_RECURSE "${WORK}")
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+endfunction()
+run("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK}/prefix")
+run("configure" ${CMAKE_COMMAND} -S "${EXAMPLE_DIR}" -B "${WORK}/build" -G "${GENERATOR}"
+    "-DCMAKE_PREFIX_PATH=${WORK}/prefix" "-DCMAKE_CXX_COMPILER=${CXX}")
+run("build" ${CMAKE_COMMAND} --build "${WORK}/build")
+set(exe "${WORK}/build/reduce_client")
+if(NOT EXISTS "${exe}")
+  message(FATAL_ERROR "the build made no ${exe}")
+endif()
+# The example links the client alone: nothing of the tuner, Boost or Python.
+if(EXISTS "${WORK}/build/build.ninja")
+  file(READ "${WORK}/build/build.ninja" ninja_text)
+  string(TOLOWER "${ninja_text}" ninja_text)
+  foreach(unwanted ktune_tuner libboost libpython)
+    string(FIND "${ninja_text}" "${unwanted}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "the example's build names ${unwanted}")
+    endif()
+  endforeach()
+endif()
+execute_process(COMMAND "${exe}" "${WORK}/missing.db" 4096 RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+if(rc EQUAL 77)
+  if(NOT out MATCHES "no CUDA device: .*; this example needs a GPU")
+    message(FATAL_ERROR "exit 77 without the reason:\n${out}\n${err}")
+  endif()
+elseif(rc EQUAL 2)
+  if(NOT err MATCHES "missing.db: no such database")
+    message(FATAL_ERROR "exit 2 without the database error:\n${out}\n${err}")
+  endif()
+else()
+  message(FATAL_ERROR "reduce_client ended with ${rc}:\n${out}\n${err}")
+endif()
+message(STATUS "built and ran ${exe} against the installed ktune (exit ${rc}): ${out}${err}")

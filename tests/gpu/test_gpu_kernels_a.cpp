@@ -1,0 +1,256 @@
+// GPU tests of the built-in kernels transpose, matmul, copy and reduce_f32: every variant, and a
+// spread of tiles, vector widths and unroll depths, verifies through the CUDA backend (the
+// path of a tuning run: worker process, poisoned outputs, the kernel's own reference and
+// tolerance) at a size that tiles evenly and at sizes no block, tile or vector divides. The
+// matmul reference configuration, and the other matmul configurations with it, are also checked
+// against a double-precision host product with a rigorous error bound. Without a CUDA device
+// every test skips, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/cuda_backend.h"
+#include "ktune/device.h"
+#include "ktune/gpu_evaluator.h"
+#include "ktune/registry.h"
+
+namespace ktune {
+namespace {
+
+using Sets = std::map<std::string, std::string>;
+
+class GpuKernelsA : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const DeviceQuery q = list_devices();
+    if (q.devices.empty()) GTEST_SKIP() << "no CUDA device: " << q.problem;
+    register_builtin_kernels(registry_);
+    cache_ = std::make_shared<CompileCache>(CompileCache::default_dir());
+  }
+  CudaBackend::Options backend_options() const {
+    CudaBackend::Options o;
+    o.worker_command = {KTUNE_EXE, "__worker"};
+    o.cache = cache_;
+    return o;
+  }
+
+  // Verifies each configuration of `configs` (assignments over the defaults) on `problem`
+  // through the backend; returns how many ran.
+  int verify(CudaBackend& backend, const std::string& kernel, const Problem& problem,
+             const std::vector<Sets>& configs) {
+    KernelInstance instance(registry_.get(kernel), problem, backend.device().limits);
+    MeasureOptions m;
+    m.samples = 2;
+    m.warmup = 0;
+    backend.prepare(instance, m);
+    int checked = 0;
+    for (const Sets& sets : configs) {
+      const Config c = instance.space().from_assignments(sets);
+      const std::string key = instance.space().key(c);
+      if (!instance.space().is_valid(c)) {
+        ADD_FAILURE() << kernel << ": " << key << " is not valid: " << instance.space().violated(c).value_or("");
+        continue;
+      }
+      const CompileResult r = compile_cached(render(instance, c, backend.device().arch), cache_.get());
+      if (!r.ok) {
+        ADD_FAILURE() << kernel << " " << key << ": " << r.error << "\n" << r.log;
+        continue;
+      }
+      const Measurement meas = backend.evaluate(c, &r);
+      EXPECT_EQ(meas.status, TrialStatus::kOk)
+          << kernel << " " << problem_key(instance.problem(), instance.kernel().problem) << " " << key << ": "
+          << meas.error;
+      EXPECT_GT(meas.time_ms, 0) << key;
+      ++checked;
+    }
+    return checked;
+  }
+
+  // Every valid configuration of a kernel whose space is small.
+  std::vector<Sets> whole_space(const std::string& kernel, const Problem& problem) const {
+    KernelInstance instance(registry_.get(kernel), problem, DeviceLimits::for_arch(90));
+    std::vector<Sets> out;
+    const SearchSpace& space = instance.space();
+    space.for_each_valid([&](const Config& c) {
+      Sets s;
+      for (std::size_t p = 0; p < space.size(); ++p) s[space.params()[p].name] = space.value(c, p).to_string();
+      out.push_back(std::move(s));
+      return true;
+    });
+    return out;
+  }
+
+  Registry registry_;
+  std::shared_ptr<CompileCache> cache_;
+};
+
+TEST_F(GpuKernelsA, TransposeWholeSpaceVerifiesAtThreeShapes) {
+  CudaBackend backend(backend_options());
+  const std::vector<Sets> all = whole_space("transpose", {});
+  ASSERT_GE(all.size(), 40u);  // every variant, tile, rows per block and padding
+  // Square and tiled evenly; tall with both sides odd; a single row (one tile row, mostly guards).
+  for (const Problem& p : {Problem{{"rows", 1024}, {"cols", 2048}}, Problem{{"rows", 1000}, {"cols", 777}},
+                           Problem{{"rows", 1}, {"cols", 333}}}) {
+    EXPECT_EQ(verify(backend, "transpose", p, all), static_cast<int>(all.size()));
+  }
+}
+
+TEST_F(GpuKernelsA, CopyVerifiesEveryWidthAndUnrollWithTails) {
+  CudaBackend backend(backend_options());
+  std::vector<Sets> configs;
+  for (const char* width : {"1", "2", "4"}) {
+    for (const char* unroll : {"1", "2", "4", "8"}) {
+      for (const auto& [block, per_sm] : std::vector<std::pair<const char*, const char*>>{
+               {"64", "1"}, {"256", "8"}, {"1024", "2"}, {"128", "16"}}) {
+        configs.push_back({{"vector_width", width}, {"unroll", unroll}, {"block_size", block}, {"blocks_per_sm", per_sm}});
+      }
+    }
+  }
+  // 2^22 divides into every vector; 3000017 leaves a tail of 1 (width 2, 4); 7 is a tail and
+  // one float4 only, far fewer elements than threads.
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{7}}) {
+    EXPECT_EQ(verify(backend, "copy", {{"n", n}}, configs), static_cast<int>(configs.size()));
+  }
+}
+
+TEST_F(GpuKernelsA, ReduceF32EveryVariantVerifiesAtTwoSizes) {
+  CudaBackend backend(backend_options());
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}}) {
+    KernelInstance instance(registry_.get("reduce_f32"), {{"n", n}}, backend.device().limits);
+    std::vector<Sets> configs;
+    for (int variant = 1; variant <= 9; ++variant) {
+      for (int block : {32, 64, 256, 1024}) {
+        for (int per_thread : {1, 2, 8, 32}) {
+          const Sets s{{"variant", std::to_string(variant)}, {"block_size", std::to_string(block)},
+                       {"elements_per_thread", std::to_string(per_thread)}};
+          if (instance.space().is_valid(instance.space().from_assignments(s))) configs.push_back(s);
+        }
+      }
+    }
+    configs.push_back({{"variant", "9"}, {"elements_per_thread", "16"}, {"unroll", "4"}});
+    configs.push_back({{"variant", "7"}, {"unroll", "8"}, {"maxrregcount", "32"}, {"launch_bounds", "2"}});
+    ASSERT_GE(configs.size(), 9u * 4);
+    EXPECT_EQ(verify(backend, "reduce_f32", {{"n", n}}, configs), static_cast<int>(configs.size()));
+  }
+}
+
+// Matmul configurations: both variants, every vector width, odd padding, partial unrolling,
+// thread tiles from 1 x 16 to 16 x 4, dynamic shared memory above 48 KiB, register limits.
+std::vector<Sets> matmul_configs(const KernelSpec& k) {
+  std::vector<Sets> out;
+  out.push_back(k.reference_assignments());  // variant 1, 32 x 32
+  out.push_back({});                         // the default: 128 x 128 x 8, 8 x 8 per thread, float4
+  const auto tiled = [](const char* tile, const char* padding, const char* unroll) {
+    return Sets{{"variant", "1"}, {"block_m", tile}, {"block_n", tile}, {"block_k", tile}, {"thread_m", "1"},
+                {"thread_n", "1"}, {"vector_width", "1"}, {"padding", padding}, {"unroll", unroll}};
+  };
+  out.push_back(tiled("16", "1", "16"));
+  out.push_back(tiled("8", "4", "2"));
+  out.push_back(tiled("32", "1", "1"));
+  const auto blocked = [](const char* bm, const char* bn, const char* bk, const char* tm, const char* tn,
+                          const char* padding, const char* unroll, const char* width) {
+    return Sets{{"variant", "2"}, {"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"thread_m", tm},
+                {"thread_n", tn}, {"padding", padding}, {"unroll", unroll}, {"vector_width", width}};
+  };
+  out.push_back(blocked("64", "64", "8", "4", "4", "1", "8", "4"));
+  out.push_back(blocked("128", "64", "16", "8", "4", "0", "4", "2"));
+  out.push_back(blocked("32", "128", "32", "2", "8", "4", "32", "4"));
+  out.push_back(blocked("16", "256", "8", "1", "16", "1", "2", "1"));
+  out.push_back(blocked("256", "128", "8", "16", "4", "4", "8", "4"));
+  out.push_back(blocked("256", "256", "32", "16", "4", "4", "4", "4"));  // 66.5 KiB shared
+  out.push_back(blocked("64", "32", "16", "2", "2", "1", "16", "2"));    // 512 threads, 2 x 2
+  Sets limited = blocked("128", "128", "8", "8", "8", "4", "8", "4");
+  limited["maxrregcount"] = "64";  // spills, still correct
+  out.push_back(limited);
+  Sets bounded = blocked("128", "128", "16", "8", "8", "4", "16", "4");
+  bounded["launch_bounds"] = "2";
+  out.push_back(bounded);
+  return out;
+}
+
+TEST_F(GpuKernelsA, MatmulVerifiesAgainstItsReferenceConfiguration) {
+  CudaBackend backend(backend_options());
+  const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
+  // Tiles evenly; guards with vectors still aligned (k, n multiples of 4); guards and no vectors.
+  for (const Problem& p : {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
+                           Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
+    EXPECT_EQ(verify(backend, "matmul", p, configs), static_cast<int>(configs.size()));
+  }
+}
+
+// The exact product in double, rounded once to float.
+int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  std::int64_t dims[3] = {-1, -1, -1};  // m, n, k
+  for (std::size_t i = 0; i < ctx->problem_count; ++i) {
+    const std::string name = ctx->problem_names[i];
+    if (name == "m") dims[0] = ctx->problem_values[i];
+    if (name == "n") dims[1] = ctx->problem_values[i];
+    if (name == "k") dims[2] = ctx->problem_values[i];
+  }
+  const float *a = nullptr, *b = nullptr;
+  float* c = nullptr;
+  for (std::size_t i = 0; i < ctx->buffer_count; ++i) {
+    const std::string name = ctx->buffers[i].name;
+    if (name == "a") a = static_cast<const float*>(ctx->buffers[i].data);
+    if (name == "b") b = static_cast<const float*>(ctx->buffers[i].data);
+    if (name == "c") c = static_cast<float*>(ctx->buffers[i].data);
+  }
+  if (!a || !b || !c || dims[0] < 1 || dims[1] < 1 || dims[2] < 1) {
+    std::snprintf(error, error_size, "matmul host reference: missing m, n, k or a buffer");
+    return 1;
+  }
+  const std::int64_t m = dims[0], n = dims[1], k = dims[2];
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::int64_t kk = 0; kk < k; ++kk) s += static_cast<double>(a[i * k + kk]) * b[kk * n + j];
+      c[i * n + j] = static_cast<float>(s);
+    }
+  }
+  return 0;
+}
+
+TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
+  const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
+  for (const Problem& p : {Problem{{"m", 128}, {"n", 256}, {"k", 64}}, Problem{{"m", 200}, {"n", 100}, {"k", 68}},
+                           Problem{{"m", 131}, {"n", 97}, {"k", 75}}}) {
+    // matmul with the host product as its reference. A fp32 dot product of length k (FMA or
+    // not) is off by at most gamma_k sum |a_i b_i| <= 1.01 k u * k here (|a|, |b| < 1,
+    // u = 2^-24), plus u |c| for rounding the exact value: a rigorous bound, yet far below the
+    // |a b| ~ 0.25 that one wrong or missing product costs.
+    KernelSpec spec = registry_.get("matmul");
+    spec.reference = &matmul_host_reference;
+    spec.reference_config.clear();
+    const double k = static_cast<double>(p.at("k"));
+    for (BufferSpec& b : spec.buffers) {
+      if (b.name == "c") {
+        b.abs_tol = 1.01 * k * k * std::ldexp(1.0, -24);
+        b.rel_tol = std::ldexp(1.0, -23);
+      }
+    }
+    MeasureOptions m;
+    m.samples = 1;
+    m.warmup = 0;
+    GpuEvaluator evaluator(spec, p, 0, m);
+    const SearchSpace& space = evaluator.instance().space();
+    for (const Sets& sets : configs) {
+      const Config c = space.from_assignments(sets);
+      ASSERT_TRUE(space.is_valid(c)) << space.key(c);
+      const CompileResult r = compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
+      ASSERT_TRUE(r.ok) << space.key(c) << ": " << r.error << "\n" << r.log;
+      const Measurement meas = evaluator.evaluate(c, r);
+      EXPECT_EQ(meas.status, TrialStatus::kOk)
+          << problem_key(evaluator.instance().problem(), spec.problem) << " " << space.key(c) << ": " << meas.error;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ktune

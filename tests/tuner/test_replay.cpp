@@ -1,0 +1,456 @@
+// The replay backend and its recordings: Kernel Tuner caches (gzip and plain, a bare-number
+// problem_size, an empty device_name, failures), the shipped replay jobs whose restrictions give
+// exactly the recorded key sets, the synthesized kernel, bad input, the tuning loop on replayed
+// data, databases as recordings, and `ktune tune --backend replay` through the real binary.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ktune/instance.h"
+#include "ktune/replay.h"
+#include "ktune/tuner.h"
+#include "tuner/cli_test_util.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::contains;
+using test::expect_error;
+using test::TempDir;
+
+std::string fixture(const std::string& name) {
+  return std::string(KTUNE_TEST_DATA_DIR) + "/replay/" + name;
+}
+
+const RecordedTrial* trial_by_key(const Recording& r, const std::string& key) {
+  for (const auto& t : r.trials)
+    if (recording_key(t.values) == key) return &t;
+  return nullptr;
+}
+
+std::set<std::string> recorded_keys(const Recording& r) {
+  std::set<std::string> keys;
+  for (const auto& t : r.trials) keys.insert(recording_key(t.values));
+  return keys;
+}
+
+// Keys of a space's valid configurations in the recording's parameter order.
+std::set<std::string> space_keys(const SearchSpace& space, const Recording& r) {
+  std::set<std::string> keys;
+  space.for_each_valid([&](const Config& c) {
+    std::vector<Value> v;
+    for (const auto& p : r.params) v.push_back(space.value(c, space.param_index(p.name)));
+    keys.insert(recording_key(v));
+    return true;
+  });
+  return keys;
+}
+
+// The numbers below come from tests/data/replay/make_fixtures.py (Python's json and statistics
+// modules), not from ktune.
+TEST(Replay, ImportsAGzippedCacheWithFailures) {
+  const Recording r = read_kt_cache(fixture("convolution_A100_small.json.gz"));
+  EXPECT_EQ(r.format, "kt-cache");
+  EXPECT_EQ(r.kernel_name, "convolution_kernel");
+  EXPECT_EQ(r.device_name, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(r.arch, "sm_80");
+  EXPECT_EQ(r.problem_key(), "problem_size_x=4096,problem_size_y=4096");
+  ASSERT_EQ(r.params.size(), 10u);
+  EXPECT_EQ(r.params[0].name, "block_size_x");
+  EXPECT_EQ(r.params[9].name, "filter_width");
+  EXPECT_EQ(r.params[0].values.size(), 4u);
+  EXPECT_EQ(r.trials.size(), 274u);
+  EXPECT_EQ(r.count(TrialStatus::kOk), 262u);
+  EXPECT_EQ(r.count(TrialStatus::kLaunchFailed), 10u);
+  EXPECT_EQ(r.count(TrialStatus::kCompileFailed), 2u);
+  const RecordedTrial* best = r.optimum();
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(recording_key(best->values), "176,1,1,4,1,0,1,1,15,15");
+  EXPECT_DOUBLE_EQ(best->time_ms, 0.8284159898757935);      // median of `times`
+  EXPECT_DOUBLE_EQ(best->recorded_ms, 0.8327999915927649);  // Kernel Tuner's mean
+  EXPECT_NEAR(best->time_mean_ms, best->recorded_ms, 1e-12);
+  EXPECT_EQ(best->samples_ms.size(), 32u);
+  EXPECT_GT(best->eval_ms, best->compile_ms);
+  const RecordedTrial* failed = trial_by_key(r, "80,8,3,4,0,1,1,1,15,15");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->status, TrialStatus::kCompileFailed);
+  EXPECT_EQ(failed->error, "CompilationFailedConfig");
+  EXPECT_TRUE(failed->samples_ms.empty());
+  EXPECT_TRUE(std::isnan(failed->time_ms));
+}
+
+TEST(Replay, ImportsABareNumberProblemSizeAndNoObjective) {
+  const Recording r = read_kt_cache(fixture("pnpoly_small.json.gz"));
+  EXPECT_EQ(r.kernel_name, "cn_pnpoly");
+  EXPECT_TRUE(r.scalar_problem_size);
+  EXPECT_EQ(r.problem_key(), "problem_size=20000000");
+  EXPECT_EQ(r.objective, "time");
+  EXPECT_EQ(r.arch, "sm_86");
+  EXPECT_EQ(r.trials.size(), 72u);
+  EXPECT_EQ(r.count(TrialStatus::kOk), 60u);
+  EXPECT_EQ(r.count(TrialStatus::kLaunchFailed), 12u);
+  ASSERT_NE(r.optimum(), nullptr);
+  EXPECT_EQ(recording_key(r.optimum()->values), "0,512,20,0");
+  EXPECT_DOUBLE_EQ(r.optimum()->time_ms, 27.199888229370117);
+  EXPECT_EQ(r.optimum()->samples_ms.size(), 10u);
+}
+
+TEST(Replay, AnEmptyDeviceNameIsTakenFromTheOptionOrTheFileName) {
+  const Recording from_file =
+      read_kt_cache(fixture("dedispersion_MI250X_small.json"));  // plain JSON
+  EXPECT_EQ(from_file.device_name, "dedispersion_MI250X_small");
+  EXPECT_EQ(from_file.arch, "");
+  ASSERT_FALSE(from_file.notes.empty());
+  EXPECT_TRUE(contains(from_file.notes[0], "names no device")) << from_file.notes[0];
+  EXPECT_EQ(from_file.trials.size(), 63u);
+  EXPECT_EQ(recording_key(from_file.optimum()->values), "4,64,1,1,1,0,0,0");
+  EXPECT_DOUBLE_EQ(from_file.optimum()->time_ms, 49.77505874633789);
+
+  const Recording named =
+      read_kt_cache(fixture("dedispersion_MI250X_small.json"), "AMD Instinct MI250X");
+  EXPECT_EQ(named.device_name, "AMD Instinct MI250X");
+  EXPECT_TRUE(named.notes.empty());
+
+  // The shipped-recording convention <kernel>-<device>-<problem> gives the device part.
+  TempDir dir;
+  const fs::path p =
+      dir / recording_file_name("dedispersion_kernel", "MI250X", from_file.problem_key());
+  test::write_file(p, test::read_file(fixture("dedispersion_MI250X_small.json")));
+  EXPECT_EQ(read_kt_cache(p.string()).device_name, "MI250X");
+}
+
+TEST(Replay, FailureStringsMapToStatusesAndAreKept) {
+  const std::string text = R"({"device_name": "d", "kernel_name": "k", "problem_size": [8],
+    "tune_params_keys": ["a"], "tune_params": {"a": [1, 2, 3, 4, 5]},
+    "cache": {"1": {"a": 1, "time": 2.0, "times": [1.0, 2.0, 6.0]},
+              "2": {"a": 2, "time": "InvalidConfig"},
+              "3": {"a": 3, "time": "CompilationFailedConfig"},
+              "4": {"a": 4, "time": "RuntimeFailedConfig"},
+              "5": {"a": 5, "time": "SomethingElseConfig"}}})";
+  const Recording r = parse_kt_cache(text, "inline");
+  ASSERT_EQ(r.trials.size(), 5u);
+  EXPECT_EQ(r.find({Value(1)})->status, TrialStatus::kOk);
+  EXPECT_DOUBLE_EQ(r.find({Value(1)})->time_ms, 2.0);  // median, not the mean (3.0)
+  EXPECT_DOUBLE_EQ(r.find({Value(1)})->time_mean_ms, 3.0);
+  EXPECT_EQ(r.find({Value(2)})->status, TrialStatus::kInvalid);
+  EXPECT_EQ(r.find({Value(3)})->status, TrialStatus::kCompileFailed);
+  EXPECT_EQ(r.find({Value(4)})->status, TrialStatus::kLaunchFailed);
+  EXPECT_EQ(r.find({Value(5)})->status, TrialStatus::kCrashed);
+  EXPECT_EQ(r.find({Value(5)})->error, "SomethingElseConfig");
+  EXPECT_EQ(r.problem_key(), "problem_size_x=8");
+  EXPECT_EQ(r.find({Value(6)}), nullptr);
+}
+
+TEST(Replay, BadInputIsAnInputErrorNamingTheFile) {
+  TempDir dir;
+  expect_error(ErrorKind::kInput, {"missing.json", "no such file"},
+               [&] { read_kt_cache((dir / "missing.json").string()); });
+  test::write_file(dir / "text.json", "this is not json");
+  expect_error(ErrorKind::kInput, {"text.json", "not JSON"},
+               [&] { read_kt_cache((dir / "text.json").string()); });
+  test::write_file(dir / "broken.json.gz", std::string("\x1f\x8b\x08\x00garbage garbage", 20));
+  expect_error(ErrorKind::kInput, {"broken.json.gz", "not a valid gzip file"},
+               [&] { read_kt_cache((dir / "broken.json.gz").string()); });
+  // A gzip file cut short.
+  const std::string whole = test::read_file(fixture("pnpoly_small.json.gz"));
+  test::write_file(dir / "cut.json.gz", whole.substr(0, whole.size() / 2));
+  expect_error(ErrorKind::kInput, {"cut.json.gz", "gzip"},
+               [&] { read_kt_cache((dir / "cut.json.gz").string()); });
+  test::write_file(dir / "nocache.json",
+                   R"({"kernel_name": "k", "tune_params_keys": ["a"], "tune_params": {"a": [1]}})");
+  expect_error(ErrorKind::kInput, {"nocache.json", "no 'cache'"},
+               [&] { read_kt_cache((dir / "nocache.json").string()); });
+  test::write_file(dir / "noparams.json",
+                   R"({"kernel_name": "k", "tune_params_keys": ["a"], "cache": {}})");
+  expect_error(ErrorKind::kInput, {"noparams.json", "no 'tune_params'"},
+               [&] { read_kt_cache((dir / "noparams.json").string()); });
+  test::write_file(dir / "badkey.json", R"({"kernel_name": "k", "tune_params_keys": ["a", "b"],
+      "tune_params": {"a": [1], "b": [2]}, "cache": {"1": {"time": 1.0}}})");
+  expect_error(ErrorKind::kInput, {"badkey.json", "cache entry '1'", "expected 2"},
+               [&] { read_kt_cache((dir / "badkey.json").string()); });
+  test::write_file(dir / "badvalue.json", R"({"kernel_name": "k", "tune_params_keys": ["a"],
+      "tune_params": {"a": [1]}, "cache": {"7": {"time": 1.0}}})");
+  expect_error(ErrorKind::kInput, {"cache entry '7'", "not a value of 'a'"},
+               [&] { read_kt_cache((dir / "badvalue.json").string()); });
+  test::write_file(dir / "array.json", "[1, 2]");
+  expect_error(ErrorKind::kInput, {"not an object"},
+               [&] { read_kt_cache((dir / "array.json").string()); });
+  test::write_file(dir / "wrongtype.json", R"({"kernel_name": 5, "tune_params_keys": ["a"],
+      "tune_params": {"a": [1]}, "cache": {}})");
+  expect_error(ErrorKind::kInput, {"wrongtype.json"},
+               [&] { read_kt_cache((dir / "wrongtype.json").string()); });
+}
+
+// For each kernel of the recorded spaces, the shipped replay job's restrictions over the
+// recorded value lists select exactly the recorded keys (fixtures are sub-products of the real
+// spaces, so this holds for them as it does for the full files).
+TEST(Replay, ShippedRestrictionsSelectExactlyTheRecordedKeys) {
+  for (const char* name : {"convolution_A100_small.json.gz", "pnpoly_small.json.gz",
+                           "dedispersion_MI250X_small.json", "gemm_small.json"}) {
+    SCOPED_TRACE(name);
+    const Recording r = read_kt_cache(fixture(name));
+    const ReplayTarget t = replay_target(r, nullptr);
+    ASSERT_FALSE(t.notes.empty());
+    EXPECT_TRUE(contains(t.notes[0], "configs/replay/" + r.kernel_name + ".toml")) << t.notes[0];
+    const KernelInstance instance(t.kernel, t.problem, t.limits);
+    const std::set<std::string> space = space_keys(instance.space(), r);
+    EXPECT_EQ(space, recorded_keys(r));
+    EXPECT_LT(space.size(),
+              instance.space().cartesian_size() + (r.kernel_name == "cn_pnpoly" ? 1 : 0));
+  }
+}
+
+TEST(Replay, AnUnknownKernelWithoutRestrictionsSpansTheCartesianProduct) {
+  std::string text = test::read_file(fixture("dedispersion_MI250X_small.json"));
+  const std::string from = "\"dedispersion_kernel\"";
+  text.replace(text.find(from), from.size(), "\"mystery_kernel\"");
+  const Recording r = parse_kt_cache(text, "mystery.json", "some GPU");
+  const ReplayTarget t = replay_target(r, nullptr);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_TRUE(contains(t.notes[0], "warning: no restrictions known for mystery_kernel"))
+      << t.notes[0];
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  EXPECT_EQ(instance.space().enumerate().size(), instance.space().cartesian_size());
+  ReplayBackend backend(std::make_shared<Recording>(r));
+  EXPECT_EQ(backend.missing(instance.space()), instance.space().cartesian_size() - r.trials.size());
+}
+
+TEST(Replay, TheSynthesizedKernelValidatesAndCannotBeMistakenForSource) {
+  const Recording r = read_kt_cache(fixture("pnpoly_small.json.gz"));
+  const KernelSpec k = kernel_from_recording(r);
+  EXPECT_NO_THROW(k.validate());
+  EXPECT_EQ(k.name, "cn_pnpoly");
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_EQ(k.params[1].name, "block_size_x");
+  ASSERT_EQ(k.problem.size(), 1u);
+  EXPECT_EQ(k.problem[0].name, "problem_size");
+  EXPECT_EQ(k.problem[0].default_value, 20000000);
+  EXPECT_TRUE(contains(k.source, "no source")) << k.source;
+  EXPECT_TRUE(contains(k.origin, "pnpoly_small.json.gz"));
+}
+
+TEST(Replay, TheBackendAnswersFromTheRecording) {
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("convolution_A100_small.json.gz")));
+  const ReplayTarget t = replay_target(*r, nullptr);
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  ReplayBackend backend(r);
+  EXPECT_EQ(backend.name(), "replay");
+  EXPECT_FALSE(backend.needs_compilation());
+  EXPECT_EQ(backend.device().name, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(backend.device().arch, "replay");
+  EXPECT_EQ(backend.device().cc_major, 8);
+  EXPECT_EQ(backend.device().sm_count, 0);
+  backend.prepare(instance, {});
+  const SearchSpace& space = instance.space();
+  const Config best = space.from_assignments({{"block_size_x", "176"},
+                                              {"block_size_y", "1"},
+                                              {"tile_size_x", "1"},
+                                              {"tile_size_y", "4"},
+                                              {"read_only", "1"},
+                                              {"use_padding", "0"},
+                                              {"use_shmem", "1"}});
+  const Measurement m = backend.evaluate(best, nullptr);
+  EXPECT_EQ(m.status, TrialStatus::kOk);
+  EXPECT_DOUBLE_EQ(m.time_ms, 0.8284159898757935);
+  EXPECT_EQ(m.samples_ms.size(), 32u);
+  EXPECT_TRUE(m.from_cache);
+  const Config failed = space.from_assignments({{"block_size_x", "80"},
+                                                {"block_size_y", "8"},
+                                                {"tile_size_x", "3"},
+                                                {"tile_size_y", "4"},
+                                                {"use_padding", "1"},
+                                                {"use_shmem", "1"}});
+  EXPECT_EQ(backend.evaluate(failed, nullptr).status, TrialStatus::kCompileFailed);
+  EXPECT_EQ(backend.evaluate(failed, nullptr).error, "CompilationFailedConfig");
+  const auto re = backend.retime({{best, nullptr}, {failed, nullptr}}, 10);
+  ASSERT_EQ(re.size(), 2u);
+  EXPECT_DOUBLE_EQ(re[0].time_ms, m.time_ms);
+
+  // A configuration the recording lacks (this one breaks a restriction, so it was never run).
+  const Config absent = space.from_assignments({{"block_size_x", "176"}, {"block_size_y", "16"}});
+  const Measurement a = backend.evaluate(absent, nullptr);
+  EXPECT_EQ(a.status, TrialStatus::kInvalid);
+  EXPECT_EQ(a.error, "not in the recording");
+}
+
+TEST(Replay, BindingRefusesParametersThatDoNotMatch) {
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("pnpoly_small.json.gz")));
+  ReplayBackend backend(r);
+  const SearchSpace fewer({{"between_method", {Value(0)}}, {"block_size_x", {Value(32)}}}, {});
+  expect_error(ErrorKind::kInput, {"pnpoly_small.json.gz", "'tile_size'"},
+               [&] { backend.bind(fewer); });
+  std::vector<Parameter> params = r->params;
+  params.push_back({"extra", {Value(1), Value(2)}});
+  const SearchSpace more(params, {});
+  expect_error(ErrorKind::kInput, {"'extra'", "not in the recording"}, [&] { backend.bind(more); });
+  params.back().values = {Value(1)};  // a single value changes nothing
+  const SearchSpace fixed(params, {});
+  EXPECT_NO_THROW(backend.bind(fixed));
+}
+
+class ReplayTuning : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+TEST_F(ReplayTuning, TheLoopFindsTheRecordedOptimumAndAReplayDeviceOfItsOwn) {
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("convolution_A100_small.json.gz")));
+  const ReplayTarget t = replay_target(*r, nullptr);
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  ReplayBackend backend(r);
+  Store store = Store::open(dir_ / "replay.db");
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
+  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.trials, 274u);
+  EXPECT_EQ(s.by_status.at("ok"), 262u);
+  EXPECT_EQ(s.by_status.at("launch_failed"), 10u);
+  EXPECT_EQ(s.by_status.at("compile_failed"), 2u);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_EQ(s.best->config_key,
+            "block_size_x=176,block_size_y=1,tile_size_x=1,tile_size_y=4,read_only=1,use_padding=0,"
+            "use_shmem=1,"
+            "use_cmem=1,filter_height=15,filter_width=15");
+  EXPECT_DOUBLE_EQ(s.best->time_ms, 0.8284159898757935);
+  const auto devices = store.devices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].name, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(devices[0].arch, "replay");
+  EXPECT_EQ(store.run(s.run_id)->backend, "replay");
+
+  // The database is itself a recording of the same measurements.
+  const Recording again =
+      read_recording((dir_ / "replay.db").string(), {"convolution_kernel", {}, ""});
+  EXPECT_EQ(again.format, "ktune-db");
+  EXPECT_EQ(again.trials.size(), 274u);
+  EXPECT_EQ(again.count(TrialStatus::kCompileFailed), 2u);
+  EXPECT_EQ(again.device_name, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(again.arch, "sm_80");  // from the stored compute capability
+  EXPECT_EQ(again.problem_key(), r->problem_key());
+  EXPECT_EQ(recording_key(again.optimum()->values), "176,1,1,4,1,0,1,1,15,15");
+  EXPECT_EQ(again.optimum()->samples_ms, r->optimum()->samples_ms);
+}
+
+TEST_F(ReplayTuning, ADatabaseRecordingMustBeUnambiguous) {
+  Store store = Store::open(dir_ / "two.db");
+  for (const char* name : {"pnpoly_small.json.gz", "dedispersion_MI250X_small.json"}) {
+    auto r = std::make_shared<Recording>(read_kt_cache(fixture(name)));
+    const ReplayTarget t = replay_target(*r, nullptr);
+    const KernelInstance instance(t.kernel, t.problem, t.limits);
+    ReplayBackend backend(r);
+    auto strategy = make_strategy("random");
+    TuneOptions options;
+    options.budget.evaluations = 10;
+    tune(instance, backend, store, *strategy, options, nullptr);
+  }
+  const std::string db = (dir_ / "two.db").string();
+  expect_error(ErrorKind::kUsage, {"2 recordings match", "cn_pnpoly", "dedispersion_kernel"},
+               [&] { read_db_recording(db, {}); });
+  expect_error(ErrorKind::kUsage, {"no runs of kernel 'nope'"}, [&] {
+    read_db_recording(db, {"nope", {}, ""});
+  });
+  const Recording p = read_db_recording(db, {"cn_pnpoly", {}, ""});
+  EXPECT_EQ(p.trials.size(), 10u);
+  EXPECT_EQ(p.problem_key(), "problem_size=20000000");
+  expect_error(ErrorKind::kUsage, {"no runs"}, [&] {
+    read_db_recording(db, {"cn_pnpoly", {{"problem_size", 5}}, ""});
+  });
+}
+
+TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
+  const auto run = [&](const std::vector<std::string>& args,
+                       const std::map<std::string, std::optional<std::string>>& env = {}) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache", env);
+  };
+  const std::string conv = fixture("convolution_A100_small.json.gz");
+  auto r = run({"tune", "--backend", "replay", "--replay", conv, "--strategy", "random",
+                "--budget-evals", "40", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "note: restrictions of convolution_kernel from")) << r;
+  EXPECT_TRUE(contains(
+      r.err,
+      "replaying convolution_kernel [problem_size_x=4096,problem_size_y=4096] as measured on "
+      "NVIDIA A100-PCIE-40GB"))
+      << r;
+  EXPECT_FALSE(contains(r.err, "not in the recording")) << r;
+  EXPECT_TRUE(contains(r.out, "run 1 finished: 40 trials (40 measured, 0 from the database)")) << r;
+  EXPECT_TRUE(contains(r.out, "replayed   from " + conv)) << r;
+  {
+    Store store = Store::open(dir_ / "x.db", Store::Mode::kReadOnly);
+    ASSERT_EQ(store.runs().size(), 1u);
+    EXPECT_EQ(store.runs()[0].backend, "replay");
+    EXPECT_EQ(store.kernel(store.runs()[0].kernel_id)->name, "convolution_kernel");
+  }
+  // The same seed again: every trial answered from the database.
+  r = run({"tune", "convolution_kernel", "--replay", conv, "--strategy", "random", "--budget-evals",
+           "40", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "40 trials (0 measured, 40 from the database)")) << r;
+  // A kernel known only from a recording exports like any other.
+  r = run({"export", "convolution_kernel", "--kt-cache", "conv.json", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Recording back = read_kt_cache((dir_ / "conv.json").string());
+  EXPECT_EQ(back.trials.size(), 40u);
+  EXPECT_EQ(back.problem_key(), "problem_size_x=4096,problem_size_y=4096");
+  const Recording original = read_kt_cache(conv);
+  for (const auto& t : back.trials) {
+    const RecordedTrial* o = original.find(t.values);
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(o->status, t.status);
+    EXPECT_EQ(o->samples_ms, t.samples_ms);
+  }
+  // A recording of another kernel than the one named is refused.
+  r = run({"tune", "reduce", "--replay", conv, "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "holds measurements of kernel 'convolution_kernel', not 'reduce'"))
+      << r;
+}
+
+TEST_F(ReplayTuning, AKernelKnownOnlyFromAShippedRecordingIsReplayed) {
+  const auto run = [&](const std::vector<std::string>& args,
+                       const std::map<std::string, std::optional<std::string>>& env = {}) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache", env);
+  };
+  fs::create_directories(dir_ / "recs");
+  fs::copy_file(fixture("pnpoly_small.json.gz"),
+                dir_ / "recs" / "cn_pnpoly-Laptop-problem_size=20000000.json.gz");
+  const std::map<std::string, std::optional<std::string>> env = {
+      {"KTUNE_RECORDINGS", (dir_ / "recs").string()}};
+  auto r = run({"tune", "cn_pnpoly", "--db", "p.db"}, env);
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(
+      r.err,
+      "note: cn_pnpoly is known to ktune only from recorded measurements; replaying recorded "
+      "measurements from " +
+          (dir_ / "recs").string()))
+      << r;
+  EXPECT_TRUE(contains(r.out, "72 trials")) << r;
+  EXPECT_TRUE(contains(r.out, "between_method=0,block_size_x=512,tile_size=20,use_method=0")) << r;
+  // Not shipped: an unknown kernel, as before.
+  r = run({"tune", "cn_pnpoly", "--db", "p.db"}, {{"KTUNE_RECORDINGS", (dir_ / "cache").string()}});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "unknown kernel 'cn_pnpoly'")) << r;
+}
+
+TEST(ReplayData, ShippedRecordingsFollowTheNamingAndAreListed) {
+  const fs::path dir = fs::path(KTUNE_SOURCE_DIR) / "db" / "recordings";
+  const std::string readme = test::read_file(dir / "README.md");
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 8 || name.compare(name.size() - 8, 8, ".json.gz") != 0) continue;
+    ++files;
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(contains(readme, name)) << "db/recordings/README.md does not describe " << name;
+    const Recording r = read_kt_cache(e.path().string());
+    EXPECT_EQ(name, recording_file_name(r.kernel_name, r.device_name, r.problem_key()));
+  }
+  EXPECT_GE(files, 1u);
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,0 +1,132 @@
+// `ktune bench-strategies`: runs search strategies many times on recorded spaces and reports how
+// close each gets to the optimum per budget and its score against calculated random search
+// (docs/replay.md#bench-strategies).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli.h"
+#include "ktune/bench_strategies.h"
+#include "ktune/error.h"
+
+namespace ktune::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_bench_strategies(const std::vector<std::string>& args) {
+  po::options_description opts;
+  po::options_description own("Benchmark");
+  own.add_options()(
+      "strategies", po::value<std::string>()->required(),
+      "comma-separated strategy names, or 'all' (ktune bench-strategies --help lists them)")(
+      "replay", po::value<std::vector<std::string>>()->multitoken()->composing(),
+      "recordings to run on: Kernel Tuner caches or ktune databases (repeatable, or several after "
+      "one --replay)")("seeds", po::value<std::uint64_t>()->default_value(50),
+                       "runs per strategy and space, seeds 1, 2, ...")(
+      "first-seed", po::value<std::uint64_t>()->default_value(1), "seed of the first run")(
+      "budgets", po::value<std::string>()->default_value("25,50,100,200,400"),
+      "evaluation budgets the fraction of the optimum is reported at")(
+      "strategy-option", po::value<std::vector<std::string>>()->composing(),
+      "option NAME=VALUE given to every strategy (repeatable)")(
+      "cutoff", po::value<double>()->default_value(0.96),
+      "score up to the budget where random search is expected to come this far from the median to "
+      "the optimum")("batch", po::value<std::size_t>()->default_value(1),
+                     "configurations asked for at a time")(
+      "json", po::value<std::string>()->value_name("OUT"),
+      "also write the results as JSON to OUT ('-': stdout)")("quiet,q",
+                                                             "no progress lines on stderr");
+  opts.add(own).add(plugin_options());
+  po::positional_options_description pos;
+  pos.add("replay", -1);
+  po::variables_map vm;
+  if (parse(args, "bench-strategies",
+            "--strategies a,b,... --replay FILE... [--seeds 50] [--budgets 25,50,100,200,400] "
+            "[--json OUT]",
+            opts, pos, vm)) {
+    std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
+    return 0;
+  }
+  if (!vm.count("replay"))
+    throw Error(ErrorKind::kUsage, "bench-strategies: give the recordings with --replay FILE...");
+  BenchOptions options;
+  options.strategies = vm["strategies"].as<std::string>() == "all"
+                           ? strategy_names()
+                           : split_list(vm["strategies"].as<std::string>());
+  if (options.strategies.empty())
+    throw Error(ErrorKind::kUsage, "bench-strategies: --strategies names none");
+  for (const auto& name : options.strategies) (void)make_strategy(name);
+  options.budgets.clear();
+  for (const auto& b : split_list(vm["budgets"].as<std::string>())) {
+    std::size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      v = std::stoull(b, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != b.size() || v == 0 || b[0] == '-')
+      throw Error(ErrorKind::kUsage, fmt::format("--budgets: '{}' is not a positive integer", b));
+    options.budgets.push_back(v);
+  }
+  options.seeds = vm["seeds"].as<std::uint64_t>();
+  options.first_seed = vm["first-seed"].as<std::uint64_t>();
+  options.cutoff = vm["cutoff"].as<double>();
+  options.batch = vm["batch"].as<std::size_t>();
+  if (vm.count("strategy-option"))
+    options.strategy_options =
+        parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
+  const bool quiet = vm.count("quiet") > 0;
+  if (!quiet) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+
+  auto registry = make_registry(vm);
+  std::vector<BenchSpace> spaces;
+  for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
+    const Recording recording = read_recording(path);
+    std::string name = std::filesystem::path(path).filename().string();
+    for (const char* ext : {".gz", ".json", ".db"})
+      if (name.size() > std::strlen(ext) &&
+          name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
+        name.resize(name.size() - std::strlen(ext));
+    spaces.push_back(bench_space_from_recording(recording, registry.get(), name));
+    if (!quiet)
+      for (const auto& n : spaces.back().notes)
+        std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
+  }
+  const BenchReport report = bench_strategies(spaces, options);
+  const std::string json = bench_report_json(report);
+  if (vm.count("json") && vm["json"].as<std::string>() == "-") {
+    std::cout << json << "\n";
+    return 0;
+  }
+  std::cout << format_bench_report(report);
+  if (vm.count("json")) {
+    const std::string out = vm["json"].as<std::string>();
+    std::ofstream f(out, std::ios::trunc);
+    f << json << "\n";
+    f.close();
+    if (!f) throw Error(ErrorKind::kInput, fmt::format("{}: cannot write the JSON results", out));
+  }
+  return 0;
+}
+
+}  // namespace ktune::cli

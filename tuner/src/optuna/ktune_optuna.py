@@ -1,0 +1,248 @@
+"""ktune's side of an Optuna study, run inside the interpreter that libktune_optuna.so embeds.
+
+The module text is compiled into the library (ktune_embed_text) and executed as the module
+``ktune_optuna``. It builds a sampler from ktune's text options, creates or loads the study and
+asks and tells by trial number. Parameters are indices into ktune's value lists, so the study
+never sees a value it cannot store; validity is decided by ktune before anything is told.
+"""
+
+import math
+import sys
+import warnings
+
+try:
+    import optuna
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+    from optuna.trial import TrialState
+except Exception as e:  # reported by the C++ side, naming the interpreter
+    IMPORT_ERROR = f"{type(e).__name__}: {e}"
+else:
+    IMPORT_ERROR = None
+
+
+class UsageError(ValueError):
+    """A mistake in the options or storage the user gave; reported as a usage error.
+
+    Messages leave out the strategy's name: ktune puts it in front."""
+
+
+class Unavailable(RuntimeError):
+    """A package the chosen sampler needs is missing; reported like a missing Optuna."""
+
+
+# Options ktune handles itself for every Optuna sampler (optuna_strategies.cpp), listed in
+# messages about unknown options.
+KTUNE_OPTIONS = ("constraints", "duplicates", "max_rejections", "study_name", "study_storage")
+
+# Packages a sampler imports beyond Optuna, and the Debian package that has them.
+NEEDS = {"cmaes": ("cmaes", "python3-cmaes"), "qmc": ("scipy.stats.qmc", "python3-scipy")}
+
+
+def interpreter():
+    where = f"{sys.executable or '?'}, prefix {sys.prefix}"
+    return f"Python {sys.version.split()[0]} ({where})"
+
+
+def describe():
+    if IMPORT_ERROR is not None:
+        return f"{interpreter()}, no Optuna ({IMPORT_ERROR})"
+    return f"{interpreter()}, Optuna {optuna.__version__}"
+
+
+def _bool(text):
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _int(text):
+    return int(text.strip(), 0)
+
+
+def _choice(*names):
+    def parse(text):
+        if text not in names:
+            raise ValueError("expected one of " + ", ".join(names))
+        return text
+
+    parse.names = names
+    return parse
+
+
+def _crossover(text):
+    from optuna.samplers import nsgaii
+
+    kinds = {
+        "uniform": nsgaii.UniformCrossover,
+        "blxalpha": nsgaii.BLXAlphaCrossover,
+        "sbx": nsgaii.SBXCrossover,
+        "vsbx": nsgaii.VSBXCrossover,
+        "undx": nsgaii.UNDXCrossover,
+        "spx": nsgaii.SPXCrossover,
+    }
+    if text not in kinds:
+        raise ValueError("expected one of " + ", ".join(kinds))
+    return kinds[text]()
+
+
+# Options per sampler: name -> parser of the text value. Each maps to the sampler's own keyword
+# argument of the same name (Optuna 3.1); the seed always comes from ktune's --seed.
+OPTIONS = {
+    "tpe": {
+        "n_startup_trials": _int,
+        "n_ei_candidates": _int,
+        "multivariate": _bool,
+        "group": _bool,
+        "constant_liar": _bool,
+        "consider_prior": _bool,
+        "prior_weight": float,
+        "consider_magic_clip": _bool,
+        "consider_endpoints": _bool,
+    },
+    "cmaes": {
+        "n_startup_trials": _int,
+        "sigma0": float,
+        "restart_strategy": _choice("ipop"),
+        "popsize": _int,
+        "inc_popsize": _int,
+        "use_separable_cma": _bool,
+        "with_margin": _bool,
+        "consider_pruned_trials": _bool,
+    },
+    "nsgaii": {
+        "population_size": _int,
+        "mutation_prob": float,
+        "crossover": _crossover,
+        "crossover_prob": float,
+        "swapping_prob": float,
+    },
+    "qmc": {
+        "qmc_type": _choice("sobol", "halton"),
+        "scramble": _bool,
+    },
+    "random": {},
+    "grid": {},  # every trial is enqueued with fixed params by ktune
+}
+
+
+def make_sampler(name, seed, options):
+    if name not in OPTIONS:
+        raise UsageError(f"unknown Optuna sampler '{name}'; known: {', '.join(OPTIONS)}")
+    known = OPTIONS[name]
+    kwargs = {}
+    for key, text in options:
+        if key not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise UsageError(
+                f"no option '{key}'; its options: {listed}; "
+                f"and for every Optuna sampler: {', '.join(KTUNE_OPTIONS)}"
+            )
+        try:
+            kwargs[key] = known[key](text)
+        except ValueError as e:
+            raise UsageError(f"option {key}={text}: {e}") from None
+    if name in NEEDS:
+        module, package = NEEDS[name]
+        try:
+            __import__(module)
+        except Exception as e:
+            raise Unavailable(
+                f"needs {module.split('.')[0]} in the embedded {interpreter()}: "
+                f"import {module} failed: {type(e).__name__}: {e}; apt-get install {package}"
+            ) from None
+    seed = int(seed) % (2**32)  # numpy's RandomState takes 32 bits
+    s = optuna.samplers
+    if name == "tpe":
+        return s.TPESampler(seed=seed, warn_independent_sampling=False, **kwargs)
+    if name == "cmaes":
+        return s.CmaEsSampler(seed=seed, warn_independent_sampling=False, **kwargs)
+    if name == "nsgaii":
+        return s.NSGAIISampler(seed=seed, **kwargs)
+    if name == "qmc":
+        return s.QMCSampler(seed=seed, warn_independent_sampling=False, **kwargs)
+    return s.RandomSampler(seed=seed)
+
+
+def make_storage(url):
+    if not url:
+        return None
+    if url.startswith("journal:"):
+        path = url[len("journal:"):]
+        if not path:
+            raise UsageError("study_storage journal:PATH needs a path")
+        from optuna.storages import JournalFileStorage, JournalStorage
+
+        return JournalStorage(JournalFileStorage(path))
+    if "://" not in url:
+        raise UsageError(
+            f"study_storage '{url}' is neither journal:PATH nor a database URL such as sqlite:///PATH"
+        )
+    return url  # an RDB URL; create_study builds the RDBStorage
+
+
+class Study:
+    def __init__(self, sampler, seed, params, options, storage, study_name):
+        self.names = [name for name, _, _ in params]
+        self.distributions = {
+            name: CategoricalDistribution(tuple(range(count))) if categorical
+            else IntDistribution(0, count - 1)
+            for name, count, categorical in params
+        }
+        try:
+            self.study = optuna.create_study(
+                storage=make_storage(storage),
+                sampler=make_sampler(sampler, seed, options),
+                study_name=study_name or None,
+                direction="minimize",
+                load_if_exists=True,
+            )
+        except UsageError:
+            raise
+        except (ValueError, ImportError) as e:
+            if storage:
+                raise UsageError(f"study_storage '{storage}': {type(e).__name__}: {e}") from None
+            raise
+        self.asked = {}  # trial number -> Trial, until told
+
+    def ask(self, fixed):
+        if fixed is not None:
+            self.study.enqueue_trial(dict(zip(self.names, fixed)))
+        trial = self.study.ask(self.distributions)
+        self.asked[trial.number] = trial
+        return trial.number, [int(trial.params[name]) for name in self.names]
+
+    def tell(self, number, state, value, config_key, status):
+        trial = self.asked.pop(number)
+        if config_key is not None:
+            trial.set_user_attr("ktune_config", config_key)
+        if status is not None:
+            trial.set_user_attr("ktune_status", status)
+        state = TrialState(state)
+        if state == TrialState.COMPLETE:
+            self.study.tell(trial, float(value))
+        else:
+            self.study.tell(trial, state=state)
+
+    def trials(self, first):
+        out = []
+        for t in self.study.get_trials(deepcopy=False):
+            if t.number < first:
+                continue
+            has = all(name in t.params for name in self.names)
+            params = [int(t.params[name]) for name in self.names] if has else []
+            value = t.value if t.state == TrialState.COMPLETE and t.value is not None else math.nan
+            out.append((t.number, int(t.state), has, float(value), params,
+                        t.user_attrs.get("ktune_config"), t.user_attrs.get("ktune_status")))
+        out.sort()
+        return out
+
+
+def quiet():
+    """Optuna's INFO lines and its experimental-feature warnings would clutter ktune's output."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    # scipy's Sobol' sequence warns when a batch is not a power of two.
+    warnings.filterwarnings("ignore", message=".*balance properties of Sobol.*")
