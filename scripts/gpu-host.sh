@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds ktune on the GPU host and runs what needs a GPU, writing logs under OUT_DIR.
 # usage: scripts/gpu-host.sh KIT_DIR OUT_DIR [steps...]
-#   steps: build (always first), test (GPU tests), smoke (short tune), issue3 (brute-force
-#   figures), throughput (270-config space), all
+#   steps (after the build, which always runs): test (GPU tests), cpu-test, smoke (short tune),
+#   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
+#   reduce space at 2^25 and 2^28, exported as recordings), peers (tune every kernel of the peer
+#   table, then bench/peers), recordings (brute-force the small spaces and export them)
+# A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed.
 set -uo pipefail
 kit=${1:?kit dir}; out=${2:?out dir}; shift 2
 steps=${*:-build test}
@@ -22,10 +25,18 @@ log "build: $(( $(date +%s) - start )) s"
 ktune=$build/tuner/ktune
 $ktune devices | tee -a "$out/summary.txt"
 
+deadline=${KTUNE_GPU_DEADLINE:-540}
+mkdir -p "$out/recordings"
+export_rec() {  # export_rec KERNEL DB PROBLEM...: the database's trials as a shipped recording
+  local k=$1 db=$2; shift 2
+  $ktune export "$k" --db "$db" --kt-cache "$out/recordings/" "$@" >>"$out/export.log" 2>&1 ||
+    log "export $k failed: $(tail -2 "$out/export.log")"
+}
 for step in $steps; do
+  if (( $(date +%s) - start > deadline )); then log "skipped $step: past ${deadline} s"; continue; fi
   case $step in
     test)
-      (cd $build && ctest -L gpu --output-on-failure --timeout 900) >"$out/gpu-tests.log" 2>&1
+      (cd $build && ctest -L gpu --output-on-failure --timeout 300) >"$out/gpu-tests.log" 2>&1
       log "gpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log")"
       grep -E "^\s+(fault|block)=|Failure|Expected|error" "$out/gpu-tests.log" | head -40 ;;
     cpu-test)
@@ -61,7 +72,33 @@ for step in $steps; do
       done
       python3 bench/summarize_tune.py b25="$out/brute-2_25.json" b28="$out/brute-2_28.json" \
         --db /tmp/brute.db --variants n=33554432 | tee -a "$out/summary.txt"
-      cp /tmp/brute.db "$out/brute.db" ;;
+      export_rec reduce /tmp/brute.db --problem n=2**28
+      export_rec reduce /tmp/brute.db --problem n=2**25 ;;
+    client-bench)
+      $build/bench/bench_client --benchmark_filter=Gpu --benchmark_min_time=1 >"$out/bench-client.log" 2>&1
+      log "bench_client: rc=$?"; grep -E "^BM_" "$out/bench-client.log" | tee -a "$out/summary.txt" ;;
+    peers)
+      # Tune each kernel of the peer table at the table's size, then time the bests beside
+      # cudaMemcpy, CUB and cuBLAS (bench/peers/README.md). reduce reuses the brute step's bests.
+      db=/tmp/peers.db
+      [ -f /tmp/brute.db ] && cp /tmp/brute.db $db
+      for job in copy transpose stencil3d convolution2d matmul; do
+        $ktune tune --config configs/$job.toml --db $db --samples 7 --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
+        log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
+      done
+      [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**28 --db $db --json >"$out/tune-reduce28.json" 2>&1
+      [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**25 --db $db --json >"$out/tune-reduce25.json" 2>&1
+      $build/bench/ktune_peers --db $db --json "$out/peers.json" >"$out/peers.txt" 2>"$out/peers.err"
+      log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
+      for job in copy transpose stencil3d convolution2d; do export_rec $job $db; done
+      cp $db "$out/peers.db" ;;
+    recordings)
+      # The small spaces whole, at their default problem sizes, as shipped recordings.
+      db=/tmp/rec.db
+      for job in soa_aos streams; do
+        $ktune tune --config configs/$job.toml --db $db --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
+        log "tune $job: rc=$?"; export_rec $job $db
+      done ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -1,0 +1,411 @@
+// ktune_peers: times ktune's tuned kernels beside the libraries people use, in one process, on
+// the same buffers, in interleaved rounds (bench/peers/README.md). A benchmark: it prints ratios
+// and writes JSON; it passes or fails on nothing but errors.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+#include "ktune/gpu_evaluator.h"
+#include "ktune/registry.h"
+#include "ktune/store.h"
+#include "peers.h"
+
+namespace po = boost::program_options;
+using json = nlohmann::ordered_json;
+
+namespace ktune {
+namespace {
+
+enum class Peer { kMemcpy, kCub, kSgeam, kSgemm };
+
+struct Case {
+  std::string label;   // row name
+  std::string kernel;  // ktune kernel
+  Problem problem;
+  Peer peer;
+  std::string peer_name;
+  std::optional<double> target;  // ratio ktune speed / peer speed the issue asks for
+};
+
+std::vector<Case> all_cases() {
+  const std::int64_t n28 = std::int64_t{1} << 28, n25 = std::int64_t{1} << 25;
+  return {
+      {"copy 2^28 fp32", "copy", {{"n", n28}}, Peer::kMemcpy, "cudaMemcpy D2D", 0.98},
+      {"reduce int32 2^28", "reduce", {{"n", n28}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
+      {"reduce int32 2^25", "reduce", {{"n", n25}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
+      {"transpose 8192^2 fp32", "transpose", {{"rows", 8192}, {"cols", 8192}}, Peer::kSgeam,
+       "cublasSgeam", 1.0},
+      {"matmul 4096^3 fp32", "matmul", {{"m", 4096}, {"n", 4096}, {"k", 4096}}, Peer::kSgemm,
+       "cublasSgemm (pedantic fp32)", 0.8},
+      {"stencil3d 512^3 fp32", "stencil3d", {{"nx", 512}, {"ny", 512}, {"nz", 512}},
+       Peer::kMemcpy, "cudaMemcpy D2D of the grid", 0.85},
+      {"convolution2d 4096^2 f=15", "convolution2d", {{"h", 4096}, {"w", 4096}, {"f", 15}},
+       Peer::kMemcpy, "cudaMemcpy D2D of the image", std::nullopt},
+  };
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+void check(const std::string& error) {
+  if (!error.empty()) throw Error(ErrorKind::kDevice, error);
+}
+
+// The configuration to time: the database's best for this kernel, problem and device, else the
+// kernel's default (said so in the output).
+struct Chosen {
+  Config config;
+  std::string source;  // "stored best (trial N)" or "default (no stored best)"
+  double stored_ms = std::nan("");
+};
+
+Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* store) {
+  Chosen c{inst.space().default_config(), "default (no stored best)"};
+  if (!store) return c;
+  std::optional<BestRecord> pick;
+  for (const BestRecord& b : store->bests(inst.kernel().name)) {
+    if (b.problem_key != inst.problem_key() || b.device.name != dev.name || b.device.arch != dev.arch) continue;
+    if (!pick || b.updated_at > pick->updated_at) pick = b;
+  }
+  if (!pick) return c;
+  c.config = inst.space().parse_key(pick->trial.config_key);
+  c.source = fmt::format("stored best (trial {})", pick->trial_id);
+  c.stored_ms = pick->trial.time_ms;
+  return c;
+}
+
+struct PeerRun {
+  std::function<std::string()> launch;
+  // Compares the peer's output with ktune's verified output; returns "" or what differs.
+  std::function<std::string()> check;
+  std::string version;
+};
+
+template <typename T>
+std::vector<T> to_host(const void* device, std::size_t count) {
+  std::vector<T> v(count);
+  if (!peers::copy_to_host(v.data(), device, count * sizeof(T)))
+    throw Error(ErrorKind::kDevice, "copy to host failed");
+  return v;
+}
+
+std::string compare_floats(const std::vector<float>& got, const std::vector<float>& want,
+                           double rel, double abs_tol) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = std::abs(double(got[i]) - double(want[i]));
+    if (!(d <= abs_tol + rel * std::abs(double(want[i])))) {
+      if (bad++ == 0) first = i;
+    }
+  }
+  if (bad == 0) return {};
+  return fmt::format("{} of {} elements differ (first at {}: peer {} vs ktune {})", bad, got.size(),
+                     first, got[first], want[first]);
+}
+
+struct Row {
+  Case c;
+  std::string config_key, source, error, peer_error;
+  double ktune_ms = std::nan(""), peer_ms = std::nan(""), metric = std::nan(""),
+         peer_metric = std::nan(""), stored_ms = std::nan("");
+  std::string unit;
+  std::vector<double> ktune_rounds, peer_rounds;
+  double ratio() const { return peer_ms / ktune_ms; }
+};
+
+Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, const Store* store,
+             int rounds, int samples) {
+  Row row{c};
+  const KernelSpec& spec = registry.get(c.kernel);
+  MeasureOptions m;
+  m.samples = samples;
+  m.warmup = 3;
+  m.flush_l2 = "never";  // every case's buffers are far larger than the L2; peers run the same way
+
+  // A kernel whose reference is a configuration's output needs that configuration compiled.
+  std::optional<CompileResult> reference;
+  if (spec.reference == nullptr && !spec.reference_config.empty()) {
+    const KernelInstance probe(spec, c.problem, dev.limits);
+    const Config ref = probe.space().from_assignments(spec.reference_assignments());
+    reference = compile(render(probe, ref, dev.arch));
+    if (!reference->ok) throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
+  }
+  GpuEvaluator ev(spec, c.problem, dev.ordinal, m, reference ? &*reference : nullptr);
+  const KernelInstance& inst = ev.instance();
+  const Chosen chosen = choose(inst, dev, store);
+  row.config_key = inst.space().key(chosen.config);
+  row.source = chosen.source;
+  row.stored_ms = chosen.stored_ms;
+  const CompileResult compiled = compile(render(inst, chosen.config, dev.arch));
+  if (!compiled.ok) {
+    row.error = "does not compile: " + compiled.error;
+    return row;
+  }
+  const bool gflops = !std::isnan(inst.flops(chosen.config)) && c.kernel == "matmul";
+  row.unit = gflops ? "GFLOP/s" : "GB/s";
+  const double work = gflops ? inst.flops(chosen.config) : inst.bytes(chosen.config);
+
+  // The peer, on ktune's own buffers: inputs as ktune generated them, its own output.
+  PeerRun peer;
+  std::size_t count = 0;
+  std::vector<std::shared_ptr<void>> owned;
+  const auto alloc = [&](std::size_t bytes) {
+    void* p = peers::device_alloc(bytes);
+    if (!p) throw Error(ErrorKind::kDevice, fmt::format("cudaMalloc of {} bytes failed", bytes));
+    owned.emplace_back(p, peers::device_free);
+    return p;
+  };
+  std::shared_ptr<peers::CubSum> cub;
+  std::shared_ptr<peers::Blas> blas;
+  double peer_work = work;
+  switch (c.peer) {
+    case Peer::kMemcpy: {
+      const std::string in_name = c.kernel == "convolution2d" ? "image" : "in";
+      void* in = ev.buffer(in_name, &count);
+      const std::size_t bytes = count * 4;
+      void* out = alloc(bytes);
+      peer.launch = [=] { return peers::memcpy_d2d(out, in, bytes); };
+      peer_work = 2.0 * double(bytes);  // read and written, as copy's own metric counts
+      if (c.kernel == "copy") {
+        peer.check = [=] {
+          return compare_floats(to_host<float>(out, count), to_host<float>(in, count), 0, 0);
+        };
+      }
+      peer.version = "CUDA runtime";
+      break;
+    }
+    case Peer::kCub: {
+      auto* in = static_cast<const std::int32_t*>(ev.buffer("in", &count));
+      auto* out = static_cast<std::int32_t*>(alloc(sizeof(std::int32_t)));
+      cub = std::make_shared<peers::CubSum>(in, out, static_cast<std::int64_t>(count));
+      check(cub->error());
+      peer.launch = [cub] { return cub->run(); };
+      peer.check = [&ev, out] {
+        std::size_t one = 0;
+        const auto want = to_host<std::int32_t>(ev.buffer("out", &one), 1);
+        const auto got = to_host<std::int32_t>(out, 1);
+        return got[0] == want[0] ? std::string() : fmt::format("CUB sum {} vs ktune {}", got[0], want[0]);
+      };
+      peer.version = "CUB (CUDA toolkit)";
+      break;
+    }
+    case Peer::kSgeam: {
+      const int rows = int(c.problem.at("rows")), cols = int(c.problem.at("cols"));
+      auto* in = static_cast<const float*>(ev.buffer("in", &count));
+      auto* out = static_cast<float*>(alloc(count * 4));
+      blas = std::make_shared<peers::Blas>();
+      check(blas->error());
+      peer.launch = [=] { return blas->transpose(in, out, rows, cols); };
+      peer.check = [&ev, out, count] {
+        std::size_t n = 0;
+        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("out", &n), count), 0, 0);
+      };
+      peer.version = "cuBLAS " + blas->version();
+      break;
+    }
+    case Peer::kSgemm: {
+      const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")), kk = int(c.problem.at("k"));
+      std::size_t na = 0, nb = 0;
+      auto* a = static_cast<const float*>(ev.buffer("a", &na));
+      auto* b = static_cast<const float*>(ev.buffer("b", &nb));
+      count = std::size_t(mm) * std::size_t(nn);
+      auto* out = static_cast<float*>(alloc(count * 4));
+      blas = std::make_shared<peers::Blas>();
+      check(blas->error());
+      peer.launch = [=] { return blas->sgemm(a, b, out, mm, nn, kk); };
+      // Both sum 4096 products in fp32, in different orders: as close as the kernel's own check.
+      peer.check = [&ev, out, count] {
+        std::size_t n = 0;
+        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count), 1e-4, 5e-3);
+      };
+      peer.version = "cuBLAS " + blas->version();
+      break;
+    }
+  }
+
+  peers::EventTimer timer;
+  const auto time_peer = [&] {
+    for (int w = 0; w < 3; ++w) check(peer.launch());
+    check(peers::last_error());
+    std::vector<double> s;
+    for (int i = 0; i < samples; ++i) {
+      timer.start();
+      check(peer.launch());
+      const double ms = timer.stop();
+      if (ms < 0) check(peers::last_error());
+      s.push_back(ms);
+    }
+    return median(s);
+  };
+  for (int r = 0; r < rounds; ++r) {
+    // Alternate which goes first, so neither always runs on a GPU the other has just warmed.
+    const auto time_ktune = [&] {
+      const Measurement meas = ev.evaluate(chosen.config, compiled);
+      if (meas.status != TrialStatus::kOk)
+        throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
+      row.ktune_rounds.push_back(meas.time_ms);
+    };
+    try {
+      if (r % 2 == 0) {
+        time_ktune();
+        row.peer_rounds.push_back(time_peer());
+      } else {
+        row.peer_rounds.push_back(time_peer());
+        time_ktune();
+      }
+    } catch (const Error& e) {
+      row.error = e.what();
+      return row;
+    }
+  }
+  if (peer.check) {
+    try {
+      row.peer_error = peer.check();
+    } catch (const Error& e) {
+      row.peer_error = e.what();
+    }
+  }
+  row.ktune_ms = median(row.ktune_rounds);
+  row.peer_ms = median(row.peer_rounds);
+  row.metric = work / (row.ktune_ms * 1e6);
+  row.peer_metric = (c.peer == Peer::kMemcpy ? peer_work : work) / (row.peer_ms * 1e6);
+  return row;
+}
+
+std::string fmt_num(double v, int digits) {
+  return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, digits);
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("ktune_peers [options]");
+  opts.add_options()("help,h", "this help")(
+      "db", po::value<std::string>(), "ktune results database with the stored bests (default: kernel defaults)")(
+      "device", po::value<int>()->default_value(0), "CUDA device ordinal")(
+      "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
+      "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
+      "only", po::value<std::string>(), "comma-separated kernels (copy,reduce,transpose,matmul,stencil3d,convolution2d)")(
+      "json", po::value<std::string>(), "write the results as JSON here");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, opts), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  const int rounds = vm["rounds"].as<int>(), samples = vm["samples"].as<int>();
+  if (rounds < 1 || samples < 1) throw Error(ErrorKind::kUsage, "--rounds and --samples must be at least 1");
+  const DeviceInfo dev = require_device(vm["device"].as<int>());
+  std::optional<Store> store;
+  if (vm.count("db")) store.emplace(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly));
+  Registry registry;
+  register_builtin_kernels(registry);
+
+  std::vector<Case> cases = all_cases();
+  if (vm.count("only")) {
+    const std::string only = "," + vm["only"].as<std::string>() + ",";
+    std::erase_if(cases, [&](const Case& c) { return only.find("," + c.kernel + ",") == std::string::npos; });
+    if (cases.empty()) throw Error(ErrorKind::kUsage, "--only names none of the benchmark's kernels");
+  }
+  std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch, rounds, samples);
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    std::cerr << "  " << c.label << " ..." << std::endl;
+    try {
+      rows.push_back(run_case(c, registry, dev, store ? &*store : nullptr, rounds, samples));
+    } catch (const Error& e) {
+      Row r{c};
+      r.error = e.what();
+      rows.push_back(r);
+    }
+    const Row& r = rows.back();
+    std::cerr << fmt::format("    {} [{}]: ktune {} ms, peer {} ms{}\n", r.config_key, r.source, fmt_num(r.ktune_ms, 4),
+                             fmt_num(r.peer_ms, 4), r.error.empty() ? "" : "  ERROR " + r.error);
+  }
+
+  json out;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  out["device"] = dev.name;
+  out["arch"] = dev.arch;
+  out["date"] = date;
+  out["rounds"] = rounds;
+  out["samples"] = samples;
+  json list = json::array();
+  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case", "peer", "ktune ms",
+                           "peer ms", "ktune", "peer", "ratio", "target", "config");
+  for (const Row& r : rows) {
+    const bool ok = r.error.empty() && r.peer_error.empty();
+    const double ratio = ok ? r.ratio() : std::nan("");
+    std::string verdict = !ok ? "error" : !r.c.target ? "" : ratio >= *r.c.target ? "met" : "MISSED";
+    std::cout << fmt::format("{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n", r.c.label,
+                             r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+                             fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
+                             fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"), fmt_num(ratio, 3),
+                             r.c.target ? fmt_num(*r.c.target, 2) : "-", r.config_key, r.source, verdict);
+    if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
+    if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
+    json j;
+    j["case"] = r.c.label;
+    j["kernel"] = r.c.kernel;
+    j["problem"] = r.c.problem;
+    j["peer"] = r.c.peer_name;
+    j["config"] = r.config_key;
+    j["config_source"] = r.source;
+    j["unit"] = r.unit;
+    j["ktune_ms"] = r.ktune_ms;
+    j["peer_ms"] = r.peer_ms;
+    j["ktune_rate"] = r.metric;
+    j["peer_rate"] = r.peer_metric;
+    j["ratio"] = ratio;  // peer time / ktune time: above 1, ktune is faster
+    j["target"] = r.c.target ? json(*r.c.target) : json(nullptr);
+    j["ktune_round_ms"] = r.ktune_rounds;
+    j["peer_round_ms"] = r.peer_rounds;
+    j["stored_ms"] = r.stored_ms;
+    j["error"] = r.error;
+    j["peer_error"] = r.peer_error;
+    list.push_back(j);
+  }
+  out["cases"] = list;
+  if (vm.count("json")) {
+    std::ofstream f(vm["json"].as<std::string>());
+    f << out.dump(2) << "\n";
+    if (!f) throw Error(ErrorKind::kUsage, "cannot write " + vm["json"].as<std::string>());
+  }
+  bool any_error = false;
+  for (const Row& r : rows) any_error |= !r.error.empty() || !r.peer_error.empty();
+  return any_error ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace ktune
+
+int main(int argc, char** argv) {
+  try {
+    return ktune::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "ktune_peers: " << e.what() << "\n";
+    return 2;
+  }
+}

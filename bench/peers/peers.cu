@@ -1,0 +1,131 @@
+// Peer library calls for bench/peers/main.cpp (see peers.h).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cub/device/device_reduce.cuh>
+#include <string>
+
+#include "peers.h"
+
+namespace ktune::peers {
+namespace {
+
+std::string cuda_error(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return {};
+  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+std::string blas_error(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return {};
+  return std::string(what) + ": " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")";
+}
+
+}  // namespace
+
+std::string memcpy_d2d(void* dst, const void* src, std::size_t bytes) {
+  return cuda_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0),
+                    "cudaMemcpyAsync");
+}
+
+CubSum::CubSum(const std::int32_t* in, std::int32_t* out, std::int64_t n)
+    : in_(in), out_(out), n_(n) {
+  error_ = cuda_error(cub::DeviceReduce::Sum(nullptr, temp_bytes_, in_, out_, n_),
+                      "cub::DeviceReduce::Sum (size query)");
+  if (error_.empty()) error_ = cuda_error(cudaMalloc(&temp_, temp_bytes_), "cudaMalloc (CUB)");
+}
+
+CubSum::~CubSum() {
+  if (temp_) cudaFree(temp_);
+}
+
+std::string CubSum::run() {
+  if (!error_.empty()) return error_;
+  return cuda_error(cub::DeviceReduce::Sum(temp_, temp_bytes_, in_, out_, n_),
+                    "cub::DeviceReduce::Sum");
+}
+
+Blas::Blas() {
+  cublasHandle_t h = nullptr;
+  error_ = blas_error(cublasCreate(&h), "cublasCreate");
+  if (!error_.empty()) return;
+  handle_ = h;
+  error_ = blas_error(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+}
+
+Blas::~Blas() {
+  if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
+}
+
+std::string Blas::transpose(const float* in, float* out, int rows, int cols) {
+  if (!error_.empty()) return error_;
+  // Column-major view: `in` is a cols x rows matrix (ld cols), `out` a rows x cols one (ld rows);
+  // out = 1 * in^T + 0 * out, with out as B too (allowed in place for op(B) = N, ldb = ldc).
+  const float one = 1.0f, zero = 0.0f;
+  return blas_error(cublasSgeam(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N,
+                                rows, cols, &one, in, cols, &zero, out, rows, out, rows),
+                    "cublasSgeam");
+}
+
+std::string Blas::sgemm(const float* a, const float* b, float* c, int m, int n, int k) {
+  if (!error_.empty()) return error_;
+  // Row-major C = A B is column-major C^T = B^T A^T: an n x m result from B^T (n x k, ld n)
+  // and A^T (k x m, ld k).
+  const float one = 1.0f, zero = 0.0f;
+  return blas_error(cublasSgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n,
+                                m, k, &one, b, n, a, k, &zero, c, n),
+                    "cublasSgemm");
+}
+
+std::string Blas::version() const {
+  int v = 0;
+  if (!handle_ || cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v) != CUBLAS_STATUS_SUCCESS)
+    return "unknown";
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+EventTimer::EventTimer() {
+  cudaEvent_t a = nullptr, b = nullptr;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  begin_ = a;
+  end_ = b;
+}
+
+EventTimer::~EventTimer() {
+  if (begin_) cudaEventDestroy(static_cast<cudaEvent_t>(begin_));
+  if (end_) cudaEventDestroy(static_cast<cudaEvent_t>(end_));
+}
+
+void EventTimer::start() { cudaEventRecord(static_cast<cudaEvent_t>(begin_), 0); }
+
+double EventTimer::stop() {
+  cudaEventRecord(static_cast<cudaEvent_t>(end_), 0);
+  if (cudaEventSynchronize(static_cast<cudaEvent_t>(end_)) != cudaSuccess) return -1;
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_),
+                           static_cast<cudaEvent_t>(end_)) != cudaSuccess)
+    return -1;
+  return ms;
+}
+
+std::string last_error() {
+  std::string e = cuda_error(cudaGetLastError(), "launch");
+  if (e.empty()) e = cuda_error(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return e;
+}
+
+void* device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
+}
+
+void device_free(void* p) {
+  if (p) cudaFree(p);
+}
+
+bool copy_to_host(void* host, const void* device, std::size_t bytes) {
+  return cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+}
+
+}  // namespace ktune::peers

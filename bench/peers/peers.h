@@ -1,0 +1,76 @@
+// The peer libraries ktune's kernels are compared with (bench/peers/README.md): thin wrappers,
+// compiled by nvcc (CUB is a header library of device code), called from the C++20 driver.
+// Every function enqueues on the legacy default stream and returns a CUDA error string, or an
+// empty string on success.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ktune::peers {
+
+// cudaMemcpyAsync device to device of `bytes`.
+std::string memcpy_d2d(void* dst, const void* src, std::size_t bytes);
+
+// CUB DeviceReduce::Sum over n int32 values into *out (device); keeps its temporary storage.
+class CubSum {
+ public:
+  CubSum(const std::int32_t* in, std::int32_t* out, std::int64_t n);
+  ~CubSum();
+  CubSum(const CubSum&) = delete;
+  CubSum& operator=(const CubSum&) = delete;
+  std::string run();
+  const std::string& error() const { return error_; }
+
+ private:
+  const std::int32_t* in_;
+  std::int32_t* out_;
+  std::int64_t n_;
+  void* temp_ = nullptr;
+  std::size_t temp_bytes_ = 0;
+  std::string error_;
+};
+
+// cuBLAS, one handle; math mode pedantic (no TF32, no tensor-core shortcuts for fp32).
+class Blas {
+ public:
+  Blas();
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+  const std::string& error() const { return error_; }
+  // out (cols x rows, row-major) = transpose of in (rows x cols, row-major): cublasSgeam.
+  std::string transpose(const float* in, float* out, int rows, int cols);
+  // c (m x n) = a (m x k) b (k x n), all row-major: cublasSgemm computing c^T = b^T a^T.
+  std::string sgemm(const float* a, const float* b, float* c, int m, int n, int k);
+  std::string version() const;
+
+ private:
+  void* handle_ = nullptr;
+  std::string error_;
+};
+
+// Timing on the legacy default stream with CUDA events.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start();
+  // Milliseconds since start(); waits for the stream. Negative on a CUDA error.
+  double stop();
+
+ private:
+  void* begin_ = nullptr;
+  void* end_ = nullptr;
+};
+
+std::string last_error();  // cudaGetLastError + cudaDeviceSynchronize, as a string ("" if none)
+void* device_alloc(std::size_t bytes);  // nullptr on failure
+void device_free(void* p);
+bool copy_to_host(void* host, const void* device, std::size_t bytes);
+
+}  // namespace ktune::peers
