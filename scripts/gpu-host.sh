@@ -11,7 +11,7 @@ kit=${1:?kit dir}; out=${2:?out dir}; shift 2
 steps=${*:-build test}
 mkdir -p "$out"
 # shellcheck disable=SC1091
-source "$kit/setup.sh" >/dev/null
+source "$kit/setup.sh" /tmp/gpu-kit >/dev/null  # an argument: it would take ours as its prefix
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
 build=/tmp/ktune-build
 log() { echo "== $*" | tee -a "$out/summary.txt"; }

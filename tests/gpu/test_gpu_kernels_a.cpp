@@ -152,7 +152,7 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
                 {"thread_n", "1"}, {"vector_width", "1"}, {"padding", padding}, {"unroll", unroll}};
   };
   out.push_back(tiled("16", "1", "16"));
-  out.push_back(tiled("8", "4", "2"));
+  out.push_back(tiled("16", "4", "2"));
   out.push_back(tiled("32", "1", "1"));
   const auto blocked = [](const char* bm, const char* bn, const char* bk, const char* tm, const char* tn,
                           const char* padding, const char* unroll, const char* width) {
