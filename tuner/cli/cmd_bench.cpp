@@ -48,7 +48,7 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
       "evaluation budgets the fraction of the optimum is reported at")(
       "strategy-option", po::value<std::vector<std::string>>()->composing(),
       "option NAME=VALUE given to every strategy (repeatable)")(
-      "cutoff", po::value<double>()->default_value(0.96),
+      "cutoff", po::value<double>()->default_value(0.96, "0.96"),
       "score up to the budget where random search is expected to come this far from the median to "
       "the optimum")("batch", po::value<std::size_t>()->default_value(1),
                      "configurations asked for at a time")(

@@ -92,10 +92,14 @@ int cmd_tune(const std::vector<std::string>& args) {
   own.add_options()("kernel", po::value<std::string>(), "kernel name")(
       "config", po::value<std::string>(), "job file (configs/*.toml): kernel, problem, space, strategy, budget, "
                                           "measurement; options given here win")(
-      "strategy", po::value<std::string>()->default_value("brute_force"),
-      "search strategy (ktune tune --help lists them)")(
+      "strategy", po::value<std::string>()->default_value("auto"),
+      "search strategy (ktune tune --help lists them); auto: brute force when no budget is given or "
+      "the valid space fits within it, else the best search strategy")(
       "strategy-option", po::value<std::vector<std::string>>()->composing(),
       "strategy option NAME=VALUE (repeatable)")(
+      "study-storage", po::value<std::string>()->value_name("URL"),
+      "Optuna strategies: keep the study in this storage to continue or share it (journal:PATH, "
+      "sqlite:///PATH or another database URL); the same as --strategy-option study_storage=URL")(
       "budget-evals", po::value<std::uint64_t>(), "stop after this many trials")(
       "budget-time", po::value<double>(), "stop after this many seconds")(
       "seed", po::value<std::uint64_t>()->default_value(1), "seed of the strategy and of the input data")(
@@ -220,6 +224,18 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (vm.count("strategy-option"))
     for (auto& [k, v] : parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option"))
       options.strategy_options[k] = v;
+  if (vm.count("study-storage")) {
+    const std::string url = vm["study-storage"].as<std::string>();
+    if (options.strategy.rfind("optuna", 0) != 0)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--study-storage is for the Optuna strategies (--strategy optuna:tpe ...), not '{}'",
+                              options.strategy));
+    if (auto it = options.strategy_options.find("study_storage");
+        it != options.strategy_options.end() && it->second != url)
+      throw Error(ErrorKind::kUsage, fmt::format("--study-storage '{}' and strategy option study_storage='{}' disagree",
+                                                 url, it->second));
+    options.strategy_options["study_storage"] = url;
+  }
   if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
   if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
   if (vm.count("budget-evals")) options.budget.evaluations = vm["budget-evals"].as<std::uint64_t>();
@@ -288,6 +304,16 @@ int cmd_tune(const std::vector<std::string>& args) {
     backend = std::make_unique<ReplayBackend>(recording);
   }
   KernelInstance instance(kernel, problem, backend->device().limits);
+  // auto decides by the budget and the size of the space; the run records what it chose.
+  std::string strategy_text = options.strategy;
+  std::string auto_chose;
+  if (options.strategy == "auto") {
+    const AutoChoice choice =
+        choose_auto_strategy(instance.space(), options.budget.evaluations, options.budget.seconds);
+    auto_chose = choice.strategy;
+    strategy_text = fmt::format("auto ({}: {})", choice.strategy, choice.reason);
+    options.strategy = fmt::format("auto ({})", choice.strategy);
+  }
   if (backend_kind == "replay") {
     // Said whatever the output options: a replayed result is not a measurement on this machine.
     if (!replay_reason.empty())
@@ -318,10 +344,10 @@ int cmd_tune(const std::vector<std::string>& args) {
     if (cuda)
       std::cerr << fmt::format("tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
                                kernel.name, instance.problem_key(), backend->device().name, backend->device().arch,
-                               options.strategy, threads, store.path().string());
+                               strategy_text, threads, store.path().string());
     else
       std::cerr << fmt::format("replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n", kernel.name,
-                               instance.problem_key(), backend->device().name, recording->path, options.strategy,
+                               instance.problem_key(), backend->device().name, recording->path, strategy_text,
                                store.path().string());
   }
   std::signal(SIGINT, on_interrupt);
@@ -349,6 +375,8 @@ int cmd_tune(const std::vector<std::string>& args) {
     j["wait_compile_seconds"] = s.wait_compile_seconds;
     j["backend_seconds"] = s.backend_seconds;
     j["phases_seconds"] = s.phases_seconds;
+    j["strategy"] = options.strategy;
+    if (!auto_chose.empty()) j["strategy_chosen"] = auto_chose;
     j["backend"] = backend->name();
     if (cuda) j["worker_starts"] = cuda->worker_starts();
     if (recording) j["recording"] = {{"path", recording->path}, {"device", recording->device_name}};

@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "ktune/error.h"
+#include "ktune/strategy.h"
 
 namespace ktune {
 
@@ -90,6 +91,11 @@ JobFile load_job(const std::string& path) {
     const toml::table* t = s->as_table();
     if (t == nullptr) fail(path, "[strategy] must be a table");
     job.strategy = get<std::string>(path, t, "strategy", "name");
+    if (job.strategy) {
+      const std::vector<std::string> names = strategy_names();
+      if (std::find(names.begin(), names.end(), *job.strategy) == names.end())
+        fail(path, fmt::format("strategy.name '{}' is not a strategy; known: {}", *job.strategy, fmt::join(names, ", ")));
+    }
     if (const toml::node* o = t->get("options")) {
       const toml::table* ot = o->as_table();
       if (ot == nullptr) fail(path, "strategy.options must be a table");

@@ -1,9 +1,11 @@
-// The strategy registry and the two baseline strategies: brute force (every valid
-// configuration, in enumeration order) and random search (without replacement).
+// The strategy registry, the two baseline strategies: brute force (every valid configuration,
+// in enumeration order) and random search (without replacement), and `auto`, which runs brute
+// force or the best search strategy depending on the budget and the size of the space.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "ktune/error.h"
@@ -63,9 +65,63 @@ class RandomSearch final : public ListStrategy {
   }
 };
 
+// Decides in start() (choose_auto_strategy) and hands every call to the strategy it chose.
+class AutoStrategy final : public Strategy {
+ public:
+  std::string name() const override { return "auto"; }
+  void start(const StrategyContext& context) override {
+    // Options belong to one strategy; which one runs here depends on the budget, so an option
+    // would be silently dropped or refused depending on the run. Naming the strategy is clearer.
+    for (const auto& [key, value] : context.options)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("strategy 'auto' has no option '{}': it takes no options; name the strategy "
+                              "to configure it (e.g. --strategy {} --strategy-option {}={})",
+                              key, kAutoSearchStrategy, key, value));
+    choice_ = choose_auto_strategy(*context.space, context.budget, context.budget_seconds);
+    inner_ = make_strategy(choice_.strategy);
+    inner_->start(context);
+  }
+  std::vector<Config> ask(std::size_t max_count) override {
+    if (!inner_) throw Error(ErrorKind::kInternal, "strategy 'auto': ask() before start()");
+    return inner_->ask(max_count);
+  }
+  void tell(const Config& config, const Outcome& outcome) override {
+    if (inner_) inner_->tell(config, outcome);
+  }
+  bool exhausted() const override { return inner_ && inner_->exhausted(); }
+
+ private:
+  AutoChoice choice_;
+  std::unique_ptr<Strategy> inner_;
+};
+
 }  // namespace
 
+AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
+                                double budget_seconds) {
+  const bool has_evaluations = budget_evaluations != UINT64_MAX;
+  const bool has_time = std::isfinite(budget_seconds);
+  if (!has_evaluations && !has_time) return {"brute_force", "no budget: every valid configuration is measured"};
+  if (!has_evaluations)
+    // How many evaluations fit in the time is not known before the run; a search finds good
+    // configurations early, brute force's enumeration order knows nothing of speed.
+    return {kAutoSearchStrategy,
+            fmt::format("a time budget of {:g} s and no evaluation budget", budget_seconds)};
+  // Count the valid configurations only as far as the budget needs.
+  std::uint64_t valid = 0;
+  space.for_each_valid([&](const Config&) { return ++valid <= budget_evaluations; });
+  if (valid <= budget_evaluations)
+    return {"brute_force", fmt::format("all {} valid configurations fit within the budget of {} evaluations", valid,
+                                       budget_evaluations)};
+  return {kAutoSearchStrategy,
+          fmt::format("a budget of {} evaluations, fewer than the space's valid configurations", budget_evaluations)};
+}
+
 void add_basic_strategies(std::vector<StrategyEntry>& table) {
+  table.push_back({"auto",
+                   "brute force when no budget is given or the valid space fits within it, else " +
+                       std::string(kAutoSearchStrategy),
+                   [] { return std::make_unique<AutoStrategy>(); }});
   table.push_back({"brute_force", "every valid configuration, in enumeration order",
                    [] { return std::make_unique<BruteForce>(); }});
   table.push_back({"random", "random search without replacement (seeded)",

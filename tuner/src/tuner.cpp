@@ -148,6 +148,7 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
   context.space = &space;
   context.seed = options.seed;
   context.budget = options.budget.evaluations;
+  context.budget_seconds = options.budget.seconds;
   context.options = options.strategy_options;
   if (options.warm_start) {
     for (const BestRecord& b : store.bests(kernel.name)) {

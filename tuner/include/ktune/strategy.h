@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ struct StrategyContext {
   const SearchSpace* space = nullptr;
   std::uint64_t seed = 1;
   std::uint64_t budget = UINT64_MAX;             // evaluations the loop will allow
+  double budget_seconds = std::numeric_limits<double>::infinity();  // wall time it will allow
   std::map<std::string, std::string> options;    // --strategy-option key=value
   std::vector<Config> warm_start;                // to be proposed first
 };
@@ -55,5 +57,16 @@ class Strategy {
 // known names. Options are validated by the strategy's start().
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
+
+// `--strategy auto` (the default of `ktune tune`): brute force when the run has no budget, or
+// when every valid configuration of the space fits within its evaluation budget; otherwise the
+// search strategy that did best on the recorded spaces (docs/strategies.md#measurements).
+inline constexpr const char* kAutoSearchStrategy = "genetic_algorithm";
+struct AutoChoice {
+  std::string strategy;  // brute_force or kAutoSearchStrategy
+  std::string reason;    // one line, e.g. "a budget of 200 evaluations, below the 5874 valid configurations"
+};
+AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
+                                double budget_seconds = std::numeric_limits<double>::infinity());
 
 }  // namespace ktune

@@ -1,0 +1,216 @@
+// `--strategy auto`, the default of `ktune tune`: brute force without a budget or when the valid
+// space fits within the evaluation budget, otherwise kAutoSearchStrategy, proposal for proposal;
+// registered for the CLI and job files; options refused by name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cli_test_util.h"
+#include "ktune/error.h"
+#include "ktune/job.h"
+#include "ktune/store.h"
+#include "ktune/strategy.h"
+#include "strategy_test_util.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::contains;
+using test::DriveOptions;
+using test::RecordedSpace;
+using test::Trace;
+
+const RecordedSpace& subset() {
+  static const RecordedSpace r = test::load_recorded_space("convolution_a100_subset.json");
+  return r;
+}
+
+constexpr double kNoTime = std::numeric_limits<double>::infinity();
+
+TEST(AutoStrategy, ChoosesBruteForceWithoutABudget) {
+  const AutoChoice c = choose_auto_strategy(subset().space, UINT64_MAX, kNoTime);
+  EXPECT_EQ(c.strategy, "brute_force");
+  EXPECT_TRUE(contains(c.reason, "no budget")) << c.reason;
+}
+
+TEST(AutoStrategy, ChoosesBruteForceWhenTheValidSpaceFitsTheBudget) {
+  const std::uint64_t valid = subset().valid_count();
+  ASSERT_GT(valid, 20u);
+  for (const std::uint64_t budget : {valid, valid + 1, 10 * valid}) {
+    const AutoChoice c = choose_auto_strategy(subset().space, budget, kNoTime);
+    EXPECT_EQ(c.strategy, "brute_force") << budget;
+    EXPECT_TRUE(contains(c.reason, std::to_string(valid) + " valid configurations")) << c.reason;
+  }
+  // A time budget as well changes nothing: the evaluations fit.
+  EXPECT_EQ(choose_auto_strategy(subset().space, valid, 60.0).strategy, "brute_force");
+}
+
+TEST(AutoStrategy, ChoosesTheSearchStrategyWhenTheBudgetIsSmallerThanTheSpace) {
+  const std::uint64_t valid = subset().valid_count();
+  for (const std::uint64_t budget : {std::uint64_t{1}, std::uint64_t{20}, valid - 1}) {
+    const AutoChoice c = choose_auto_strategy(subset().space, budget, kNoTime);
+    EXPECT_EQ(c.strategy, kAutoSearchStrategy) << budget;
+    EXPECT_TRUE(contains(c.reason, "budget of " + std::to_string(budget) + " evaluations")) << c.reason;
+  }
+  // Only a time budget: how many evaluations fit is unknown, so search.
+  const AutoChoice t = choose_auto_strategy(subset().space, UINT64_MAX, 600.0);
+  EXPECT_EQ(t.strategy, kAutoSearchStrategy);
+  EXPECT_TRUE(contains(t.reason, "time budget of 600 s")) << t.reason;
+}
+
+TEST(AutoStrategy, TheSearchStrategyIsANativeOneThatIsRegistered) {
+  const auto names = strategy_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "auto"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), kAutoSearchStrategy), names.end());
+  EXPECT_EQ(make_strategy("auto")->name(), "auto");
+}
+
+// Runs `name` and auto with the same seed, budget and tells: the proposals must be the same.
+void expect_same_proposals(const std::string& name, std::uint64_t budget, double seconds = kNoTime) {
+  const RecordedSpace& r = subset();
+  DriveOptions o;
+  o.budget = budget;
+  o.seed = 5;
+  o.order = test::TellOrder::kShuffled;
+  auto expected = make_strategy(name);
+  auto chosen = make_strategy("auto");
+  Trace a, b;
+  if (std::isfinite(seconds)) {
+    // drive() passes no time budget; start the strategies here with one and drive them on.
+    o.budget = 60;
+    StrategyContext c;
+    c.space = &r.space;
+    c.seed = o.seed;
+    c.budget_seconds = seconds;
+    expected->start(c);
+    chosen->start(c);
+    for (int i = 0; i < 5; ++i) {
+      const auto x = expected->ask(4), y = chosen->ask(4);
+      ASSERT_EQ(x, y) << "ask " << i;
+      for (const Config& cfg : x) {
+        expected->tell(cfg, r.outcome(cfg));
+        chosen->tell(cfg, r.outcome(cfg));
+      }
+    }
+    return;
+  }
+  a = test::drive(*expected, r, o);
+  b = test::drive(*chosen, r, o);
+  EXPECT_EQ(a.asked, b.asked) << name << " with a budget of " << budget;
+  EXPECT_EQ(a.exhausted, b.exhausted);
+  EXPECT_FALSE(b.stalled);
+  EXPECT_EQ(b.invalid, 0u);
+}
+
+TEST(AutoStrategy, RunsExactlyWhatItChose) {
+  const std::uint64_t valid = subset().valid_count();
+  expect_same_proposals(kAutoSearchStrategy, 40);
+  expect_same_proposals(kAutoSearchStrategy, valid - 1);
+  expect_same_proposals("brute_force", valid);
+  expect_same_proposals("brute_force", 3 * valid);
+  expect_same_proposals(kAutoSearchStrategy, UINT64_MAX, 120.0);
+}
+
+TEST(AutoStrategy, RefusesOptionsAndSaysWhichStrategyToName) {
+  auto s = make_strategy("auto");
+  StrategyContext c;
+  c.space = &subset().space;
+  c.options = {{"popsize", "10"}};
+  try {
+    s->start(c);
+    FAIL() << "an option was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_TRUE(contains(e.what(), "'popsize'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), std::string("--strategy ") + kAutoSearchStrategy)) << e.what();
+  }
+}
+
+TEST(AutoStrategy, WarmStartComesFirstWhicheverItChooses) {
+  const RecordedSpace& r = subset();
+  const std::vector<Config> all = r.space.enumerate();
+  for (const std::uint64_t budget : {std::uint64_t{30}, std::uint64_t{UINT64_MAX}}) {
+    DriveOptions o;
+    o.budget = budget == UINT64_MAX ? r.valid_count() : budget;
+    o.warm_start = {all[all.size() / 2], all[all.size() / 3]};
+    auto s = make_strategy("auto");
+    const Trace t = test::drive(*s, r, o);
+    ASSERT_GE(t.asked.size(), 2u);
+    EXPECT_EQ(t.asked[0], o.warm_start[0]);
+    EXPECT_EQ(t.asked[1], o.warm_start[1]);
+  }
+}
+
+class AutoStrategyCli : public ::testing::Test {
+ protected:
+  test::TempDir dir_;
+  test::CliResult run(const std::vector<std::string>& args) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache");
+  }
+  static std::string conv() { return std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz"; }
+};
+
+TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
+  auto r = run({"tune", "--help"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "(=auto)")) << r;
+  EXPECT_TRUE(contains(r.out, "strategies: auto, brute_force")) << r;
+
+  // No budget: the whole recorded space (274 valid configurations), brute force.
+  r = run({"tune", "--replay", conv(), "--db", "a.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "strategy auto (brute_force: no budget")) << r;
+  EXPECT_TRUE(contains(r.out, "274 trials")) << r;
+  // A budget below the space: the search strategy.
+  r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--db", "b.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("strategy"), std::string("auto (") + kAutoSearchStrategy + ")");
+  EXPECT_EQ(j.at("strategy_chosen"), kAutoSearchStrategy);
+  EXPECT_EQ(j.at("trials"), 30);
+  {
+    Store store = Store::open(dir_ / "b.db", Store::Mode::kReadOnly);
+    ASSERT_EQ(store.runs().size(), 1u);
+    EXPECT_EQ(store.runs()[0].strategy, std::string("auto (") + kAutoSearchStrategy + ")");
+  }
+  // A budget the space fits in: brute force again.
+  r = run({"tune", "--replay", conv(), "--budget-evals", "274", "--db", "c.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "strategy auto (brute_force: all 274 valid configurations fit within the budget of "
+                              "274 evaluations)"))
+      << r;
+  // Options go to a named strategy.
+  r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--strategy-option", "popsize=8", "--db", "d.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "strategy 'auto' has no option 'popsize'")) << r;
+}
+
+TEST_F(AutoStrategyCli, AJobFileMayNameItAndAnUnknownNameIsAnInputError) {
+  // The replay job's restrictions, so that the space is the recorded one, plus strategy and budget.
+  const std::string restrictions =
+      test::read_file(fs::path(KTUNE_SOURCE_DIR) / "configs" / "replay" / "convolution_kernel.toml");
+  test::write_file(dir_ / "auto.toml",
+                   restrictions + "[strategy]\nname = \"auto\"\n[budget]\nevaluations = 25\n");
+  EXPECT_EQ(load_job((dir_ / "auto.toml").string()).strategy, "auto");
+  auto r = run({"tune", "--config", "auto.toml", "--replay", conv(), "--db", "j.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, std::string("strategy auto (") + kAutoSearchStrategy + ": a budget of 25")) << r;
+  EXPECT_TRUE(contains(r.out, "25 trials")) << r;
+
+  test::write_file(dir_ / "bad.toml", "kernel = \"reduce\"\n[strategy]\nname = \"simulated_anealing\"\n");
+  try {
+    load_job((dir_ / "bad.toml").string());
+    FAIL() << "an unknown strategy was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_TRUE(contains(e.what(), "bad.toml")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "'simulated_anealing'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "auto, brute_force")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ktune
