@@ -5,7 +5,10 @@
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^25 and 2^28, exported as recordings), peers (tune every kernel of the peer
 #   table, then bench/peers), recordings (brute-force the small spaces and export them)
-# A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed.
+# A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
+# each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
+# kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
+# (default build-gpu, ignored by git, kept between calls on a warm host).
 set -uo pipefail
 kit=${1:?kit dir}; out=${2:?out dir}; shift 2
 steps=${*:-build test}
@@ -13,7 +16,8 @@ mkdir -p "$out"
 # shellcheck disable=SC1091
 source "$kit/setup.sh" /tmp/gpu-kit >/dev/null  # an argument: it would take ours as its prefix
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
-build=/tmp/ktune-build
+build=${KTUNE_GPU_BUILD:-build-gpu}
+limit=${KTUNE_GPU_STEP_LIMIT:-150}
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
 
 log "host: $(nproc) cores, $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
@@ -36,7 +40,7 @@ for step in $steps; do
   if (( $(date +%s) - start > deadline )); then log "skipped $step: past ${deadline} s"; continue; fi
   case $step in
     test)
-      (cd $build && ctest -L gpu --output-on-failure --timeout 300) >"$out/gpu-tests.log" 2>&1
+      (cd $build && timeout -k 10 240 ctest -L gpu --output-on-failure --timeout 120) >"$out/gpu-tests.log" 2>&1
       log "gpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log")"
       grep -E "^\s+(fault|block)=|Failure|Expected|error" "$out/gpu-tests.log" | head -40 ;;
     cpu-test)
@@ -67,7 +71,8 @@ for step in $steps; do
       # The whole reduction space at 2^25 and 2^28, default (adaptive) measurement.
       for n in 25 28; do
         $ktune space reduce --problem n=2**$n --json --sample 0 >"$out/space-2_$n.json"
-        $ktune tune reduce --problem n=2**$n --db /tmp/brute.db --json >"$out/brute-2_$n.json" 2>"$out/brute-2_$n.err"
+        timeout -s INT -k 20 $limit $ktune tune reduce --problem n=2**$n --db /tmp/brute.db --json >"$out/brute-2_$n.json" \
+          2>"$out/brute-2_$n.err"
         log "brute 2^$n: rc=$? $(python3 -c "import json;d=json.load(open('$out/space-2_$n.json'));print('cartesian',d['cartesian'],'valid',d['valid'])")"
       done
       python3 bench/summarize_tune.py b25="$out/brute-2_25.json" b28="$out/brute-2_28.json" \
@@ -83,12 +88,13 @@ for step in $steps; do
       db=/tmp/peers.db
       [ -f /tmp/brute.db ] && cp /tmp/brute.db $db
       for job in copy transpose stencil3d convolution2d matmul; do
-        $ktune tune --config configs/$job.toml --db $db --samples 7 --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
+        timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --samples 7 --budget-time $((limit - 30)) \
+          --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
       done
       [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**28 --db $db --json >"$out/tune-reduce28.json" 2>&1
       [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**25 --db $db --json >"$out/tune-reduce25.json" 2>&1
-      $build/bench/ktune_peers --db $db --json "$out/peers.json" >"$out/peers.txt" 2>"$out/peers.err"
+      timeout -s INT -k 20 $limit $build/bench/ktune_peers --db $db --json "$out/peers.json" >"$out/peers.txt" 2>"$out/peers.err"
       log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
       for job in copy transpose stencil3d convolution2d; do export_rec $job $db; done
       cp $db "$out/peers.db" ;;
@@ -96,8 +102,10 @@ for step in $steps; do
       # The small spaces whole, at their default problem sizes, as shipped recordings.
       db=/tmp/rec.db
       for job in soa_aos streams; do
-        $ktune tune --config configs/$job.toml --db $db --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
-        log "tune $job: rc=$?"; export_rec $job $db
+        timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --json >"$out/tune-$job.json" \
+          2>"$out/tune-$job.err"
+        log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
+        export_rec $job $db
       done ;;
     *) log "unknown step $step" ;;
   esac

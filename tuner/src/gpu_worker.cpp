@@ -159,20 +159,56 @@ Mismatch compare_typed(const T* got, const T* want, std::size_t n, double abs_to
   return m;
 }
 
-Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol, double rel_tol) {
+Mismatch compare_range(ElemType type, const void* got, const void* want, std::size_t begin, std::size_t end,
+                       double abs_tol, double rel_tol) {
+  const std::size_t n = end - begin;
   switch (type) {
-    case ElemType::kI8: return compare_typed(static_cast<const std::int8_t*>(got), static_cast<const std::int8_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kU8: return compare_typed(static_cast<const std::uint8_t*>(got), static_cast<const std::uint8_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kI16: return compare_typed(static_cast<const std::int16_t*>(got), static_cast<const std::int16_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kU16: return compare_typed(static_cast<const std::uint16_t*>(got), static_cast<const std::uint16_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kI32: return compare_typed(static_cast<const std::int32_t*>(got), static_cast<const std::int32_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kU32: return compare_typed(static_cast<const std::uint32_t*>(got), static_cast<const std::uint32_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kI64: return compare_typed(static_cast<const std::int64_t*>(got), static_cast<const std::int64_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kU64: return compare_typed(static_cast<const std::uint64_t*>(got), static_cast<const std::uint64_t*>(want), n, abs_tol, rel_tol);
-    case ElemType::kF32: return compare_typed(static_cast<const float*>(got), static_cast<const float*>(want), n, abs_tol, rel_tol);
-    case ElemType::kF64: return compare_typed(static_cast<const double*>(got), static_cast<const double*>(want), n, abs_tol, rel_tol);
+#define KTUNE_COMPARE(KIND, T)                                                                                 \
+  case ElemType::KIND:                                                                                         \
+    return compare_typed(static_cast<const T*>(got) + begin, static_cast<const T*>(want) + begin, n, abs_tol, \
+                         rel_tol);
+    KTUNE_COMPARE(kI8, std::int8_t)
+    KTUNE_COMPARE(kU8, std::uint8_t)
+    KTUNE_COMPARE(kI16, std::int16_t)
+    KTUNE_COMPARE(kU16, std::uint16_t)
+    KTUNE_COMPARE(kI32, std::int32_t)
+    KTUNE_COMPARE(kU32, std::uint32_t)
+    KTUNE_COMPARE(kI64, std::int64_t)
+    KTUNE_COMPARE(kU64, std::uint64_t)
+    KTUNE_COMPARE(kF32, float)
+    KTUNE_COMPARE(kF64, double)
+#undef KTUNE_COMPARE
   }
   return {};
+}
+
+// Every element is compared; large buffers in slices on up to 16 threads (a 2^28-element output
+// is checked in tens of milliseconds, not a second). The first mismatch is the lowest index.
+Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol, double rel_tol) {
+  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const std::size_t slice = std::max<std::size_t>(1 << 20, (n + threads - 1) / threads);
+  if (n <= slice) return compare_range(type, got, want, 0, n, abs_tol, rel_tol);
+  std::vector<Mismatch> parts((n + slice - 1) / slice);
+  std::vector<std::thread> pool;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    pool.emplace_back([&, p] {
+      const std::size_t begin = p * slice;
+      parts[p] = compare_range(type, got, want, begin, std::min(n, begin + slice), abs_tol, rel_tol);
+      parts[p].first += begin;
+    });
+  }
+  for (auto& t : pool) t.join();
+  Mismatch m;
+  for (auto& part : parts) {
+    if (part.count == 0) continue;
+    if (m.count == 0) {
+      m.first = part.first;
+      m.got = std::move(part.got);
+      m.expected = std::move(part.expected);
+    }
+    m.count += part.count;
+  }
+  return m;
 }
 
 // How often each poison byte pattern appears in a reference: an element equal to the poison
@@ -199,6 +235,12 @@ struct Buffer {
   std::size_t generated = 0;       // INPUT/INOUT: elements generated and uploaded
   std::vector<unsigned char> host; // INPUT/INOUT: generated data; OUTPUT: scratch for checks
   std::vector<unsigned char> expected;
+  // OUTPUT/INOUT: page-locked host memory the output is downloaded into for checking, kept
+  // across trials (a pageable download of a large output, and allocating it, cost more than the
+  // comparison); empty where page-locked memory could not be had, then `download` serves.
+  void* pinned = nullptr;
+  std::size_t pinned_bytes = 0;
+  std::vector<unsigned char> download;
   bool checked() const { return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut; }
   bool has_input() const { return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut; }
 };
@@ -594,9 +636,22 @@ std::optional<std::string> Worker::verify(bool second_pattern_only) {
     if (!b.checked()) continue;
     const std::size_t esize = elem_size(b.spec.type);
     if (second_pattern_only && !contains_pattern(b.expected, esize, kPoison)) continue;
-    std::vector<unsigned char> got(b.count * esize);
-    check(cudaMemcpy(got.data(), b.device, got.size(), cudaMemcpyDeviceToHost), "download of outputs");
-    const Mismatch m = compare(b.spec.type, got.data(), b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
+    const std::size_t bytes = b.count * esize;
+    if (bytes > b.pinned_bytes && b.download.size() < bytes) {
+      if (b.pinned) cudaFreeHost(b.pinned);
+      b.pinned = nullptr;
+      b.pinned_bytes = 0;
+      if (cudaMallocHost(&b.pinned, bytes) == cudaSuccess) {
+        b.pinned_bytes = bytes;
+      } else {
+        cudaGetLastError();  // not sticky: fall back to pageable memory
+        b.pinned = nullptr;
+        b.download.resize(bytes);
+      }
+    }
+    void* got = b.pinned_bytes >= bytes ? b.pinned : static_cast<void*>(b.download.data());
+    check(cudaMemcpy(got, b.device, bytes, cudaMemcpyDeviceToHost), "download of outputs");
+    const Mismatch m = compare(b.spec.type, got, b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
     if (m.count > 0)
       return fmt::format("{}[{}] = {}, expected {} ({} of {} elements differ{})", b.spec.name, m.first, m.got,
                          m.expected, m.count, b.count,
