@@ -436,6 +436,27 @@ TEST_F(ReplayTuning, AKernelKnownOnlyFromAShippedRecordingIsReplayed) {
   EXPECT_TRUE(contains(r.err, "unknown kernel 'cn_pnpoly'")) << r;
 }
 
+// The README's main command on a machine without a GPU: the job's recording ships with ktune,
+// so the tune replays it, says so, and stores a best.
+TEST_F(ReplayTuning, TheReadmeJobReplaysItsShippedRecordingWithoutAGpu) {
+  const auto run = [&](const std::vector<std::string>& args) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache", {{"KTUNE_RECORDINGS", std::nullopt}});
+  };
+  if (run({"devices"}).code == 0) GTEST_SKIP() << "a GPU is present: the job tunes on it";
+  const std::string job = std::string(KTUNE_SOURCE_DIR) + "/configs/reduce.toml";
+  auto r = run({"tune", "--config", job, "--db", "readme.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "replaying recorded measurements from")) << r;
+  EXPECT_TRUE(contains(r.err, "reduce-NVIDIA_H100_80GB_HBM3-n=268435456.json.gz")) << r;
+  EXPECT_TRUE(contains(r.out, "5874 trials")) << r;
+  r = run({"best", "reduce", "--problem", "n=2**28", "--db", "readme.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "variant=8")) << r;
+  // --backend cuda insists on a GPU.
+  r = run({"tune", "--config", job, "--db", "readme.db", "--backend", "cuda"});
+  EXPECT_NE(r.code, 0) << r;
+}
+
 TEST(ReplayData, ShippedRecordingsFollowTheNamingAndAreListed) {
   const fs::path dir = fs::path(KTUNE_SOURCE_DIR) / "db" / "recordings";
   const std::string readme = test::read_file(dir / "README.md");
