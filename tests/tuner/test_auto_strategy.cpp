@@ -1,5 +1,6 @@
-// `--strategy auto`, the default of `ktune tune`: brute force without a budget or when the valid
-// space fits within the evaluation budget, otherwise kAutoSearchStrategy, proposal for proposal;
+// `--strategy auto`, the default of `ktune tune`: brute force without a budget, random order over
+// the whole space when it fits within the evaluation budget, otherwise kAutoSearchStrategy,
+// proposal for proposal;
 // registered for the CLI and job files; options refused by name.
 #include <gtest/gtest.h>
 
@@ -36,16 +37,16 @@ TEST(AutoStrategy, ChoosesBruteForceWithoutABudget) {
   EXPECT_TRUE(contains(c.reason, "no budget")) << c.reason;
 }
 
-TEST(AutoStrategy, ChoosesBruteForceWhenTheValidSpaceFitsTheBudget) {
+TEST(AutoStrategy, MeasuresTheWholeSpaceInRandomOrderWhenItFitsTheBudget) {
   const std::uint64_t valid = subset().valid_count();
   ASSERT_GT(valid, 20u);
   for (const std::uint64_t budget : {valid, valid + 1, 10 * valid}) {
     const AutoChoice c = choose_auto_strategy(subset().space, budget, kNoTime);
-    EXPECT_EQ(c.strategy, "brute_force") << budget;
+    EXPECT_EQ(c.strategy, "random") << budget;
     EXPECT_TRUE(contains(c.reason, std::to_string(valid) + " valid configurations")) << c.reason;
   }
   // A time budget as well changes nothing: the evaluations fit.
-  EXPECT_EQ(choose_auto_strategy(subset().space, valid, 60.0).strategy, "brute_force");
+  EXPECT_EQ(choose_auto_strategy(subset().space, valid, 60.0).strategy, "random");
 }
 
 TEST(AutoStrategy, ChoosesTheSearchStrategyWhenTheBudgetIsSmallerThanTheSpace) {
@@ -109,8 +110,8 @@ TEST(AutoStrategy, RunsExactlyWhatItChose) {
   const std::uint64_t valid = subset().valid_count();
   expect_same_proposals(kAutoSearchStrategy, 40);
   expect_same_proposals(kAutoSearchStrategy, valid - 1);
-  expect_same_proposals("brute_force", valid);
-  expect_same_proposals("brute_force", 3 * valid);
+  expect_same_proposals("random", valid);
+  expect_same_proposals("random", 3 * valid);
   expect_same_proposals(kAutoSearchStrategy, UINT64_MAX, 120.0);
 }
 
@@ -176,12 +177,13 @@ TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
     ASSERT_EQ(store.runs().size(), 1u);
     EXPECT_EQ(store.runs()[0].strategy, std::string("auto (") + kAutoSearchStrategy + ")");
   }
-  // A budget the space fits in: brute force again.
+  // A budget the space fits in: all of it, in random order.
   r = run({"tune", "--replay", conv(), "--budget-evals", "274", "--db", "c.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, "strategy auto (brute_force: all 274 valid configurations fit within the budget of "
-                              "274 evaluations)"))
+  EXPECT_TRUE(contains(r.err, "strategy auto (random: all 274 valid configurations fit within the budget of "
+                              "274 evaluations: each is measured, in a seeded random order)"))
       << r;
+  EXPECT_TRUE(contains(r.out, "274 trials")) << r;
   // Options go to a named strategy.
   r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--strategy-option", "popsize=8", "--db", "d.db"});
   EXPECT_EQ(r.code, 2) << r;

@@ -1,6 +1,6 @@
 // The strategy registry, the two baseline strategies: brute force (every valid configuration,
-// in enumeration order) and random search (without replacement), and `auto`, which runs brute
-// force or the best search strategy depending on the budget and the size of the space.
+// in enumeration order) and random search (without replacement), and `auto`, which runs one of
+// them or the best search strategy depending on the budget and the size of the space.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -110,16 +110,21 @@ AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_e
   // Count the valid configurations only as far as the budget needs.
   std::uint64_t valid = 0;
   space.for_each_valid([&](const Config&) { return ++valid <= budget_evaluations; });
+  // Every configuration will be measured; random search without replacement measures them all
+  // too, in a seeded random order, so a run cut short (Ctrl-C, --budget-time) holds a fair
+  // sample rather than one corner of the enumeration.
   if (valid <= budget_evaluations)
-    return {"brute_force", fmt::format("all {} valid configurations fit within the budget of {} evaluations", valid,
-                                       budget_evaluations)};
+    return {"random", fmt::format("all {} valid configurations fit within the budget of {} evaluations: each is "
+                                  "measured, in a seeded random order",
+                                  valid, budget_evaluations)};
   return {kAutoSearchStrategy,
           fmt::format("a budget of {} evaluations, fewer than the space's valid configurations", budget_evaluations)};
 }
 
 void add_basic_strategies(std::vector<StrategyEntry>& table) {
   table.push_back({"auto",
-                   "brute force when no budget is given or the valid space fits within it, else " +
+                   "brute force without a budget, every valid configuration in random order when they fit "
+                   "within it, else " +
                        std::string(kAutoSearchStrategy),
                    [] { return std::make_unique<AutoStrategy>(); }});
   table.push_back({"brute_force", "every valid configuration, in enumeration order",

@@ -58,12 +58,13 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
 
-// `--strategy auto` (the default of `ktune tune`): brute force when the run has no budget, or
-// when every valid configuration of the space fits within its evaluation budget; otherwise the
-// search strategy that did best on the recorded spaces (docs/strategies.md#measurements).
+// `--strategy auto` (the default of `ktune tune`): brute force when the run has no budget; random
+// search without replacement (every configuration, in a seeded random order) when every valid
+// configuration of the space fits within its evaluation budget; otherwise the search strategy
+// that did best on the recorded spaces (docs/strategies.md#measurements).
 inline constexpr const char* kAutoSearchStrategy = "genetic_algorithm";
 struct AutoChoice {
-  std::string strategy;  // brute_force or kAutoSearchStrategy
+  std::string strategy;  // brute_force, random or kAutoSearchStrategy
   std::string reason;    // one line, e.g. "a budget of 200 evaluations, below the 5874 valid configurations"
 };
 AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
