@@ -37,7 +37,9 @@ def per_variant(db, problem_key):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = con.execute(
         """SELECT t.config_json, t.time_ms, t.gbps FROM trials t JOIN problems p ON p.id = t.problem_id
-           WHERE p.key = ? AND t.status = 0 AND t.time_ms IS NOT NULL""", (problem_key,)).fetchall()
+           JOIN kernels k ON k.id = t.kernel_id
+           WHERE k.name = 'reduce' AND p.key = ? AND t.status = 0 AND t.time_ms IS NOT NULL""",
+        (problem_key,)).fetchall()
     best = {}
     for cfg, ms, gbps in rows:
         v = json.loads(cfg)["variant"]

@@ -11,7 +11,14 @@
 //      for one k as two contiguous runs (16-byte loads where PADDING keeps rows aligned).
 //      Global loads move VECTOR_WIDTH floats at once (float2, float4) where the row length
 //      allows it (k, resp. n, a multiple of the width); otherwise one float at a time.
-// Both variants add the products of one element in increasing k with one accumulator, and guard
+//   3  register-blocked as 2, with three changes that keep the multiprocessor fed: two
+//      shared-memory stages (the next tiles of A and B are loaded from global memory into
+//      registers while the current ones are multiplied, then stored into the other stage: one
+//      barrier per tile instead of two); a thread's THREAD_M x THREAD_N tile of C is split into
+//      4 x 4 pieces a quarter-tile apart (rows ty*4 + g*(BLOCK_M/(THREAD_M/4)), likewise for
+//      columns), so a warp reads B's row as consecutive 16-byte vectors without bank conflicts
+//      while its threads share A's vectors. Needs THREAD_M, THREAD_N and PADDING multiples of 4.
+// All variants add the products of one element in increasing k with one accumulator, and guard
 // every access, so m, n and k need not be multiples of any tile. Shared memory is dynamic (the
 // tuner opts in above 48 KiB): the tile of A, then the tile of B 16-byte aligned, each row
 // padded by PADDING floats against bank conflicts. ktune defines VARIANT, BLOCK_M, BLOCK_N,
@@ -91,7 +98,132 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
   extern __shared__ float4 matmul_smem[];
   float* const smem = reinterpret_cast<float*>(matmul_smem);
 
-  if constexpr (Variant == 1) {
+  if constexpr (Variant == 3) {
+    static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0, "thread tiles divide the block tile");
+    static_assert(ThreadM % 4 == 0 && ThreadN % 4 == 0 && Padding % 4 == 0,
+                  "4 x 4 pieces read as float4 from 16-byte aligned rows");
+    static_assert(BlockK % VectorWidth == 0 && BlockN % VectorWidth == 0, "vectors stay inside a tile row");
+    constexpr int kThreadsX = BlockN / ThreadN, kThreadsY = BlockM / ThreadM;
+    constexpr int kThreads = kThreadsX * kThreadsY;
+    constexpr int kPitchA = BlockM + Padding;  // as[kk][row]: A's tile transposed
+    constexpr int kPitchB = BlockN + Padding;  // bs[kk][col]
+    constexpr int kSizeA = BlockK * kPitchA;   // a multiple of 4: B's tile stays aligned
+    constexpr int kStage = kSizeA + BlockK * kPitchB;
+    constexpr int kStrideM = kThreadsY * 4, kStrideN = kThreadsX * 4;  // between a thread's pieces
+    constexpr int kVectorsA = BlockM * BlockK / VectorWidth;
+    constexpr int kVectorsB = BlockK * BlockN / VectorWidth;
+    constexpr int kPassesA = (kVectorsA + kThreads - 1) / kThreads;
+    constexpr int kPassesB = (kVectorsB + kThreads - 1) / kThreads;
+    const unsigned tx = threadIdx.x, ty = threadIdx.y;
+    const unsigned tid = ty * kThreadsX + tx;
+    const unsigned m0 = blockIdx.y * BlockM, n0 = blockIdx.x * BlockN;
+    const bool a_vectors = k % VectorWidth == 0;
+    const bool b_vectors = n % VectorWidth == 0;
+
+    // The next tiles, on their way from global memory to the other stage.
+    float ga[kPassesA][VectorWidth], gb[kPassesB][VectorWidth];
+    const auto fetch = [&](unsigned k0) {
+#pragma unroll
+      for (int pass = 0; pass < kPassesA; ++pass) {
+        const unsigned v = pass * kThreads + tid;
+        if (kVectorsA % kThreads == 0 || v < kVectorsA) {
+          const unsigned r = v / (BlockK / VectorWidth);
+          const unsigned cc = v % (BlockK / VectorWidth) * VectorWidth;
+          matmul_load<VectorWidth>(a + u64(m0 + r) * k, k0 + cc, k, m0 + r < m, a_vectors, ga[pass]);
+        }
+      }
+#pragma unroll
+      for (int pass = 0; pass < kPassesB; ++pass) {
+        const unsigned v = pass * kThreads + tid;
+        if (kVectorsB % kThreads == 0 || v < kVectorsB) {
+          const unsigned r = v / (BlockN / VectorWidth);
+          const unsigned cc = v % (BlockN / VectorWidth) * VectorWidth;
+          matmul_load<VectorWidth>(b + u64(k0 + r) * n, n0 + cc, n, k0 + r < k, b_vectors, gb[pass]);
+        }
+      }
+    };
+    const auto stash = [&](float* stage) {
+      float* const as = stage;
+      float* const bs = stage + kSizeA;
+#pragma unroll
+      for (int pass = 0; pass < kPassesA; ++pass) {
+        const unsigned v = pass * kThreads + tid;
+        if (kVectorsA % kThreads == 0 || v < kVectorsA) {
+          const unsigned r = v / (BlockK / VectorWidth);
+          const unsigned cc = v % (BlockK / VectorWidth) * VectorWidth;
+#pragma unroll
+          for (int j = 0; j < VectorWidth; ++j) as[(cc + j) * kPitchA + r] = ga[pass][j];
+        }
+      }
+#pragma unroll
+      for (int pass = 0; pass < kPassesB; ++pass) {
+        const unsigned v = pass * kThreads + tid;
+        if (kVectorsB % kThreads == 0 || v < kVectorsB) {
+          const unsigned r = v / (BlockN / VectorWidth);
+          const unsigned cc = v % (BlockN / VectorWidth) * VectorWidth;
+          // cc is a multiple of the width and the pitch one of 4: the vector store is aligned.
+          *reinterpret_cast<typename MatmulVec<VectorWidth>::type*>(bs + r * kPitchB + cc) =
+              matmul_pack<VectorWidth>(gb[pass]);
+        }
+      }
+    };
+
+    float acc[ThreadM][ThreadN];
+#pragma unroll
+    for (int i = 0; i < ThreadM; ++i) {
+#pragma unroll
+      for (int j = 0; j < ThreadN; ++j) acc[i][j] = 0.0f;
+    }
+
+    const unsigned tiles = (k + BlockK - 1) / BlockK;
+    fetch(0);
+    stash(smem);
+    __syncthreads();
+    for (unsigned t = 0; t < tiles; ++t) {
+      const float* const as = smem + (t & 1) * kStage;
+      const float* const bs = as + kSizeA;
+      const bool more = t + 1 < tiles;
+      if (more) fetch((t + 1) * BlockK);  // in flight while this tile is multiplied
+      KTUNE_UNROLL(UNROLL)
+      for (int kk = 0; kk < BlockK; ++kk) {
+        float ra[ThreadM], rb[ThreadN];
+#pragma unroll
+        for (int g = 0; g < ThreadM / 4; ++g)
+          matmul_unpack<4>(*reinterpret_cast<const float4*>(as + kk * kPitchA + g * kStrideM + ty * 4), ra + 4 * g);
+#pragma unroll
+        for (int h = 0; h < ThreadN / 4; ++h)
+          matmul_unpack<4>(*reinterpret_cast<const float4*>(bs + kk * kPitchB + h * kStrideN + tx * 4), rb + 4 * h);
+#pragma unroll
+        for (int i = 0; i < ThreadM; ++i) {
+#pragma unroll
+          for (int j = 0; j < ThreadN; ++j) acc[i][j] += ra[i] * rb[j];
+        }
+      }
+      // Every thread finished reading the other stage before the previous barrier.
+      if (more) stash(smem + ((t + 1) & 1) * kStage);
+      __syncthreads();
+    }
+
+    const bool c_vectors = n % 4 == 0;
+#pragma unroll
+    for (int i = 0; i < ThreadM; ++i) {
+      const unsigned row = m0 + (i / 4) * kStrideM + ty * 4 + i % 4;
+      if (row >= m) continue;
+      float* const crow = c + u64(row) * n;
+#pragma unroll
+      for (int h = 0; h < ThreadN / 4; ++h) {
+        const unsigned col = n0 + h * kStrideN + tx * 4;
+        if (c_vectors && col < n) {  // n and col multiples of 4: the vector is inside the row
+          *reinterpret_cast<float4*>(crow + col) = matmul_pack<4>(&acc[i][4 * h]);
+        } else {
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            if (col + jj < n) crow[col + jj] = acc[i][4 * h + jj];
+        }
+      }
+    }
+  } else if constexpr (Variant == 1) {
+
     static_assert(BlockM == BlockN && BlockN == BlockK && ThreadM == 1 && ThreadN == 1,
                   "the tiled kernel has square tiles and one element per thread");
     constexpr int kTile = BlockK;

@@ -3,8 +3,9 @@
 # usage: scripts/gpu-host.sh KIT_DIR OUT_DIR [steps...]
 #   steps (after the build, which always runs): test (GPU tests), cpu-test, smoke (short tune),
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
-#   reduce space at 2^25 and 2^28, exported as recordings), peers (tune every kernel of the peer
-#   table, then bench/peers), recordings (brute-force the small spaces and export them)
+#   reduce space at 2^25 and 2^28, exported as recordings), tune-peers (tune the kernels of the
+#   peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored bests, $KTUNE_PEER_ONLY),
+#   recordings (brute-force the small spaces and export them)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -30,6 +31,9 @@ ktune=$build/tuner/ktune
 $ktune devices | tee -a "$out/summary.txt"
 
 deadline=${KTUNE_GPU_DEADLINE:-540}
+# One database for the brute-force, peer-tuning and peer steps, so the peer table finds every
+# kernel's stored best, also across calls on a warm host.
+db=/tmp/ktune-gpu.db
 mkdir -p "$out/recordings"
 export_rec() {  # export_rec KERNEL DB PROBLEM...: the database's trials as a shipped recording
   local k=$1 db=$2; shift 2
@@ -71,41 +75,43 @@ for step in $steps; do
       # The whole reduction space at 2^25 and 2^28, default (adaptive) measurement.
       for n in 25 28; do
         $ktune space reduce --problem n=2**$n --json --sample 0 >"$out/space-2_$n.json"
-        timeout -s INT -k 20 $limit $ktune tune reduce --problem n=2**$n --db /tmp/brute.db --json >"$out/brute-2_$n.json" \
+        timeout -s INT -k 20 $limit $ktune tune reduce --problem n=2**$n --db $db --json >"$out/brute-2_$n.json" \
           2>"$out/brute-2_$n.err"
         log "brute 2^$n: rc=$? $(python3 -c "import json;d=json.load(open('$out/space-2_$n.json'));print('cartesian',d['cartesian'],'valid',d['valid'])")"
       done
       python3 bench/summarize_tune.py b25="$out/brute-2_25.json" b28="$out/brute-2_28.json" \
-        --db /tmp/brute.db --variants n=33554432 | tee -a "$out/summary.txt"
-      export_rec reduce /tmp/brute.db --problem n=2**28
-      export_rec reduce /tmp/brute.db --problem n=2**25 ;;
+        --db $db --variants n=33554432 | tee -a "$out/summary.txt"
+      export_rec reduce $db --problem n=2**28
+      export_rec reduce $db --problem n=2**25 ;;
     client-bench)
       $build/bench/bench_client --benchmark_filter=Gpu --benchmark_min_time=1 >"$out/bench-client.log" 2>&1
       log "bench_client: rc=$?"; grep -E "^BM_" "$out/bench-client.log" | tee -a "$out/summary.txt" ;;
-    peers)
-      # Tune each kernel of the peer table at the table's size, then time the bests beside
-      # cudaMemcpy, CUB and cuBLAS (bench/peers/README.md). reduce reuses the brute step's bests.
-      db=/tmp/peers.db
-      [ -f /tmp/brute.db ] && cp /tmp/brute.db $db
-      for job in copy transpose stencil3d convolution2d matmul; do
+    tune-peers)
+      # Tune each kernel of the peer table at the table's size ($KTUNE_PEER_JOBS, default all
+      # but reduce, whose bests come from the brute step).
+      for job in ${KTUNE_PEER_JOBS:-copy transpose stencil3d convolution2d matmul}; do
         timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --samples 7 --budget-time $((limit - 30)) \
           --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
-      done
-      [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**28 --db $db --json >"$out/tune-reduce28.json" 2>&1
-      [ -f /tmp/brute.db ] || $ktune tune reduce --problem n=2**25 --db $db --json >"$out/tune-reduce25.json" 2>&1
-      timeout -s INT -k 20 $limit $build/bench/ktune_peers --db $db --json "$out/peers.json" >"$out/peers.txt" 2>"$out/peers.err"
+      done ;;
+    peers)
+      # Time the stored bests beside cudaMemcpy, CUB and cuBLAS (bench/peers/README.md);
+      # reduce's bests come from the brute step.
+      only=()
+      [ -n "${KTUNE_PEER_ONLY:-}" ] && only=(--only "$KTUNE_PEER_ONLY")
+      timeout -s INT -k 20 $limit $build/bench/ktune_peers --db $db --json "$out/peers.json" "${only[@]}" \
+        >"$out/peers.txt" 2>"$out/peers.err"
       log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
       for job in copy transpose stencil3d convolution2d; do export_rec $job $db; done
       cp $db "$out/peers.db" ;;
     recordings)
       # The small spaces whole, at their default problem sizes, as shipped recordings.
-      db=/tmp/rec.db
+      rdb=/tmp/rec.db
       for job in soa_aos streams; do
-        timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --json >"$out/tune-$job.json" \
+        timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $rdb --json >"$out/tune-$job.json" \
           2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
-        export_rec $job $db
+        export_rec $job $rdb
       done ;;
     *) log "unknown step $step" ;;
   esac

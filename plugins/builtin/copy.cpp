@@ -1,4 +1,4 @@
-// Built-in kernel `copy`: a grid-stride copy of fp32 (kernels_src/copy.cu), the device's
+// Built-in kernel `copy`: a copy of fp32 in three ways (kernels_src/copy.cu), the device's
 // attainable memory bandwidth against which the other memory-bound kernels are read.
 #include <cstdio>
 #include <cstring>
@@ -27,13 +27,28 @@ const ktune_param_desc kParams[] = {
     {"block_size", "64, 128, 256, 512, 1024", "256", "threads per block"},
     {"vector_width", "1, 2, 4", "4", "floats per access: float, float2, float4"},
     {"blocks_per_sm", "1, 2, 4, 8, 16, 32", "8",
-     "blocks per multiprocessor; the grid is blocks_per_sm * multiprocessor_count"},
+     "blocks per multiprocessor; the grid is blocks_per_sm * multiprocessor_count (variants 0, 1)"},
     {"unroll", "1, 2, 4, 8", "2", "independent accesses per thread and iteration"},
+    {"cache_hint", "0, 1, 2", "0",
+     "cache operators: 0 none, 1 streaming stores (st.global.cs), 2 streaming loads and stores "
+     "(ld.global.cs, st.global.cs)"},
+    {"variant", "0, 1, 2", "0",
+     "0: grid-stride loads and stores; 1: bulk copies through shared memory (cp.async.bulk, "
+     "sm_90 and later); 2: one pass, a block per piece of block_size * unroll vectors"},
+    {"chunk_kb", "4, 8, 16, 32", "16", "KiB moved by one bulk copy (variant 1)"},
+    {"stages", "2, 4, 8", "4", "bulk copies in flight per block, one shared-memory stage each (variant 1)"},
 };
 
 const char* const kRestrictions[] = {
     // One resident wave: more blocks than a multiprocessor holds only queue behind it.
     "block_size * blocks_per_sm <= max_threads_per_multiprocessor",
+    // Each variant's own parameters; the other's stay at one value, so no config is counted twice.
+    "variant == 1 or (chunk_kb == 16 and stages == 4)",
+    "variant != 1 or (block_size == 128 and vector_width == 4 and unroll == 2 and cache_hint == 0)",
+    "variant != 2 or blocks_per_sm == 1",
+    // The bulk copy engine is sm_90's; the grid's stages fit the shared memory.
+    "variant != 1 or (compute_capability >= 90 and "
+    "blocks_per_sm * stages * chunk_kb * 1024 <= max_shared_memory_per_block_optin)",
 };
 
 const ktune_problem_desc kProblem[] = {
@@ -58,7 +73,8 @@ const ktune_kernel_desc kCopy = [] {
   ktune_kernel_desc d{};
   d.struct_size = sizeof(ktune_kernel_desc);
   d.name = "copy";
-  d.description = "grid-stride copy of float32 with vector accesses: the memory-bandwidth yardstick";
+  d.description =
+      "copy of float32 (grid-stride, bulk copy engine, one pass): the memory-bandwidth yardstick";
   d.source = ktune_kernel_src_copy;
   d.source_name = "copy.cu";
   d.entry = "copy<VECTOR_WIDTH>";
@@ -70,8 +86,10 @@ const ktune_kernel_desc kCopy = [] {
   d.restriction_count = std::size(kRestrictions);
   d.problem = kProblem;
   d.problem_count = std::size(kProblem);
-  d.grid[0] = "blocks_per_sm * multiprocessor_count";
+  // Variants 0 and 1: one resident wave; variant 2: a block per piece.
+  d.grid[0] = "div_up(n, block_size * vector_width * unroll) if variant == 2 else blocks_per_sm * multiprocessor_count";
   d.block[0] = "block_size";
+  d.shared_mem = "stages * chunk_kb * 1024 if variant == 1 else 0";  // the bulk variant's stages
   d.buffers = kBuffers;
   d.buffer_count = std::size(kBuffers);
   d.args = kArgs;

@@ -1,5 +1,5 @@
 // Built-in kernel `matmul`: fp32 C = A B (kernels_src/matmul.cu), the lectures' tiled kernel
-// and a register-blocked one. Its reference is a configuration, not a host function: a host
+// and two register-blocked ones. Its reference is a configuration, not a host function: a host
 // product of the default 4096^3 problem is 137 GFLOP, far too slow to run for every worker, so
 // the lecture's tiled kernel computes the reference on the GPU (and the GPU tests check that
 // configuration against a double-precision host product at small sizes).
@@ -14,17 +14,18 @@ namespace ktune::builtin {
 namespace {
 
 const ktune_param_desc kParams[] = {
-    {"variant", "1, 2", "2",
-     "1: the lecture's tiled kernel (square tile, one element per thread); 2: register-blocked"},
+    {"variant", "1, 2, 3", "2",
+     "1: the lecture's tiled kernel (square tile, one element per thread); 2: register-blocked; "
+     "3: register-blocked with two shared-memory stages and 4 x 4 pieces read as float4"},
     {"block_m", "16, 32, 64, 128, 256", "128", "rows of C per block (variant 1: the tile width)"},
     {"block_n", "16, 32, 64, 128, 256", "128", "columns of C per block"},
     {"block_k", "8, 16, 32", "8", "depth of the shared-memory tiles of A and B"},
-    {"thread_m", "1, 2, 4, 8, 16", "8", "rows of C per thread (variant 2)"},
-    {"thread_n", "1, 2, 4, 8, 16", "8", "columns of C per thread (variant 2)"},
+    {"thread_m", "1, 2, 4, 8, 16", "8", "rows of C per thread (variants 2, 3)"},
+    {"thread_n", "1, 2, 4, 8, 16", "8", "columns of C per thread (variants 2, 3)"},
     {"padding", "0, 1, 4", "4", "floats added to each shared-memory row against bank conflicts"},
     {"unroll", "1, 2, 4, 8, 16, 32", "8", "unroll depth of the k loop over a tile"},
     {"vector_width", "1, 2, 4", "4",
-     "floats per global load (float, float2, float4) where the row length allows it (variant 2)"},
+     "floats per global load (float, float2, float4) where the row length allows it (variants 2, 3)"},
     {"maxrregcount", "0, 64, 128", "0",
      "register limit per thread (0: none; the kernel then leaves out __launch_bounds__, which "
      "would override it)"},
@@ -34,10 +35,12 @@ const ktune_param_desc kParams[] = {
 };
 
 const char* const kRestrictions[] = {
-    "variant == 2 or (block_m == block_n == block_k and thread_m == 1 and thread_n == 1 and "
+    "variant != 1 or (block_m == block_n == block_k and thread_m == 1 and thread_n == 1 and "
     "vector_width == 1)",
+    // Variant 3 reads 4 x 4 pieces as float4 from rows that stay 16-byte aligned.
+    "variant != 3 or (thread_m % 4 == 0 and thread_n % 4 == 0 and padding % 4 == 0)",
     "block_m % thread_m == 0 and block_n % thread_n == 0",
-    // Variant 2: at least a warp, and at most 64 accumulators of a thread's 255 registers.
+    // Variants 2 and 3: at least a warp, and at most 64 accumulators of a thread's 255 registers.
     "variant == 1 or (block_m // thread_m) * (block_n // thread_n) >= 32",
     "thread_m * thread_n <= 64",
     "block_k % vector_width == 0 and block_n % vector_width == 0",
@@ -87,7 +90,7 @@ const ktune_kernel_desc kMatmul = [] {
   d.struct_size = sizeof(ktune_kernel_desc);
   d.name = "matmul";
   d.description =
-      "float32 matrix multiply C = A B: the lecture's shared-memory tiles and a register-blocked kernel";
+      "float32 matrix multiply C = A B: the lecture's shared-memory tiles and register-blocked kernels";
   d.source = ktune_kernel_src_matmul;
   d.source_name = "matmul.cu";
   d.entry = "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>";
@@ -103,8 +106,10 @@ const ktune_kernel_desc kMatmul = [] {
   d.grid[1] = "div_up(m, block_m)";
   d.block[0] = "block_n // thread_n";
   d.block[1] = "block_m // thread_m";
-  // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded.
-  d.shared_mem = "4 * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))";
+  // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has two
+  // such stages.
+  d.shared_mem =
+      "4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))";
   d.buffers = kBuffers;
   d.buffer_count = std::size(kBuffers);
   d.args = kArgs;

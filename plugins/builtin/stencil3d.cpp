@@ -1,6 +1,6 @@
 // Built-in kernel `stencil3d`: one sweep of a 7-point stencil over an fp32 3-D grid with the
 // lectures' z-marching kernels (kernels_src/stencil3d.cu): naive, register-pipelined, and
-// register-pipelined with a shared-memory plane.
+// register-pipelined with a shared-memory plane or with four points per thread as float4.
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -60,9 +60,9 @@ int stencil3d_reference(const ktune_reference_ctx* ctx, char* error, std::size_t
 const ktune_param_desc kParams[] = {
     {"block_size_x", "32, 64, 128, 256", "64", "threads per block along x"},
     {"block_size_y", "1, 2, 4, 8, 16", "4", "threads per block along y"},
-    {"variant", "\"naive\", \"registers\", \"shared\"", "\"shared\"",
+    {"variant", "\"naive\", \"registers\", \"shared\", \"vector\"", "\"shared\"",
      "naive: 7 global loads per point; registers: z-1/z/z+1 in registers; shared: and the plane in "
-     "shared memory"},
+     "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
     {"z_chunk", "16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
 };
@@ -100,7 +100,7 @@ const ktune_kernel_desc kStencil3d = [] {
   d.struct_size = sizeof(ktune_kernel_desc);
   d.name = "stencil3d";
   d.description =
-      "7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory plane";
+      "7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory plane, float4 rows";
   d.source = ktune_kernel_src_stencil3d;
   d.source_name = "stencil3d.cu";
   d.entry = "stencil3d";
@@ -112,7 +112,7 @@ const ktune_kernel_desc kStencil3d = [] {
   d.restriction_count = std::size(kRestrictions);
   d.problem = kProblem;
   d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(nx, block_size_x)";
+  d.grid[0] = "div_up(nx, block_size_x * (4 if variant == 'vector' else 1))";  // vector: 4 points a thread
   d.grid[1] = "div_up(ny, block_size_y)";
   d.grid[2] = "div_up(nz, z_chunk)";
   d.block[0] = "block_size_x";

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ktune/cuda_backend.h"
@@ -102,7 +103,7 @@ TEST_F(GpuKernelsA, TransposeWholeSpaceVerifiesAtThreeShapes) {
   }
 }
 
-TEST_F(GpuKernelsA, CopyVerifiesEveryWidthAndUnrollWithTails) {
+TEST_F(GpuKernelsA, CopyVerifiesEveryVariantWidthUnrollAndHintWithTails) {
   CudaBackend backend(backend_options());
   std::vector<Sets> configs;
   for (const char* width : {"1", "2", "4"}) {
@@ -113,9 +114,25 @@ TEST_F(GpuKernelsA, CopyVerifiesEveryWidthAndUnrollWithTails) {
       }
     }
   }
-  // 2^22 divides into every vector; 3000017 leaves a tail of 1 (width 2, 4); 7 is a tail and
-  // one float4 only, far fewer elements than threads.
-  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{7}}) {
+  // Every cache hint; the bulk variant with small and large chunks, shallow and deep rings.
+  for (const char* hint : {"1", "2"}) configs.push_back({{"cache_hint", hint}, {"vector_width", "4"}, {"unroll", "4"}});
+  for (const auto& [chunk, stages, per_sm] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"4", "2", "1"}, {"16", "4", "2"}, {"32", "2", "2"}, {"8", "8", "2"}, {"4", "2", "16"}}) {
+    configs.push_back({{"variant", "1"}, {"block_size", "128"}, {"chunk_kb", chunk}, {"stages", stages},
+                       {"blocks_per_sm", per_sm}});
+  }
+  // The one-pass variant: every width, a whole and a partial last piece, every hint.
+  for (const char* width : {"1", "2", "4"}) {
+    for (const auto& [block, unroll, hint] : std::vector<std::tuple<const char*, const char*, const char*>>{
+             {"64", "1", "0"}, {"1024", "8", "1"}, {"256", "4", "2"}}) {
+      configs.push_back({{"variant", "2"}, {"vector_width", width}, {"block_size", block}, {"unroll", unroll},
+                         {"cache_hint", hint}, {"blocks_per_sm", "1"}});
+    }
+  }
+  // 2^22 divides into every vector and chunk; 3000017 leaves a tail of 1 (width 2, 4) and a
+  // partial chunk; 7 is a tail and one float4 only, far fewer elements than threads, and no
+  // whole chunk; 2^24 + 5 gives each block of the bulk variant several rounds of its ring.
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{7}, (std::int64_t{1} << 24) + 5}) {
     EXPECT_EQ(verify(backend, "copy", {{"n", n}}, configs), static_cast<int>(configs.size()));
   }
 }
@@ -141,7 +158,7 @@ TEST_F(GpuKernelsA, ReduceF32EveryVariantVerifiesAtTwoSizes) {
   }
 }
 
-// Matmul configurations: both variants, every vector width, odd padding, partial unrolling,
+// Matmul configurations: every variant, every vector width, odd padding, partial unrolling,
 // thread tiles from 1 x 16 to 16 x 4, dynamic shared memory above 48 KiB, register limits.
 std::vector<Sets> matmul_configs(const KernelSpec& k) {
   std::vector<Sets> out;
@@ -172,6 +189,18 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
   Sets bounded = blocked("128", "128", "16", "8", "8", "4", "16", "4");
   bounded["launch_bounds"] = "2";
   out.push_back(bounded);
+  // Variant 3: two stages, 4 x 4 pieces; every vector width, no padding, 48 KiB and more.
+  const auto staged = [&](const char* bm, const char* bn, const char* bk, const char* tm, const char* tn,
+                          const char* padding, const char* unroll, const char* width) {
+    Sets s = blocked(bm, bn, bk, tm, tn, padding, unroll, width);
+    s["variant"] = "3";
+    return s;
+  };
+  out.push_back(staged("128", "128", "16", "8", "8", "4", "16", "4"));
+  out.push_back(staged("64", "128", "8", "4", "8", "0", "8", "1"));
+  out.push_back(staged("128", "64", "32", "8", "4", "4", "32", "2"));
+  out.push_back(staged("256", "128", "16", "16", "4", "4", "4", "4"));  // 50 KiB shared
+  out.push_back(staged("32", "64", "8", "4", "4", "4", "2", "4"));      // 128 threads
   return out;
 }
 

@@ -4,11 +4,14 @@
 // data, databases as recordings, and `ktune tune --backend replay` through the real binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "ktune/instance.h"
+#include "ktune/registry.h"
 #include "ktune/replay.h"
 #include "ktune/tuner.h"
 #include "tuner/cli_test_util.h"
@@ -291,6 +294,39 @@ TEST(Replay, BindingRefusesParametersThatDoNotMatch) {
   EXPECT_NO_THROW(backend.bind(fixed));
 }
 
+TEST(Replay, AParameterTheKernelGainedAfterTheRecordingStaysAtItsDefault) {
+  // A kernel that gained a parameter after its recording was made (here stencil3d with an
+  // extra `z_unroll`) replays the recording with the new parameter pinned to its default, every
+  // recorded configuration valid, and says so.
+  const fs::path file = fs::path(KTUNE_SOURCE_DIR) / "db" / "recordings" /
+                        "stencil3d-NVIDIA_H100_80GB_HBM3-nx=512,ny=512,nz=512.json.gz";
+  auto r = std::make_shared<Recording>(read_kt_cache(file.string()));
+  Registry builtin;
+  register_builtin_kernels(builtin);
+  KernelSpec grown = builtin.get("stencil3d");
+  Parameter extra;
+  extra.name = "z_unroll";
+  extra.values = {Value(1), Value(2), Value(4)};
+  extra.default_index = 1;
+  grown.params.push_back(extra);
+  Registry registry;
+  registry.add(grown);
+
+  const ReplayTarget t = replay_target(*r, &registry);
+  EXPECT_FALSE(t.kernel.source.empty());  // the registered kernel, not one synthesized from the file
+  const auto z = std::find_if(t.kernel.params.begin(), t.kernel.params.end(),
+                              [](const Parameter& p) { return p.name == "z_unroll"; });
+  ASSERT_NE(z, t.kernel.params.end());
+  ASSERT_EQ(z->values.size(), 1u);
+  EXPECT_EQ(z->values[0].to_string(), "2");
+  EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(),
+                          [](const std::string& n) { return contains(n, "'z_unroll'") && contains(n, "kept at 2"); }));
+  const KernelInstance inst(t.kernel, t.problem, t.limits);
+  EXPECT_EQ(space_keys(inst.space(), *r), recorded_keys(*r));
+  ReplayBackend backend(r);
+  EXPECT_NO_THROW(backend.bind(inst.space()));
+}
+
 class ReplayTuning : public ::testing::Test {
  protected:
   TempDir dir_;
@@ -455,6 +491,28 @@ TEST_F(ReplayTuning, TheReadmeJobReplaysItsShippedRecordingWithoutAGpu) {
   // --backend cuda insists on a GPU.
   r = run({"tune", "--config", job, "--db", "readme.db", "--backend", "cuda"});
   EXPECT_NE(r.code, 0) << r;
+}
+
+TEST(ReplayData, OfSeveralShippedRecordingsTheOneWithTheMostConfigurationsIsReplayed) {
+  // stencil3d at 512^3 ships from an H100 (306 configurations, before the vector variant) and an
+  // H200 (408): the H200 one covers today's space and is chosen, though it sorts second.
+  TempDir dir;
+  const fs::path shipped = fs::path(KTUNE_SOURCE_DIR) / "db" / "recordings";
+  const std::string problem = "nx=512,ny=512,nz=512";
+  fs::copy_file(shipped / ("stencil3d-NVIDIA_H100_80GB_HBM3-" + problem + ".json.gz"),
+                dir.path() / ("stencil3d-A-" + problem + ".json.gz"));
+  fs::copy_file(shipped / ("stencil3d-NVIDIA_H200-" + problem + ".json.gz"),
+                dir.path() / ("stencil3d-B-" + problem + ".json.gz"));
+  ASSERT_EQ(setenv("KTUNE_RECORDINGS", dir.path().c_str(), 1), 0);
+  const auto found = find_shipped_recording("stencil3d", problem);
+  const auto any_problem = find_shipped_recording("stencil3d", std::nullopt);
+  const auto other = find_shipped_recording("stencil3d", "nx=64,ny=64,nz=64");
+  unsetenv("KTUNE_RECORDINGS");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->filename().string(), "stencil3d-B-" + problem + ".json.gz");
+  ASSERT_TRUE(any_problem.has_value());
+  EXPECT_EQ(any_problem->filename(), found->filename());
+  EXPECT_FALSE(other.has_value());
 }
 
 TEST(ReplayData, ShippedRecordingsFollowTheNamingAndAreListed) {

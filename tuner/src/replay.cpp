@@ -329,7 +329,7 @@ std::optional<fs::path> find_shipped_recording(const std::string& kernel,
   for (const fs::path& dir : recording_dirs()) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
-    std::vector<fs::path> files;
+    std::vector<fs::path> files, matches;
     for (const auto& e : fs::directory_iterator(dir, ec)) files.push_back(e.path());
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
@@ -342,8 +342,17 @@ std::optional<fs::path> find_shipped_recording(const std::string& kernel,
         continue;
       if (stem.rfind(kernel + "-", 0) != 0) continue;
       if (problem_key && !ends_with(stem, "-" + *problem_key)) continue;
-      return f;
+      matches.push_back(f);
     }
+    if (matches.size() == 1) return matches.front();
+    if (matches.empty()) continue;
+    std::optional<fs::path> best;
+    std::size_t most = 0;
+    for (const fs::path& f : matches) {
+      const std::size_t n = read_kt_cache(f.string()).trials.size();
+      if (!best || n > most) best = f, most = n;
+    }
+    return best;
   }
   return std::nullopt;
 }
@@ -375,10 +384,18 @@ ReplayTarget replay_target(const Recording& r, const Registry* registry, const J
   }
   if (registered) {
     // The registered kernel over exactly the recorded values: its restrictions and device
-    // limits then select what was measured.
+    // limits then select what was measured. A parameter the kernel gained after the recording
+    // was made stays at its default, the value that keeps the kernel as it was measured.
+    const KernelSpec& known = registry->get(r.kernel_name);
     JobFile narrow;
     for (const auto& p : r.params) narrow.space.emplace_back(p.name, p.values);
-    t.kernel = apply_job(registry->get(r.kernel_name), narrow);
+    for (const Parameter& q : known.params)
+      if (std::none_of(r.params.begin(), r.params.end(), [&](const Parameter& p) { return p.name == q.name; })) {
+        narrow.space.emplace_back(q.name, std::vector<Value>{q.values.at(q.default_index)});
+        t.notes.push_back(fmt::format("{}: parameter '{}' of kernel '{}' is not in the recording: kept at {}",
+                                      r.path, q.name, r.kernel_name, q.values.at(q.default_index).to_string()));
+      }
+    t.kernel = apply_job(known, narrow);
     if (job) t.kernel = apply_job(t.kernel, *job);
   } else {
     t.kernel = kernel_from_recording(r);

@@ -130,7 +130,10 @@ std::vector<std::filesystem::path> replay_job_dirs();
 // device name with characters other than letters, digits and ._=,+ replaced by '_'.
 std::string recording_file_name(const std::string& kernel, const std::string& device,
                                 const std::string& problem_key);
-// A shipped recording of a kernel (for a problem key when given), the first in name order.
+// A shipped recording of a kernel (for a problem key when given). Where several match (one
+// kernel and problem measured on several GPUs), the one with the most configurations, which
+// covers the most of today's space; on a tie the first in name order. The first directory of
+// recording_dirs() with a match wins.
 std::optional<std::filesystem::path> find_shipped_recording(
     const std::string& kernel, const std::optional<std::string>& problem_key);
 // configs/replay/<kernel>.toml from replay_job_dirs(), if any.
