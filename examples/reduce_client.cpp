@@ -93,7 +93,7 @@ int run(int argc, char** argv) {
               static_cast<long long>(n), query_us);
   std::printf("lookup:      %s\n", best->describe().c_str());
   std::printf(
-      "measured:    %.4f ms median of %d runs (spread %.2f%%) on %s, n=%s; run %lld, trial %lld, "
+      "measured:    %.4f ms median of %d runs (spread %.2f%%) on %s, %s; run %lld, trial %lld, "
       "%s\n",
       best->measurement.time_ms, best->measurement.sample_count,
       100 * best->measurement.time_spread, best->provenance.device_name.c_str(),

@@ -5,7 +5,8 @@
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^25 and 2^28, exported as recordings), tune-peers (tune the kernels of the
 #   peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored bests, $KTUNE_PEER_ONLY),
-#   recordings (brute-force the small spaces and export them)
+#   recordings (brute-force the small spaces and export them), example (the client example on
+#   the smoke step's database)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -104,10 +105,20 @@ for step in $steps; do
       log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
       for job in copy transpose stencil3d convolution2d; do export_rec $job $db; done
       cp $db "$out/peers.db" ;;
+    example)
+      # The client example (examples/), built against the installed package as its test does,
+      # run on the smoke step's database: the tuned problem, then one that was not tuned.
+      (cd $build && ctest -R ktune_client_example_find_package --output-on-failure) >"$out/example.log" 2>&1
+      log "example build: rc=$?"
+      ex=$build/tests/client-example-find-package/build/reduce_client
+      for n in 33554432 30000001; do
+        $ex /tmp/smoke.db $n /tmp/ktune-client-cache >>"$out/example.log" 2>&1
+        log "example n=$n: rc=$? $(tail -3 "$out/example.log" | tr '\n' ' ')"
+      done ;;
     recordings)
       # The small spaces whole, at their default problem sizes, as shipped recordings.
       rdb=/tmp/rec.db
-      for job in soa_aos streams; do
+      for job in soa_aos streams reduce_f32; do
         timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $rdb --json >"$out/tune-$job.json" \
           2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
