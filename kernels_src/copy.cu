@@ -1,15 +1,15 @@
-// Copy of n floats, the bandwidth yardstick the other kernels are compared with, in two ways.
+// Copy of n floats, the bandwidth yardstick the other kernels are compared with, in three ways.
 //
 // VARIANT 0, grid-stride: the grid is a fixed number of blocks per multiprocessor (one resident
-// wave) and each thread
-// walks the array with the grid's stride, moving VECTOR_WIDTH floats per access (float, float2,
-// float4) and UNROLL independent accesses per iteration, all loads before any store, so each
-// thread keeps several requests in flight. A tail of n % VECTOR_WIDTH floats is copied one by
-// one. CACHE_HINT picks the cache operators of the vector accesses: 0 none (ld.global.nc through
-// const __restrict__, st.global), 1 streaming stores (st.global.cs: evict first, the copy is not
-// read again), 2 streaming loads and stores (ld.global.cs, st.global.cs). ktune defines
-// BLOCK_SIZE, VECTOR_WIDTH, BLOCKS_PER_SM, UNROLL, CACHE_HINT, VARIANT, CHUNK_KB, STAGES and
-// KTUNE_LAUNCH_BOUNDS; indices are 64-bit, so n may exceed 2^32.
+// wave) and each thread walks the array with the grid's stride, moving VECTOR_WIDTH floats per
+// access (float, float2, float4) and UNROLL independent accesses per iteration, all loads before
+// any store, so each thread keeps several requests in flight. A tail of n % VECTOR_WIDTH floats is
+// copied one by one. CACHE_HINT (variants 0 and 2) picks the cache operators of the vector
+// accesses: 0 none (ld.global.nc through const __restrict__, st.global), 1 streaming stores
+// (st.global.cs: evict first, the copy is not read again), 2 streaming loads and stores
+// (ld.global.cs, st.global.cs). ktune defines BLOCK_SIZE, VECTOR_WIDTH, BLOCKS_PER_SM, UNROLL,
+// CACHE_HINT, VARIANT, CHUNK_KB, STAGES and KTUNE_LAUNCH_BOUNDS; indices are 64-bit, so n may
+// exceed 2^32.
 //
 // VARIANT 1, bulk (sm_90 and later): the copy engine of each multiprocessor moves the data.
 // The array is cut into chunks of CHUNK_KB KiB, dealt round-robin to the blocks; one thread per

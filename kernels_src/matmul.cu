@@ -89,6 +89,20 @@ __device__ __forceinline__ void matmul_load(const float* __restrict__ row, unsig
   }
 }
 
+// Calls f(pass, row, col) for each vector of a Rows x Cols tile, Width floats per vector, that
+// thread `tid` of Threads moves: vector pass * Threads + tid, consecutive threads along a row
+// (variant 3; variant 2 spells the same walk out, and its code stays as it was measured).
+template <int Rows, int Cols, int Width, int Threads, typename F>
+__device__ __forceinline__ void matmul_tile_vectors(unsigned tid, F&& f) {
+  constexpr int kRowVectors = Cols / Width;
+  constexpr int kVectors = Rows * kRowVectors;
+#pragma unroll
+  for (int pass = 0; pass < (kVectors + Threads - 1) / Threads; ++pass) {
+    const unsigned v = pass * Threads + tid;
+    if (kVectors % Threads == 0 || v < kVectors) f(pass, v / kRowVectors, v % kRowVectors * Width);
+  }
+}
+
 template <int Variant, int BlockM, int BlockN, int BlockK, int ThreadM, int ThreadN, int Padding,
           int VectorWidth>
 __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const float* __restrict__ b,
@@ -110,10 +124,8 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
     constexpr int kSizeA = BlockK * kPitchA;   // a multiple of 4: B's tile stays aligned
     constexpr int kStage = kSizeA + BlockK * kPitchB;
     constexpr int kStrideM = kThreadsY * 4, kStrideN = kThreadsX * 4;  // between a thread's pieces
-    constexpr int kVectorsA = BlockM * BlockK / VectorWidth;
-    constexpr int kVectorsB = BlockK * BlockN / VectorWidth;
-    constexpr int kPassesA = (kVectorsA + kThreads - 1) / kThreads;
-    constexpr int kPassesB = (kVectorsB + kThreads - 1) / kThreads;
+    constexpr int kPassesA = (BlockM * BlockK / VectorWidth + kThreads - 1) / kThreads;
+    constexpr int kPassesB = (BlockK * BlockN / VectorWidth + kThreads - 1) / kThreads;
     const unsigned tx = threadIdx.x, ty = threadIdx.y;
     const unsigned tid = ty * kThreadsX + tx;
     const unsigned m0 = blockIdx.y * BlockM, n0 = blockIdx.x * BlockN;
@@ -123,49 +135,25 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
     // The next tiles, on their way from global memory to the other stage.
     float ga[kPassesA][VectorWidth], gb[kPassesB][VectorWidth];
     const auto fetch = [&](unsigned k0) {
-#pragma unroll
-      for (int pass = 0; pass < kPassesA; ++pass) {
-        const unsigned v = pass * kThreads + tid;
-        if (kVectorsA % kThreads == 0 || v < kVectorsA) {
-          const unsigned r = v / (BlockK / VectorWidth);
-          const unsigned cc = v % (BlockK / VectorWidth) * VectorWidth;
-          matmul_load<VectorWidth>(a + u64(m0 + r) * k, k0 + cc, k, m0 + r < m, a_vectors, ga[pass]);
-        }
-      }
-#pragma unroll
-      for (int pass = 0; pass < kPassesB; ++pass) {
-        const unsigned v = pass * kThreads + tid;
-        if (kVectorsB % kThreads == 0 || v < kVectorsB) {
-          const unsigned r = v / (BlockN / VectorWidth);
-          const unsigned cc = v % (BlockN / VectorWidth) * VectorWidth;
-          matmul_load<VectorWidth>(b + u64(k0 + r) * n, n0 + cc, n, k0 + r < k, b_vectors, gb[pass]);
-        }
-      }
+      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+        matmul_load<VectorWidth>(a + u64(m0 + r) * k, k0 + cc, k, m0 + r < m, a_vectors, ga[pass]);
+      });
+      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+        matmul_load<VectorWidth>(b + u64(k0 + r) * n, n0 + cc, n, k0 + r < k, b_vectors, gb[pass]);
+      });
     };
     const auto stash = [&](float* stage) {
       float* const as = stage;
       float* const bs = stage + kSizeA;
+      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
 #pragma unroll
-      for (int pass = 0; pass < kPassesA; ++pass) {
-        const unsigned v = pass * kThreads + tid;
-        if (kVectorsA % kThreads == 0 || v < kVectorsA) {
-          const unsigned r = v / (BlockK / VectorWidth);
-          const unsigned cc = v % (BlockK / VectorWidth) * VectorWidth;
-#pragma unroll
-          for (int j = 0; j < VectorWidth; ++j) as[(cc + j) * kPitchA + r] = ga[pass][j];
-        }
-      }
-#pragma unroll
-      for (int pass = 0; pass < kPassesB; ++pass) {
-        const unsigned v = pass * kThreads + tid;
-        if (kVectorsB % kThreads == 0 || v < kVectorsB) {
-          const unsigned r = v / (BlockN / VectorWidth);
-          const unsigned cc = v % (BlockN / VectorWidth) * VectorWidth;
-          // cc is a multiple of the width and the pitch one of 4: the vector store is aligned.
-          *reinterpret_cast<typename MatmulVec<VectorWidth>::type*>(bs + r * kPitchB + cc) =
-              matmul_pack<VectorWidth>(gb[pass]);
-        }
-      }
+        for (int j = 0; j < VectorWidth; ++j) as[(cc + j) * kPitchA + r] = ga[pass][j];
+      });
+      // cc is a multiple of the width and the pitch one of 4: the vector store is aligned.
+      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+        *reinterpret_cast<typename MatmulVec<VectorWidth>::type*>(bs + r * kPitchB + cc) =
+            matmul_pack<VectorWidth>(gb[pass]);
+      });
     };
 
     float acc[ThreadM][ThreadN];

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds ktune on the GPU host and runs what needs a GPU, writing logs under OUT_DIR.
 # usage: scripts/gpu-host.sh KIT_DIR OUT_DIR [steps...]
+#   KIT_DIR: the build dependencies for a host without a package manager, with a setup.sh that
+#   unpacks them under the prefix it is given ($KTUNE_DEPS_PREFIX, default $TMPDIR/ktune-deps)
+#   and exports the search paths (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH, Python3_EXECUTABLE).
 #   steps (after the build, which always runs): test (GPU tests), cpu-test, smoke (short tune),
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^25 and 2^28, exported as recordings), tune-peers (tune the kernels of the
@@ -16,7 +19,8 @@ kit=${1:?kit dir}; out=${2:?out dir}; shift 2
 steps=${*:-build test}
 mkdir -p "$out"
 # shellcheck disable=SC1091
-source "$kit/setup.sh" /tmp/gpu-kit >/dev/null  # an argument: it would take ours as its prefix
+# The prefix is passed explicitly: without one, setup.sh would take this script's arguments.
+source "$kit/setup.sh" "${KTUNE_DEPS_PREFIX:-${TMPDIR:-/tmp}/ktune-deps}" >/dev/null
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
 build=${KTUNE_GPU_BUILD:-build-gpu}
 limit=${KTUNE_GPU_STEP_LIMIT:-150}
@@ -37,9 +41,9 @@ deadline=${KTUNE_GPU_DEADLINE:-540}
 db=/tmp/ktune-gpu.db
 mkdir -p "$out/recordings"
 export_rec() {  # export_rec KERNEL DB PROBLEM...: the database's trials as a shipped recording
-  local k=$1 db=$2; shift 2
-  $ktune export "$k" --db "$db" --kt-cache "$out/recordings/" "$@" >>"$out/export.log" 2>&1 ||
-    log "export $k failed: $(tail -2 "$out/export.log")"
+  local k=$1 db=$2 said; shift 2
+  said=$($ktune export "$k" --db "$db" --kt-cache "$out/recordings/" "$@" 2>&1) || log "export $k failed: $said"
+  echo "$said" >>"$out/export.log"
 }
 for step in $steps; do
   if (( $(date +%s) - start > deadline )); then log "skipped $step: past ${deadline} s"; continue; fi
@@ -103,7 +107,10 @@ for step in $steps; do
       timeout -s INT -k 20 $limit $build/bench/ktune_peers --db $db --json "$out/peers.json" "${only[@]}" \
         >"$out/peers.txt" 2>"$out/peers.err"
       log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
-      for job in copy transpose stencil3d convolution2d; do export_rec $job $db; done
+      # The recordings of the kernels tuned here (reduce's come from the brute step).
+      for job in ${KTUNE_PEER_JOBS:-copy transpose stencil3d convolution2d}; do
+        [ "$job" = matmul ] || export_rec $job $db
+      done
       cp $db "$out/peers.db" ;;
     example)
       # The client example (examples/), built against the installed package as its test does,
