@@ -6,7 +6,9 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/plugins/include/ktune
-                  ${PROJECT_SOURCE_DIR}/tuner/include/ktune
+                  ${PROJECT_SOURCE_DIR}/tuner/include/core/ktune
+                  ${PROJECT_SOURCE_DIR}/tuner/include/compile/ktune
+                  ${PROJECT_SOURCE_DIR}/tuner/include/tuner/ktune
                   ${PROJECT_SOURCE_DIR}/db/include/ktune
                   ${PROJECT_SOURCE_DIR}/db/client/include/ktune
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -20,7 +20,7 @@
 
 #include "ktune/error.h"
 #include "ktune/strategy.h"
-#include "optuna/optuna_strategy.h"
+#include "strategies/optuna/strategy.h"
 
 namespace ktune {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "ktune/error.h"
 #include "ktune/store.h"
-#include "optuna/optuna_strategy.h"
+#include "strategies/optuna/strategy.h"
 #include "tuner/cli_test_util.h"
 
 namespace ktune {

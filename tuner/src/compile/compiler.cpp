@@ -22,10 +22,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ipc.h"
+#include "process/ipc.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
-#include "subprocess.h"
+#include "process/subprocess.h"
 
 namespace ktune {
 namespace {

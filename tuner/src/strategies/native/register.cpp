@@ -1,8 +1,8 @@
 // Native strategies: the published winners on GPU tuning spaces (Schoonhoven, van Werkhoven and
 // Batenburg, IEEE TEVC 2022), as Kernel Tuner implements them, made ask/tell. Options and
 // defaults are documented in docs/strategies.md.
-#include "native_strategies.h"
-#include "strategy_registry.h"
+#include "strategies/native/native.h"
+#include "strategies/registry.h"
 
 namespace ktune {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ktune/strategy.h"
-#include "optuna_module.h"
+#include "strategies/optuna/module.h"
 
 namespace ktune::optuna {
 

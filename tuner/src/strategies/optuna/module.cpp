@@ -2,7 +2,7 @@
 // the embedded CPython for the life of the process; every entry point takes the GIL through a
 // scoped guard and catches everything, turning exceptions into a status code and a message
 // (see optuna_module.h for the ABI).
-#include "optuna_module.h"
+#include "strategies/optuna/module.h"
 
 #include <dlfcn.h>
 #include <pybind11/embed.h>

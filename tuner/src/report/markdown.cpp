@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report_internal.h"
+#include "report/internal.h"
 
 namespace ktune {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report_internal.h"
+#include "report/internal.h"
 
 namespace ktune::report_detail {
 

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "ipc.h"
+#include "process/ipc.h"
 
 namespace ktune {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "report_internal.h"
+#include "report/internal.h"
 
 namespace ktune::report_detail {
 

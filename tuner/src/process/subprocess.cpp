@@ -1,5 +1,5 @@
 // Subprocess: posix_spawn with the request/reply pipes on fds 3 and 4.
-#include "subprocess.h"
+#include "process/subprocess.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The shared machinery of the native strategies (see native_common.h).
-#include "native_common.h"
+#include "strategies/native/common.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -23,8 +23,8 @@
 
 #include "ktune/error.h"
 #include "ktune/hash.h"
-#include "optuna/optuna_strategy.h"
-#include "strategy_registry.h"
+#include "strategies/optuna/strategy.h"
+#include "strategies/registry.h"
 
 #ifndef KTUNE_OPTUNA_MODULE_PATHS
 #define KTUNE_OPTUNA_MODULE_PATHS ""

@@ -15,7 +15,7 @@
 
 #include "ktune/error.h"
 #include "ktune/replay.h"
-#include "stats.h"
+#include "backends/stats.h"
 
 namespace ktune {
 

@@ -8,10 +8,10 @@
 #include <chrono>
 #include <deque>
 
-#include "ipc.h"
+#include "process/ipc.h"
 #include "ktune/error.h"
-#include "subprocess.h"
-#include "worker_protocol.h"
+#include "process/subprocess.h"
+#include "backends/cuda/protocol.h"
 
 namespace ktune {
 

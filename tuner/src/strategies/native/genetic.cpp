@@ -7,8 +7,8 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "native_common.h"
-#include "native_strategies.h"
+#include "strategies/native/common.h"
+#include "strategies/native/native.h"
 
 namespace ktune::native {
 

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "native_common.h"
-#include "native_strategies.h"
+#include "strategies/native/common.h"
+#include "strategies/native/native.h"
 
 namespace ktune::native {
 

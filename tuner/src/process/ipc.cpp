@@ -1,5 +1,5 @@
 // Pipe framing for the worker protocol (see ipc.h).
-#include "ipc.h"
+#include "process/ipc.h"
 
 #include <poll.h>
 #include <unistd.h>

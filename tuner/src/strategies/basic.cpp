@@ -10,7 +10,7 @@
 
 #include "ktune/error.h"
 #include "ktune/strategy.h"
-#include "strategy_registry.h"
+#include "strategies/registry.h"
 
 namespace ktune {
 

@@ -15,15 +15,15 @@
 #include <optional>
 #include <thread>
 
-#include "ipc.h"
+#include "process/ipc.h"
 #include "ktune/cuda_backend.h"
 #include "ktune/gpu_evaluator.h"
-#include "worker_protocol.h"
+#include "backends/cuda/protocol.h"
 #include "ktune/error.h"
 #include "ktune/expr.h"
 #include "ktune/hash.h"
 #include "ktune/registry.h"
-#include "stats.h"
+#include "backends/stats.h"
 
 namespace ktune {
 namespace {

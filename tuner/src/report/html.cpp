@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "report_internal.h"
+#include "report/internal.h"
 
 namespace ktune {
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "ktune/error.h"
-#include "report_internal.h"
+#include "report/internal.h"
 
 namespace ktune {
 
