@@ -137,7 +137,7 @@ struct Fixture {
             if (t == 0) winner = id;
           }
           store.set_best(winner);
-          store.finish_run(run_id, "finished", "{}");
+          store.finish_run(run_id, ktune::RunStatus::kFinished, "{}");
         }
       }
     }

@@ -311,7 +311,7 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
       if (winner.id == 0 || r.time_ms < winner.time_ms) winner = r;
     }
     if (winner.id) store.set_best(winner.id);
-    store.finish_run(run_id, "finished", "{\"trials\": " + std::to_string(n) + "}");
+    store.finish_run(run_id, ktune::RunStatus::kFinished, "{\"trials\": " + std::to_string(n) + "}");
     run_times.emplace_back(run_id, start, clock + 0.5);
     clock += 120;
   }

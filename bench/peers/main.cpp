@@ -141,7 +141,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   MeasureOptions m;
   m.samples = samples;
   m.warmup = 3;
-  m.flush_l2 = "never";  // every case's buffers are far larger than the L2; peers run the same way
+  m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers run the same way
 
   // A kernel whose reference is a configuration's output needs that configuration compiled.
   std::optional<CompileResult> reference;

@@ -8,7 +8,11 @@
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <array>
 #include <cctype>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -91,14 +95,14 @@ constexpr const char* kProblemColumns = "id, kernel_name, key, json";
 constexpr const char* kRunColumns =
     "id, kernel_id, device_id, problem_id, backend, strategy, strategy_options, budget, status, "
     "started_at, finished_at, ktune_version, nvrtc_version, driver_version, host, command_line, "
-    "seed, summary";
+    "seed, summary, replayed, flush_l2, boot_id, pid, process_start";
 // The order read_trial and add_trial use; id comes first and is not inserted.
 constexpr const char* kTrialColumns =
     "id, run_id, kernel_id, device_id, problem_id, config_key, config_json, status, error, "
     "time_ms, time_min_ms, time_mean_ms, time_spread, sample_count, samples_ms, gbps, gflops, "
     "registers, local_bytes, spill_bytes, static_shared_bytes, dynamic_shared_bytes, "
     "max_threads_per_block, occupancy, arch, compile_options, compile_log, cubin_hash, "
-    "compile_ms, eval_ms, created_at";
+    "compile_ms, eval_ms, created_at, kind, l2_flushed";
 constexpr const char* kBestColumns =
     "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at";
 
@@ -152,7 +156,9 @@ RunRecord read_run(SQLite::Statement& q) {
   r.strategy = q.getColumn(c++).getString();
   r.strategy_options = q.getColumn(c++).getString();
   r.budget = q.getColumn(c++).getString();
-  r.status = q.getColumn(c++).getString();
+  const std::string status = q.getColumn(c++).getString();
+  // The schema's triggers admit only the four names.
+  r.status = run_status_from_string(status).value_or(RunStatus::kFailed);
   r.started_at = q.getColumn(c++).getString();
   r.finished_at = q.getColumn(c++).getString();
   r.ktune_version = q.getColumn(c++).getString();
@@ -162,6 +168,15 @@ RunRecord read_run(SQLite::Statement& q) {
   r.command_line = q.getColumn(c++).getString();
   r.seed = static_cast<std::uint64_t>(q.getColumn(c++).getInt64());
   r.summary = q.getColumn(c++).getString();
+  r.replayed = q.getColumn(c++).getInt() != 0;
+  r.flush_l2 = flush_l2_from_string(q.getColumn(c++).getString());
+  r.boot_id = q.getColumn(c++).getString();
+  r.pid = q.getColumn(c++).getInt64();
+  r.process_start = q.getColumn(c++).getInt64();
+  // A run is only as live as its process.
+  if (r.status == RunStatus::kRunning &&
+      !ProcessIdentity{r.host, r.boot_id, r.pid, r.process_start}.alive())
+    r.status = RunStatus::kInterrupted;
   return r;
 }
 
@@ -200,6 +215,9 @@ TrialRecord read_trial(SQLite::Statement& q) {
   t.compile_ms = column_real(q, c++);
   t.eval_ms = column_real(q, c++);
   t.created_at = q.getColumn(c++).getString();
+  // Kinds are only ever appended, so a value this ktune does not name is kept as is.
+  t.kind = static_cast<TrialKind>(q.getColumn(c++).getInt());
+  t.l2_flushed = q.getColumn(c++).getInt();
   return t;
 }
 
@@ -290,17 +308,36 @@ struct Store::Impl {
     b.kernel = kernel(b.kernel_id).value();
   }
 
-  std::vector<TrialRecord> trials(const std::string& sql, std::int64_t a, std::int64_t b = 0,
-                                  std::int64_t c = 0) {
+  std::vector<TrialRecord> trials(const std::string& sql, std::int64_t a) {
     Cached q = statement(sql);
     q->bind(1, a);
-    if (q->getBindParameterCount() >= 3) {
-      q->bind(2, b);
-      q->bind(3, c);
-    }
     std::vector<TrialRecord> out;
     while (q->executeStep()) out.push_back(read_trial(*q));
     return out;
+  }
+
+  // Runs whose row says running but whose process is gone were killed: they are written down
+  // as interrupted, finished at their last trial (or their start).
+  void close_dead_runs() {
+    std::vector<std::int64_t> dead;
+    {
+      Cached q = statement(
+          "SELECT id, host, boot_id, pid, process_start FROM runs WHERE status = 'running'");
+      while (q->executeStep()) {
+        const ProcessIdentity p{q->getColumn(1).getString(), q->getColumn(2).getString(),
+                                q->getColumn(3).getInt64(), q->getColumn(4).getInt64()};
+        if (!p.alive()) dead.push_back(q->getColumn(0).getInt64());
+      }
+    }
+    for (const std::int64_t id : dead) {
+      Cached q = statement(
+          "UPDATE runs SET status = 'interrupted', summary = ?2, finished_at = coalesce("
+          "(SELECT max(created_at) FROM trials WHERE run_id = ?1), started_at) "
+          "WHERE id = ?1 AND status = 'running'");
+      q->bind(1, id);
+      q->bind(2, R"({"closed":"its process ended without finishing the run"})");
+      q->exec();
+    }
   }
 
   // Declaration order matters: statements must be finalised before the database closes.
@@ -423,7 +460,9 @@ Store Store::open(const std::filesystem::path& path, Mode mode,
       // commits) and saves an fsync per trial.
       db.exec("PRAGMA synchronous = NORMAL");
     }
-    return Store(std::move(impl));
+    Store store(std::move(impl));
+    if (!read_only) store.impl_->close_dead_runs();
+    return store;
   } catch (const SQLite::Exception& e) {
     throw detail::database_error(where, e, read_only);
   }
@@ -547,8 +586,10 @@ std::int64_t Store::begin_run(const RunRecord& run) {
     Cached q = impl_->statement(
         "INSERT INTO runs (kernel_id, device_id, problem_id, backend, strategy, "
         "strategy_options, budget, status, started_at, finished_at, ktune_version, "
-        "nvrtc_version, driver_version, host, command_line, seed, summary) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?)");
+        "nvrtc_version, driver_version, host, command_line, seed, summary, replayed, flush_l2, "
+        "boot_id, pid, process_start) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    const ProcessIdentity self = ProcessIdentity::current();
     int c = 1;
     q->bind(c++, run.kernel_id);
     q->bind(c++, run.device_id);
@@ -561,26 +602,30 @@ std::int64_t Store::begin_run(const RunRecord& run) {
     q->bind(c++, run.ktune_version);
     q->bind(c++, run.nvrtc_version);
     q->bind(c++, run.driver_version);
-    q->bind(c++, run.host);
+    q->bind(c++, self.host);
     q->bind(c++, run.command_line);
     q->bind(c++, static_cast<std::int64_t>(run.seed));  // bits kept; read back as uint64
     q->bind(c++, run.summary);
+    q->bind(c++, run.replayed ? 1 : 0);
+    q->bind(c++, run.flush_l2 ? std::string(to_string(*run.flush_l2)) : std::string());
+    q->bind(c++, self.boot_id);
+    q->bind(c++, self.pid);
+    q->bind(c++, self.start);
     q->exec();
     return impl_->db.getLastInsertRowid();
   });
 }
 
-void Store::finish_run(std::int64_t run_id, const std::string& status, const std::string& summary) {
+void Store::finish_run(std::int64_t run_id, RunStatus status, const std::string& summary) {
   impl_->require_writable("finish_run");
-  if (status != "finished" && status != "interrupted" && status != "failed") {
+  if (status == RunStatus::kRunning) {
     throw Error(ErrorKind::kInternal, impl_->where + ": finish_run: run " + std::to_string(run_id) +
-                                          ": status '" + status +
-                                          "' is not one of finished, interrupted, failed");
+                                          ": a run ends finished, interrupted or failed");
   }
   impl_->guard("finish_run", [&] {
     Cached q =
         impl_->statement("UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE id = ?");
-    q->bind(1, status);
+    q->bind(1, std::string(to_string(status)));
     q->bind(2, utc_now());
     q->bind(3, summary);
     q->bind(4, run_id);
@@ -605,7 +650,8 @@ std::vector<RunRecord> Store::runs(std::optional<std::string> kernel_name) const
     Cached q = impl_->statement(
         "SELECT r.id, r.kernel_id, r.device_id, r.problem_id, r.backend, r.strategy, "
         "r.strategy_options, r.budget, r.status, r.started_at, r.finished_at, r.ktune_version, "
-        "r.nvrtc_version, r.driver_version, r.host, r.command_line, r.seed, r.summary "
+        "r.nvrtc_version, r.driver_version, r.host, r.command_line, r.seed, r.summary, "
+        "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start "
         "FROM runs r JOIN kernels k ON k.id = r.kernel_id "
         "WHERE ?1 IS NULL OR k.name = ?1 ORDER BY r.id");
     if (kernel_name) q->bind(1, *kernel_name);
@@ -646,7 +692,7 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       Cached q = impl_->statement(std::string("INSERT INTO trials (") +
                                   (kTrialColumns + std::string_view("id, ").size()) +
                                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       int c = 1;
       q->bind(c++, trial.run_id);
       q->bind(c++, trial.kernel_id);
@@ -678,6 +724,8 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       bind_real(*q, c++, trial.compile_ms);
       bind_real(*q, c++, trial.eval_ms);
       q->bind(c++, trial.created_at.empty() ? utc_now() : trial.created_at);
+      q->bind(c++, static_cast<int>(trial.kind));
+      q->bind(c++, trial.l2_flushed);
       q->exec();
     }
     const std::int64_t id = impl_->db.getLastInsertRowid();
@@ -694,27 +742,39 @@ std::vector<TrialRecord> Store::trials_of_run(std::int64_t run_id) const {
 }
 
 std::vector<TrialRecord> Store::trials_for(std::int64_t kernel_id, std::int64_t device_id,
-                                           std::int64_t problem_id) const {
+                                           std::int64_t problem_id,
+                                           std::optional<bool> replayed) const {
   return impl_->guard("trials_for", [&] {
-    return impl_->trials(
+    Cached q = impl_->statement(
         select_from(kTrialColumns, "trials",
-                    "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? ORDER BY id"),
-        kernel_id, device_id, problem_id);
+                    "WHERE kernel_id = ?1 AND device_id = ?2 AND problem_id = ?3 AND (?4 IS NULL "
+                    "OR run_id IN (SELECT id FROM runs WHERE replayed = ?4)) ORDER BY id"));
+    q->bind(1, kernel_id);
+    q->bind(2, device_id);
+    q->bind(3, problem_id);
+    if (replayed) q->bind(4, *replayed ? 1 : 0);
+    std::vector<TrialRecord> out;
+    while (q->executeStep()) out.push_back(read_trial(*q));
+    return out;
   });
 }
 
 std::optional<TrialRecord> Store::find_trial(std::int64_t kernel_id, std::int64_t device_id,
-                                             std::int64_t problem_id,
-                                             const std::string& config_key) const {
+                                             std::int64_t problem_id, const std::string& config_key,
+                                             bool replayed) const {
   return impl_->guard("find_trial", [&]() -> std::optional<TrialRecord> {
-    Cached q = impl_->statement(select_from(kTrialColumns, "trials",
-                                            "WHERE kernel_id = ? AND device_id = ? AND "
-                                            "problem_id = ? AND config_key = ? "
-                                            "ORDER BY id DESC LIMIT 1"));
+    // Walks the (kernel, device, problem, config_key) index from the newest trial, passing over
+    // re-timings and trials of the other kind of run.
+    Cached q = impl_->statement(select_from(
+        kTrialColumns, "trials",
+        "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND config_key = ? "
+        "AND kind != 1 AND run_id IN (SELECT id FROM runs WHERE replayed = ?) "
+        "ORDER BY id DESC LIMIT 1"));
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);
     q->bind(4, config_key);
+    q->bind(5, replayed ? 1 : 0);
     if (!q->executeStep()) return std::nullopt;
     return read_trial(*q);
   });
@@ -858,6 +918,110 @@ std::optional<std::string> Store::binary(const std::string& key) const {
     const auto* data = static_cast<const char*>(c.getBlob());
     return std::string(data, data + c.getBytes());
   });
+}
+
+namespace {
+
+template <typename E, std::size_t N>
+std::optional<E> from_name(const std::array<std::pair<E, std::string_view>, N>& names,
+                           std::string_view name) {
+  for (const auto& [value, text] : names)
+    if (text == name) return value;
+  return std::nullopt;
+}
+
+template <typename E, std::size_t N>
+std::string_view to_name(const std::array<std::pair<E, std::string_view>, N>& names, E value) {
+  for (const auto& [v, text] : names)
+    if (v == value) return text;
+  return "unknown";
+}
+
+constexpr std::array<std::pair<RunStatus, std::string_view>, 4> kRunStatusNames{{
+    {RunStatus::kRunning, "running"},
+    {RunStatus::kFinished, "finished"},
+    {RunStatus::kInterrupted, "interrupted"},
+    {RunStatus::kFailed, "failed"},
+}};
+constexpr std::array<std::pair<TrialKind, std::string_view>, 3> kTrialKindNames{{
+    {TrialKind::kSearch, "search"},
+    {TrialKind::kRetime, "retime"},
+    {TrialKind::kWarmStart, "warm_start"},
+}};
+constexpr std::array<std::pair<FlushL2, std::string_view>, 3> kFlushNames{{
+    {FlushL2::kAuto, "auto"},
+    {FlushL2::kAlways, "always"},
+    {FlushL2::kNever, "never"},
+}};
+
+std::string read_text_file(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return "";
+  char buffer[4096];
+  const std::size_t n = std::fread(buffer, 1, sizeof buffer, f);
+  std::fclose(f);
+  return std::string(buffer, n);
+}
+
+// Field 22 of /proc/<pid>/stat, the process's start time in clock ticks since boot; 0 when the
+// process does not exist or is a zombie.
+std::int64_t process_start_time(std::int64_t pid) {
+  const std::string stat = read_text_file(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  // The command name (field 2) is in parentheses and may hold spaces; fields follow the last ')'.
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::size_t field = 2, i = close + 1;
+  std::string state;
+  while (i < stat.size() && field < 22) {
+    while (i < stat.size() && stat[i] == ' ') ++i;
+    const std::size_t end = stat.find(' ', i);
+    ++field;
+    if (field == 3) state = stat.substr(i, end - i);
+    if (field == 22) return state == "Z" ? 0 : std::strtoll(stat.c_str() + i, nullptr, 10);
+    i = end;
+  }
+  return 0;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(RunStatus status) { return to_name(kRunStatusNames, status); }
+std::optional<RunStatus> run_status_from_string(std::string_view name) {
+  return from_name(kRunStatusNames, name);
+}
+std::string_view to_string(TrialKind kind) { return to_name(kTrialKindNames, kind); }
+std::optional<TrialKind> trial_kind_from_int(int value) {
+  for (const auto& [kind, text] : kTrialKindNames)
+    if (static_cast<int>(kind) == value) return kind;
+  return std::nullopt;
+}
+std::string_view to_string(FlushL2 mode) { return to_name(kFlushNames, mode); }
+std::optional<FlushL2> flush_l2_from_string(std::string_view name) {
+  return from_name(kFlushNames, name);
+}
+
+ProcessIdentity ProcessIdentity::current() {
+  ProcessIdentity p;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  p.host = host;
+  p.boot_id = trim(read_text_file("/proc/sys/kernel/random/boot_id"));
+  p.pid = static_cast<std::int64_t>(::getpid());
+  p.start = process_start_time(p.pid);
+  return p;
+}
+
+bool ProcessIdentity::alive() const {
+  if (pid <= 0 || boot_id.empty()) return true;  // nothing to check it by
+  static const ProcessIdentity self = current();
+  if (host != self.host) return true;            // another machine's process: cannot tell
+  if (boot_id != self.boot_id) return false;     // this machine has rebooted since
+  return start != 0 && process_start_time(pid) == start;
 }
 
 std::string utc_now() {

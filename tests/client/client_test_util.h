@@ -101,6 +101,7 @@ struct BestSpec {
   double time_ms = 0.05;
   std::string binary_key;  // trial.cubin_hash
   std::string arch;        // trial.arch; the device's when empty
+  bool replayed = false;   // a run of the replay backend
 };
 
 // Registers everything a best needs and returns the best trial's id.
@@ -115,7 +116,8 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   run.kernel_id = b.kernel_id;
   run.device_id = device_id;
   run.problem_id = problem_id;
-  run.backend = "replay";
+  run.backend = b.replayed ? "replay" : "cuda";
+  run.replayed = b.replayed;
   run.strategy = "brute_force";
   run.host = "test-host";
   run.ktune_version = "0.1.0";
@@ -142,7 +144,7 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   t.cubin_hash = b.binary_key;
   const std::int64_t trial_id = store.add_trial(t);
   store.set_best(trial_id);
-  store.finish_run(run_id, "finished", "{}");
+  store.finish_run(run_id, RunStatus::kFinished, "{}");
   return trial_id;
 }
 

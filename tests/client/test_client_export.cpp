@@ -40,9 +40,13 @@ class Export : public ClientTest {
     const std::int64_t v2 = store.upsert_kernel(reduce_record("src-2"));
     best(v2, h200(), 1 << 20, 512, 0.008);
     best(v2, h200(), 1 << 24, 256, 0.0213);
-    DeviceRecord replayed = h100_sxm();
-    replayed.arch = "replay";  // a replayed run: never exported
-    best(v2, replayed, 1 << 24, 32, 0.001);
+    BestSpec replayed;  // a replayed run: never exported
+    replayed.kernel_id = v2;
+    replayed.device = h100_sxm();
+    replayed.problem = {{"n", 1 << 24}};
+    replayed.time_ms = 0.001;
+    replayed.replayed = true;
+    add_best(store, replayed);
   }
 };
 
@@ -52,7 +56,7 @@ TEST_F(Export, JsonHasEveryBestWithItsMeasurement) {
   const nlohmann::json j = nlohmann::json::parse(out.str());
   EXPECT_EQ(j["format"], "ktune-best-export");
   EXPECT_EQ(j["version"], 1);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], Client::kSchemaVersion);
   const auto& reduce = j["kernels"]["reduce"];
   EXPECT_EQ(reduce["parameters"], nlohmann::json({"block_size", "variant", "elements_per_thread"}));
   EXPECT_EQ(reduce["problem"], nlohmann::json({"n"}));

@@ -86,7 +86,7 @@ TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
   options.measure.samples = 3;
   options.measure.timeout_seconds = 5;
   const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
-  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_EQ(s.trials, 14u);
 
   std::map<std::string, std::string> by_fault;

@@ -132,12 +132,13 @@ TEST_F(StoreContract, RunsRoundTripEveryField) {
   run.strategy = "optuna:tpe";
   run.strategy_options = R"({"n_startup_trials": 10})";
   run.budget = R"({"evaluations": 200, "seconds": 600})";
-  run.status = "finished";       // ignored: a new run is running
+  run.status = RunStatus::kFinished;  // ignored: a new run is running
   run.started_at = "yesterday";  // ignored: set by the store
   run.ktune_version = "0.1.0";
   run.nvrtc_version = "13.0";
   run.driver_version = 13000;
-  run.host = "gpu-host-1";
+  run.host = "gpu-host-1";  // ignored: the store records the calling process
+  run.pid = 1;
   run.command_line = "ktune tune reduce --strategy 'optuna:tpe'";
   run.seed = std::numeric_limits<std::uint64_t>::max();
   run.summary = "{}";
@@ -152,28 +153,35 @@ TEST_F(StoreContract, RunsRoundTripEveryField) {
   EXPECT_EQ(read->strategy, "optuna:tpe");
   EXPECT_EQ(read->strategy_options, run.strategy_options);
   EXPECT_EQ(read->budget, run.budget);
-  EXPECT_EQ(read->status, "running");
+  EXPECT_EQ(read->status, RunStatus::kRunning);
   EXPECT_TRUE(std::regex_match(read->started_at, kIsoUtc)) << read->started_at;
   EXPECT_EQ(read->finished_at, "");
   EXPECT_EQ(read->ktune_version, "0.1.0");
   EXPECT_EQ(read->nvrtc_version, "13.0");
   EXPECT_EQ(read->driver_version, 13000);
-  EXPECT_EQ(read->host, "gpu-host-1");
+  const ProcessIdentity self = ProcessIdentity::current();
+  EXPECT_EQ(read->host, self.host);
+  EXPECT_EQ(read->pid, self.pid);
+  EXPECT_EQ(read->boot_id, self.boot_id);
+  EXPECT_EQ(read->process_start, self.start);
+  EXPECT_FALSE(read->replayed);
+  EXPECT_FALSE(read->flush_l2.has_value());
   EXPECT_EQ(read->command_line, run.command_line);
   EXPECT_EQ(read->seed, std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(read->summary, "{}");
 
-  store.finish_run(id, "interrupted", R"({"trials": 3})");
+  store.finish_run(id, RunStatus::kInterrupted, R"({"trials": 3})");
   read = store.run(id);
   ASSERT_TRUE(read);
-  EXPECT_EQ(read->status, "interrupted");
+  EXPECT_EQ(read->status, RunStatus::kInterrupted);
   EXPECT_TRUE(std::regex_match(read->finished_at, kIsoUtc)) << read->finished_at;
   EXPECT_LE(read->started_at, read->finished_at);
   EXPECT_EQ(read->summary, R"({"trials": 3})");
 
-  expect_error(ErrorKind::kInternal, "not one of finished, interrupted, failed",
-               [&] { store.finish_run(id, "done", "{}"); });
-  expect_error(ErrorKind::kInternal, "no run 999", [&] { store.finish_run(999, "failed", "{}"); });
+  expect_error(ErrorKind::kInternal, "a run ends finished, interrupted or failed",
+               [&] { store.finish_run(id, RunStatus::kRunning, "{}"); });
+  expect_error(ErrorKind::kInternal, "no run 999",
+               [&] { store.finish_run(999, RunStatus::kFailed, "{}"); });
   EXPECT_FALSE(store.run(999));
 }
 
@@ -480,13 +488,13 @@ TEST_F(StoreContract, ReopenKeepsEverything) {
     trial = store.add_trial(make_trial(s, "a", 1.0));
     store.set_best(trial);
     store.put_binary("k", "sm_90", "f", "bin");
-    store.finish_run(s.run, "finished", "{}");
+    store.finish_run(s.run, RunStatus::kFinished, "{}");
   }
   Store store = Store::open(db_path_);
   EXPECT_EQ(store.upsert_device(h200()), s.device);
   EXPECT_EQ(store.upsert_kernel(reduce_kernel()), s.kernel);
   EXPECT_EQ(store.upsert_problem(problem_n(1 << 20)), s.problem);
-  EXPECT_EQ(store.run(s.run)->status, "finished");
+  EXPECT_EQ(store.run(s.run)->status, RunStatus::kFinished);
   EXPECT_EQ(store.find_trial(s.kernel, s.device, s.problem, "a")->id, trial);
   EXPECT_EQ(store.best("reduce", "n=1048576", s.device)->trial_id, trial);
   EXPECT_EQ(store.binary("k").value(), "bin");

@@ -227,13 +227,18 @@ TEST_F(Export, TheExportReplaysAndBestFindsIt) {
   Store store = Store::open(dir_ / "replay.db", Store::Mode::kReadOnly);
   ASSERT_EQ(store.runs().size(), 1u);
   EXPECT_EQ(store.runs()[0].backend, "replay");
+  EXPECT_TRUE(store.runs()[0].replayed);
   ASSERT_EQ(store.devices().size(), 1u);
   EXPECT_EQ(store.devices()[0].name, "Fake GPU");
-  EXPECT_EQ(store.devices()[0].arch, "replay");
+  EXPECT_EQ(store.devices()[0].arch, "sm_90");  // the recorded device's own architecture
 
   r = run({"best", "reduce", "-p", "n=1048576", "--db", "replay.db"});
   EXPECT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.out, "Fake GPU (replay)")) << r;
+  EXPECT_TRUE(contains(r.out, "Fake GPU (sm_90)")) << r;
+  // Found by its architecture too.
+  r = run({"best", "reduce", "-p", "n=1048576", "--arch", "sm_90", "--db", "replay.db"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, summary_.best->config_key)) << r;
   EXPECT_TRUE(contains(r.out, summary_.best->config_key)) << r;
 
   // Without --problem the recorded one is replayed; a different one is refused.

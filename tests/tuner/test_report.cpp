@@ -141,23 +141,25 @@ class ReportDb {
       r2.id = 0;
       r2.sample_count = 10;
       r2.samples_ms.assign(10, ms);
-      r2.error = "re-timed interleaved with the other finalists";
+      r2.kind = TrialKind::kRetime;
       t += 0.5;
       r2.created_at = iso(t);
       r2.id = store_.add_trial(r2);
       if (winner.id == 0 || r2.time_ms < winner.time_ms) winner = r2;
     }
     if (winner.id) store_.set_best(winner.id);
-    store_.finish_run(id, "finished", "{}");
+    store_.finish_run(id, RunStatus::kFinished, "{}");
     dates_.emplace_back(id, start, iso(t + 1));
     return id;
   }
 
-  // Fixes the run dates (the store sets them from the clock) and closes the store.
+  // Fixes the run dates and hosts (the store sets them from the clock and the process) and
+  // closes the store.
   void seal() {
     SQLite::Database db(path_.string(), SQLite::OPEN_READWRITE);
     for (const auto& [id, start, end] : dates_)
-      db.exec("UPDATE runs SET started_at = '" + start + "', finished_at = '" + end + "' WHERE id = " + std::to_string(id));
+      db.exec("UPDATE runs SET started_at = '" + start + "', finished_at = '" + end +
+              "', host = 'gpu-node-1' WHERE id = " + std::to_string(id));
   }
 
   std::int64_t h100() const { return h100_; }

@@ -247,7 +247,7 @@ TEST_P(StrategyInTheLoop, KeepsTheBudgetAndProposesNothingInvalid) {
   options.budget.evaluations = 40;
   options.retime_top = 0;
   const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
-  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_EQ(s.trials, 40u);
   EXPECT_EQ(s.by_status.count("invalid"), 0u);
   EXPECT_EQ(s.measured + s.from_database, s.trials);
@@ -266,7 +266,7 @@ TEST_P(StrategyInTheLoop, FindsTheOptimumOfATinySpace) {
   options.retime_top = 0;
   options.seed = 7;
   const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
-  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_LE(s.trials, options.budget.evaluations);
   EXPECT_EQ(s.by_status.count("invalid"), 0u);
   ASSERT_TRUE(s.best.has_value());

@@ -147,7 +147,7 @@ TEST_F(TunerLoop, BruteForceEvaluatesEveryValidConfigOnceAndStoresTheBest) {
   TuneOptions options;
   options.retime_top = 0;
   const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
-  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_EQ(s.trials, valid_count());
   EXPECT_EQ(s.measured, valid_count());
   EXPECT_EQ(std::set<std::string>(backend.evaluated.begin(), backend.evaluated.end()).size(), valid_count());
@@ -162,7 +162,7 @@ TEST_F(TunerLoop, BruteForceEvaluatesEveryValidConfigOnceAndStoresTheBest) {
   EXPECT_EQ(stored->trial.config_key, s.best->config_key);
   const auto run = store_->run(s.run_id);
   ASSERT_TRUE(run.has_value());
-  EXPECT_EQ(run->status, "finished");
+  EXPECT_EQ(run->status, RunStatus::kFinished);
   EXPECT_EQ(run->backend, "fake");
 }
 
@@ -197,7 +197,7 @@ TEST_F(TunerLoop, EvaluationBudgetStopsTheRun) {
   const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
   EXPECT_EQ(s.trials, 5u);
   EXPECT_EQ(backend.evaluated.size(), 5u);
-  EXPECT_EQ(s.status, "finished");
+  EXPECT_EQ(s.status, RunStatus::kFinished);
 }
 
 TEST_F(TunerLoop, TimeBudgetStopsTheRun) {
@@ -222,10 +222,10 @@ TEST_F(TunerLoop, StopFlagEndsCleanlyKeepingWhatWasMeasured) {
                                if (p.done == 4) stop = true;
                              },
                              &stop);
-  EXPECT_EQ(s.status, "interrupted");
+  EXPECT_EQ(s.status, RunStatus::kInterrupted);
   EXPECT_EQ(s.trials, 4u);
   EXPECT_EQ(store_->trials_of_run(s.run_id).size(), 4u);
-  EXPECT_EQ(store_->run(s.run_id)->status, "interrupted");
+  EXPECT_EQ(store_->run(s.run_id)->status, RunStatus::kInterrupted);
   EXPECT_EQ(backend.retimed, 0u);  // no re-timing after Ctrl-C
   EXPECT_TRUE(s.best.has_value());  // the best of what was measured is kept
 }

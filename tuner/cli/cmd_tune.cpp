@@ -248,11 +248,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   options.measure.warmup = pick("warmup", job.warmup);
   options.measure.target_spread = pick("target-spread", job.target_spread);
   options.measure.max_samples = pick("max-samples", job.max_samples);
-  options.measure.flush_l2 = pick("flush-l2", job.flush_l2);
+  const std::string flush = pick("flush-l2", job.flush_l2);
   options.measure.timeout_seconds = pick("timeout", job.timeout_seconds);
   options.measure.seed = options.seed;
-  if (options.measure.flush_l2 != "auto" && options.measure.flush_l2 != "always" && options.measure.flush_l2 != "never")
-    throw Error(ErrorKind::kUsage, fmt::format("--flush-l2 '{}': expected auto, always or never", options.measure.flush_l2));
+  if (auto mode = flush_l2_from_string(flush)) options.measure.flush_l2 = *mode;
+  else throw Error(ErrorKind::kUsage, fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
   if (options.measure.samples < 0 || options.measure.warmup < 0 || options.measure.max_samples < 1)
     throw Error(ErrorKind::kUsage, "--samples, --warmup and --max-samples must not be negative");
   for (std::size_t i = 0; i < args.size(); ++i) options.command_line += (i ? " " : "") + args[i];
@@ -360,7 +360,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (json_output(vm)) {
     nlohmann::json j;
     j["run_id"] = s.run_id;
-    j["status"] = s.status;
+    j["status"] = to_string(s.status);
     j["trials"] = s.trials;
     j["measured"] = s.measured;
     j["from_database"] = s.from_database;
@@ -388,7 +388,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     print_json(j);
   } else if (!quiet) {
     std::cout << fmt::format("run {} {}: {} trials ({} measured, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
-                             s.run_id, s.status, s.trials, s.measured, s.from_database, s.wall_seconds, rate);
+                             s.run_id, to_string(s.status), s.trials, s.measured, s.from_database, s.wall_seconds, rate);
     std::string statuses;
     for (const auto& [name, n] : s.by_status) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
     std::cout << "  outcomes   " << statuses << "\n";
@@ -406,7 +406,7 @@ int cmd_tune(const std::vector<std::string>& args) {
       std::cout << "  best       none: no configuration ran and verified\n";
     }
   }
-  if (s.status == "interrupted") return 130;
+  if (s.status == RunStatus::kInterrupted) return 130;
   return s.best ? 0 : 1;
 }
 

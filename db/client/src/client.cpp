@@ -252,16 +252,18 @@ KernelEntry& Client::Impl::entry(const std::string& kernel) {
   if (it != kernels.end()) return it->second;
   KernelEntry e;
   // Only this device's major can answer (exact device, same arch and same major all share it),
-  // and only measurements of a GPU architecture: a replayed run (arch "replay") never mixes
-  // with them, as in the store.
+  // and only measurements: a best of a replayed run (runs.replayed) never answers, as replayed
+  // and measured trials never answer for each other in the store.
   // Newest first, so the first row of each (device, problem) is the newest kernel version's
   // (the order Store::best uses).
   auto q = db.query(
       "best",
       "SELECT b.kernel_id, b.device_id, b.problem_id, b.trial_id, b.problem_key, "
       "d.name, d.arch, d.cc_minor, d.sm_count, d.memory_bytes "
-      "FROM best b JOIN devices d ON d.id = b.device_id "
+      "FROM best b JOIN devices d ON d.id = b.device_id JOIN trials t ON t.id = b.trial_id "
+      "JOIN runs r ON r.id = t.run_id "
       "WHERE b.kernel_name = ? AND d.cc_major = ? AND d.arch LIKE 'sm!_%' ESCAPE '!' "
+      "AND r.replayed = 0 "
       "ORDER BY b.updated_at DESC, b.kernel_id DESC");
   q.bind(1, kernel);
   q.bind(2, std::int64_t{device.cc_major});

@@ -65,7 +65,9 @@ std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
       "t.created_at, k.source_hash, k.spec_json "
       "FROM best b JOIN devices d ON d.id = b.device_id JOIN problems p ON p.id = b.problem_id "
       "JOIN trials t ON t.id = b.trial_id JOIN kernels k ON k.id = b.kernel_id "
+      "JOIN runs r ON r.id = t.run_id "
       "WHERE (?1 IS NULL OR b.kernel_name = ?1) AND d.arch LIKE 'sm!_%' ESCAPE '!' "
+      "AND r.replayed = 0 "
       "ORDER BY b.kernel_name, b.updated_at DESC, b.kernel_id DESC");
   if (options.kernel) q.bind(1, *options.kernel);
   std::map<std::string, KernelRows> out;

@@ -18,11 +18,46 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ktune/status.h"
 
 namespace ktune {
+
+// Where a run stands. A run whose process is gone while its row still says running is reported
+// as kInterrupted (and closed so on the next read-write open): see Store::runs.
+enum class RunStatus { kRunning, kFinished, kInterrupted, kFailed };
+std::string_view to_string(RunStatus status);  // "running", "finished", ...
+std::optional<RunStatus> run_status_from_string(std::string_view name);
+
+// What a trial was for. Stored as an integer; values never change, new kinds are appended.
+enum class TrialKind : int {
+  kSearch = 0,     // proposed by the strategy and measured (or replayed) for the search
+  kRetime = 1,     // the final interleaved re-timing of the leaders
+  kWarmStart = 2,  // a best from another device or problem, tried first (--warm-start)
+};
+std::string_view to_string(TrialKind kind);  // "search", "retime", "warm_start"
+std::optional<TrialKind> trial_kind_from_int(int value);
+
+// The L2 flush mode of a run (MeasureOptions::flush_l2).
+enum class FlushL2 { kAuto, kAlways, kNever };
+std::string_view to_string(FlushL2 mode);  // "auto", "always", "never"
+std::optional<FlushL2> flush_l2_from_string(std::string_view name);
+
+// The process that writes a run, so a reader can tell a live run from one whose process died:
+// the host, the kernel's boot id and the process's pid and start time (clock ticks since boot),
+// which together never name two processes.
+struct ProcessIdentity {
+  std::string host;
+  std::string boot_id;
+  std::int64_t pid = 0;
+  std::int64_t start = 0;
+  static ProcessIdentity current();
+  // False only when the process is known to be gone: on this host and boot, no process with this
+  // pid and start time. A run written on another host (or before schema 2) counts as alive.
+  bool alive() const;
+};
 
 struct DeviceRecord {
   std::int64_t id = 0;
@@ -61,17 +96,22 @@ struct RunRecord {
   std::int64_t kernel_id = 0;
   std::int64_t device_id = 0;
   std::int64_t problem_id = 0;
-  std::string backend;            // "cuda" | "replay"
+  std::string backend;            // the backend's name: "cuda", "replay" (tests: "fake" ...)
+  bool replayed = false;          // measurements replayed from a recording, not measured here
+  std::optional<FlushL2> flush_l2;  // nullopt: not recorded (runs before schema 2)
   std::string strategy;           // "brute_force", "random", "optuna:tpe" ...
   std::string strategy_options;   // JSON
   std::string budget;             // JSON: {"evaluations": 200, "seconds": 600}
-  std::string status = "running"; // running | finished | interrupted | failed
+  RunStatus status = RunStatus::kRunning;
   std::string started_at;         // ISO 8601 UTC, set by the store
   std::string finished_at;
   std::string ktune_version;
   std::string nvrtc_version;
   int driver_version = 0;
-  std::string host;
+  std::string host;               // ProcessIdentity: set by begin_run from the calling process
+  std::string boot_id;
+  std::int64_t pid = 0;
+  std::int64_t process_start = 0;
   std::string command_line;
   std::uint64_t seed = 0;
   std::string summary;            // JSON written when the run finishes
@@ -85,6 +125,7 @@ struct TrialRecord {
   std::int64_t problem_id = 0;
   std::string config_key;         // SearchSpace::key
   std::string config_json;        // {"block_size": 256, ...}
+  TrialKind kind = TrialKind::kSearch;
   TrialStatus status = TrialStatus::kOk;
   std::string error;              // short reason for a non-ok status
   // Timing in milliseconds per kernel run; NaN where not measured.
@@ -104,6 +145,7 @@ struct TrialRecord {
   int dynamic_shared_bytes = -1;
   int max_threads_per_block = -1;
   double occupancy = -1;          // active warps / max warps per SM, 0..1
+  int l2_flushed = -1;            // 1: L2 flushed before each timed run, 0: not, -1: unknown
   // Compilation.
   std::string arch;
   std::string compile_options;    // space-separated
@@ -150,8 +192,13 @@ class Store {
   std::int64_t upsert_kernel(const KernelRecord& kernel);
   std::int64_t upsert_problem(const ProblemRecord& problem);
 
-  std::int64_t begin_run(const RunRecord& run);           // sets started_at, status running
-  void finish_run(std::int64_t run_id, const std::string& status, const std::string& summary);
+  // Registers a run of the calling process: sets started_at, status running and the process
+  // identity (host, boot id, pid, start time).
+  std::int64_t begin_run(const RunRecord& run);
+  // Ends a run: status is kFinished, kInterrupted or kFailed (Error(kInternal) otherwise).
+  void finish_run(std::int64_t run_id, RunStatus status, const std::string& summary);
+  // Runs as they stand: a run whose row says running but whose process is gone
+  // (ProcessIdentity::alive) reads as kInterrupted. A read-write open also writes that down.
   std::optional<RunRecord> run(std::int64_t run_id) const;
   std::vector<RunRecord> runs(std::optional<std::string> kernel_name = std::nullopt) const;
 
@@ -159,14 +206,18 @@ class Store {
   // must be those of its run (Error(kInternal) otherwise); created_at is set when empty.
   std::int64_t add_trial(const TrialRecord& trial);
   std::vector<TrialRecord> trials_of_run(std::int64_t run_id) const;
-  // Every trial for (kernel, device, problem) over all runs, oldest first.
+  // Every trial for (kernel, device, problem) over all runs, oldest first; with `replayed`, only
+  // those of runs whose replayed flag equals it.
   std::vector<TrialRecord> trials_for(std::int64_t kernel_id, std::int64_t device_id,
-                                      std::int64_t problem_id) const;
-  // The latest trial of that config key for (kernel, device, problem), if any: what resume
-  // and duplicate answers use.
+                                      std::int64_t problem_id,
+                                      std::optional<bool> replayed = std::nullopt) const;
+  // The latest search (or warm-start) trial of that config key for (kernel, device, problem)
+  // among runs whose `replayed` flag is `replayed`, if any: what resume and duplicate answers
+  // use. Re-timing trials never answer for a search, and replayed measurements never answer
+  // for a run that measures (nor the other way round).
   std::optional<TrialRecord> find_trial(std::int64_t kernel_id, std::int64_t device_id,
-                                        std::int64_t problem_id,
-                                        const std::string& config_key) const;
+                                        std::int64_t problem_id, const std::string& config_key,
+                                        bool replayed = false) const;
 
   // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
   // unless the trial exists and has status ok.

@@ -1,6 +1,8 @@
 // SearchSpace: validation, pruned depth-first enumeration, config keys and neighbourhoods.
 #include "ktune/space.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -304,6 +306,14 @@ std::string SearchSpace::key(const Config& config) const {
     out += params_[i].values[config[i]].to_string();
   }
   return out;
+}
+
+nlohmann::json SearchSpace::to_json(const Config& config) const {
+  check_config(params_, config);
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    j[params_[i].name] = ktune::to_json(params_[i].values[config[i]]);
+  return j;
 }
 
 Config SearchSpace::parse_key(std::string_view key) const {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <system_error>
 
@@ -168,6 +169,20 @@ std::partial_ordering operator<=>(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return a.as_double() <=> b.as_double();
   if (a.is_string() && b.is_string()) return std::get<2>(x).compare(std::get<2>(y)) <=> 0;
   return a.is_number() ? std::partial_ordering::less : std::partial_ordering::greater;
+}
+
+nlohmann::json to_json(const Value& value) {
+  if (value.is_int()) return value.as_int();
+  if (value.is_double()) return value.as_double();
+  return value.as_string();
+}
+
+Value value_from_json(const nlohmann::json& j) {
+  if (j.is_number_integer()) return Value(j.get<std::int64_t>());
+  if (j.is_number_float()) return Value(j.get<double>());
+  if (j.is_boolean()) return Value(std::int64_t{j.get<bool>() ? 1 : 0});
+  if (j.is_string()) return Value(j.get<std::string>());
+  return Value(j.dump());
 }
 
 }  // namespace ktune

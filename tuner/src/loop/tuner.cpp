@@ -1,11 +1,11 @@
-// The tuning loop (see ktune/tuner.h): strategy ask/tell, compilation ahead of the backend,
-// one stored trial per evaluation, resume from the database, budgets, Ctrl-C, and the final
-// interleaved re-timing of the leaders.
+// The tuning loop (see ktune/tuner.h) as named steps: start the strategy, register the run,
+// the ask-compile-measure pipeline, the finalists' re-timing and the best, the summary. Every
+// way out of a run writes its status: finished, interrupted (Ctrl-C), or failed (an exception
+// from the strategy, store or backend, rethrown after the run row says so).
 #include "ktune/tuner.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,42 +15,25 @@
 #include <set>
 
 #include "ktune/error.h"
-#include "ktune/hash.h"
+#include "loop/records.h"
 
 namespace ktune {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-json config_json(const SearchSpace& space, const Config& config) {
-  json j = json::object();
-  for (std::size_t i = 0; i < space.size(); ++i) {
-    const Value v = space.value(config, i);
-    if (v.is_int()) j[space.params()[i].name] = v.as_int();
-    else if (v.is_double()) j[space.params()[i].name] = v.as_double();
-    else j[space.params()[i].name] = v.as_string();
-  }
-  return j;
+bool has_budget(std::uint64_t evaluations) {
+  return evaluations != std::numeric_limits<std::uint64_t>::max();
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
-
-std::string hostname() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
+// A configuration the strategy asked for: answered from the database, or compiling.
 struct Pending {
   Config config;
   std::string key;
@@ -59,249 +42,179 @@ struct Pending {
   bool has_compile = false;
 };
 
-}  // namespace
-
-KernelRecord kernel_record(const KernelInstance& instance) {
-  const KernelSpec& k = instance.kernel();
-  KernelRecord r;
-  r.name = k.name;
-  Hasher h;
-  h.add(k.source).add(k.entry);
-  for (const auto& o : k.compile_options) h.add(o);
-  r.source_hash = h.hex();
-  r.space_hash = instance.space().hash();
-  r.source = k.source;
-  r.entry = k.entry;
-  json spec;
-  for (const auto& p : k.params) {
-    json values = json::array();
-    for (const auto& v : p.values) values.push_back(v.to_string());
-    spec["parameters"].push_back({{"name", p.name}, {"values", values}, {"default", p.values[p.default_index].to_string()}});
+// Prepares the backend (for the CUDA backend: worker start, inputs, reference) on another thread
+// as soon as the first configuration that must be measured is queued, so it overlaps the first
+// compilations; a run answered wholly from the database never starts it.
+class BackendPreparer {
+ public:
+  BackendPreparer(Backend& backend, const KernelInstance& instance, const MeasureOptions& measure)
+      : backend_(backend), instance_(instance), measure_(measure) {}
+  ~BackendPreparer() {
+    if (preparing_.valid()) preparing_.wait();
   }
-  for (const auto& p : k.problem) spec["problem"].push_back({{"name", p.name}, {"default", p.default_value}});
-  spec["restrictions"] = k.restrictions;
-  spec["grid"] = k.launch.grid;
-  spec["block"] = k.launch.block;
-  spec["shared_mem"] = k.launch.shared_mem;
-  spec["bytes"] = k.bytes;
-  spec["flops"] = k.flops;
-  spec["compile_options"] = k.compile_options;
-  spec["source_name"] = k.source_name;
-  r.spec_json = spec.dump();
-  return r;
-}
+  void start() {
+    if (!prepared_ && !preparing_.valid())
+      preparing_ = std::async(std::launch::async, [this] { backend_.prepare(instance_, measure_); });
+  }
+  void wait() {
+    if (prepared_) return;
+    start();
+    prepared_ = true;
+    preparing_.get();
+  }
 
-DeviceRecord device_record(const DeviceInfo& d) {
-  DeviceRecord r;
-  r.name = d.name;
-  r.arch = d.arch;
-  r.cc_major = d.cc_major;
-  r.cc_minor = d.cc_minor;
-  r.sm_count = d.sm_count;
-  r.memory_bytes = d.memory_bytes;
-  r.l2_bytes = d.l2_bytes;
-  r.driver_version = d.driver_version;
-  r.nvrtc_version = nvrtc_version();
-  return r;
-}
+ private:
+  Backend& backend_;
+  const KernelInstance& instance_;
+  const MeasureOptions& measure_;
+  bool prepared_ = false;
+  std::future<void> preparing_;
+};
 
-TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store, Strategy& strategy,
-                 const TuneOptions& options, CompilePool* pool, const ProgressFn& progress,
-                 const std::atomic<bool>* stop) {
-  const auto t0 = Clock::now();
-  const SearchSpace& space = instance.space();
-  const KernelSpec& kernel = instance.kernel();
-  const DeviceInfo device = backend.device();
-  if (backend.needs_compilation() && pool == nullptr)
-    throw Error(ErrorKind::kInternal, "the backend compiles, but no compile pool was given");
+class TuningRun {
+ public:
+  TuningRun(const KernelInstance& instance, Backend& backend, Store& store, Strategy& strategy,
+            const TuneOptions& options, CompilePool* pool, const ProgressFn& progress,
+            const std::atomic<bool>* stop)
+      : instance_(instance),
+        space_(instance.space()),
+        backend_(backend),
+        store_(store),
+        strategy_(strategy),
+        options_(options),
+        pool_(pool),
+        progress_(progress),
+        stop_(stop),
+        device_(backend.device()),
+        preparer_(backend, instance, options.measure) {}
 
-  const std::int64_t device_id = store.upsert_device(device_record(device));
-  const std::int64_t kernel_id = store.upsert_kernel(kernel_record(instance));
-  ProblemRecord problem_row;
-  problem_row.kernel_name = kernel.name;
-  problem_row.key = instance.problem_key();
-  problem_row.json = json(instance.problem()).dump();
-  const std::int64_t problem_id = store.upsert_problem(problem_row);
+  TuneSummary run() {
+    try {
+      start_strategy();
+      search();
+      choose_winner();
+      finish();
+    } catch (...) {
+      fail();
+      throw;
+    }
+    return summary_;
+  }
 
-  RunRecord run;
-  run.kernel_id = kernel_id;
-  run.device_id = device_id;
-  run.problem_id = problem_id;
-  run.backend = backend.name();
-  run.strategy = options.strategy;
-  run.strategy_options = json(options.strategy_options).dump();
-  json budget;
-  if (options.budget.evaluations != std::numeric_limits<std::uint64_t>::max()) budget["evaluations"] = options.budget.evaluations;
-  if (std::isfinite(options.budget.seconds)) budget["seconds"] = options.budget.seconds;
-  run.budget = budget.is_null() ? "{}" : budget.dump();
-  run.ktune_version = KTUNE_VERSION;
-  run.nvrtc_version = nvrtc_version();
-  run.driver_version = device.driver_version;
-  run.host = hostname();
-  run.command_line = options.command_line;
-  run.seed = options.seed;
-  const std::int64_t run_id = store.begin_run(run);
+ private:
+  // --- Step 1: the strategy starts, with the warm start, before anything is written ----------
+  void start_strategy() {
+    if (backend_.needs_compilation() && pool_ == nullptr)
+      throw Error(ErrorKind::kInternal, "the backend compiles, but no compile pool was given");
+    ids_.device = store_.upsert_device(device_record(device_));
+    ids_.kernel = store_.upsert_kernel(kernel_record(instance_));
+    ProblemRecord problem;
+    problem.kernel_name = instance_.kernel().name;
+    problem.key = instance_.problem_key();
+    problem.json = json(instance_.problem()).dump();
+    ids_.problem = store_.upsert_problem(problem);
 
-  TuneSummary summary;
-  summary.run_id = run_id;
-  StrategyContext context;
-  context.space = &space;
-  context.seed = options.seed;
-  context.budget = options.budget.evaluations;
-  context.budget_seconds = options.budget.seconds;
-  context.options = options.strategy_options;
-  if (options.warm_start) {
-    for (const BestRecord& b : store.bests(kernel.name)) {
-      if (b.device_id == device_id && b.problem_id == problem_id) continue;
+    StrategyContext context;
+    context.space = &space_;
+    context.seed = options_.seed;
+    context.budget = options_.budget.evaluations;
+    context.budget_seconds = options_.budget.seconds;
+    context.options = options_.strategy_options;
+    if (options_.warm_start) context.warm_start = warm_start_configs();
+    for (const Config& c : context.warm_start) warm_keys_.insert(space_.key(c));
+    strategy_.start(context);  // rejects bad options before the run is registered
+    compile_busy_start_ = pool_ ? pool_->busy_seconds() : 0;
+
+    progress_state_.total = std::min<std::uint64_t>(
+        options_.budget.evaluations, static_cast<std::uint64_t>(space_.cartesian_size()));
+    std::uint64_t valid = 0;
+    space_.for_each_valid([&](const Config&) { return ++valid < progress_state_.total; });
+    progress_state_.total = std::min(progress_state_.total, valid);
+    max_repeats_ = std::max<std::uint64_t>(1000, 2 * valid);
+  }
+
+  // The best configurations stored for this kernel on other devices or problems that are
+  // valid configurations of this space, once each.
+  std::vector<Config> warm_start_configs() const {
+    std::vector<Config> out;
+    for (const BestRecord& b : store_.bests(instance_.kernel().name)) {
+      if (b.device_id == ids_.device && b.problem_id == ids_.problem) continue;
       try {
-        const Config c = space.parse_key(b.trial.config_key);
-        if (space.is_valid(c) &&
-            std::find(context.warm_start.begin(), context.warm_start.end(), c) == context.warm_start.end())
-          context.warm_start.push_back(c);
+        const Config c = space_.parse_key(b.trial.config_key);
+        if (space_.is_valid(c) && std::find(out.begin(), out.end(), c) == out.end())
+          out.push_back(c);
       } catch (const Error&) {
         // A best from another version of the space may not exist in this one.
       }
     }
+    return out;
   }
-  strategy.start(context);
 
-  const std::size_t lookahead =
-      options.lookahead ? options.lookahead : std::max<std::size_t>(8, 4 * (pool ? pool->threads() : 1));
-  std::deque<Pending> queue;      // asked; compiling or compiled
-  std::deque<Pending> in_flight;  // submitted to the backend, result not yet collected
-  const std::size_t depth = std::max<std::size_t>(1, backend.pipeline_depth());
-  // The backend is prepared (for the CUDA backend: worker start, inputs, reference) on another
-  // thread as soon as the first configuration that must be measured is queued, so it overlaps
-  // the first compilations; a run answered wholly from the database never starts it.
-  bool prepared = false;
-  std::future<void> preparing;
-  const auto start_preparing = [&] {
-    if (!prepared && !preparing.valid())
-      preparing = std::async(std::launch::async, [&] { backend.prepare(instance, options.measure); });
-  };
-  const auto ensure_prepared = [&] {
-    if (prepared) return;
-    if (!preparing.valid()) start_preparing();
-    preparing.get();
-    prepared = true;
-  };
-  Progress prog;
-  prog.total = std::min<std::uint64_t>(options.budget.evaluations, static_cast<std::uint64_t>(space.cartesian_size()));
-  std::uint64_t valid_count = 0;
-  space.for_each_valid([&](const Config&) { return ++valid_count < prog.total; });
-  prog.total = std::min(prog.total, valid_count);
-  std::string status = "finished";
-  const double compile_busy_start = pool ? pool->busy_seconds() : 0;
+  // --- Step 2: the run row, written with the first trial ------------------------------------
+  void ensure_registered() {
+    if (ids_.run != 0) return;
+    RunRecord run;
+    run.kernel_id = ids_.kernel;
+    run.device_id = ids_.device;
+    run.problem_id = ids_.problem;
+    run.backend = backend_.name();
+    run.replayed = backend_.replays();
+    if (!run.replayed) run.flush_l2 = options_.measure.flush_l2;
+    run.strategy = options_.strategy;
+    run.strategy_options = json(options_.strategy_options).dump();
+    json budget = json::object();
+    if (has_budget(options_.budget.evaluations)) budget["evaluations"] = options_.budget.evaluations;
+    if (std::isfinite(options_.budget.seconds)) budget["seconds"] = options_.budget.seconds;
+    run.budget = budget.dump();
+    run.ktune_version = KTUNE_VERSION;
+    run.nvrtc_version = nvrtc_version();
+    run.driver_version = device_.driver_version;
+    run.command_line = options_.command_line;
+    run.seed = options_.seed;
+    ids_.run = store_.begin_run(run);
+    summary_.run_id = ids_.run;
+  }
 
-  const auto lookup = [&](const std::string& key) -> std::optional<TrialRecord> {
-    if (!options.reuse) return std::nullopt;
-    return store.find_trial(kernel_id, device_id, problem_id, key);
-  };
-
-  // A strategy that only repeats configurations told before would never end a run without a
-  // budget; after this many repeats in a row the run ends.
-  std::set<std::string> told_keys;
-  std::uint64_t repeats = 0;
-  const std::uint64_t max_repeats = std::max<std::uint64_t>(1000, 2 * valid_count);
-
-  // Stores a trial (unless it came from the database), tells the strategy, reports progress.
-  const auto finish = [&](Pending& p, const Measurement* m, const CompileResult* c) {
-    TrialRecord t;
-    if (p.cached) {
-      t = *p.cached;
-      ++summary.from_database;
-    } else {
-      t.run_id = run_id;
-      t.kernel_id = kernel_id;
-      t.device_id = device_id;
-      t.problem_id = problem_id;
-      t.config_key = p.key;
-      t.config_json = config_json(space, p.config).dump();
-      t.arch = device.arch;
-      t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = std::nan("");
-      t.gbps = t.gflops = std::nan("");
-      if (c) {
-        t.compile_options = join(c->options);
-        t.compile_log = c->log;
-        t.cubin_hash = c->key;
-        t.compile_ms = c->compile_ms;
-        t.registers = c->resources.registers;
-        t.spill_bytes = c->resources.spill_store_bytes;
+  // --- Step 3: the pipeline ------------------------------------------------------------------
+  void search() {
+    const std::size_t lookahead =
+        options_.lookahead ? options_.lookahead
+                           : std::max<std::size_t>(8, 4 * (pool_ ? pool_->threads() : 1));
+    const std::size_t depth = std::max<std::size_t>(1, backend_.pipeline_depth());
+    for (;;) {
+      const bool stopping = stop_ && stop_->load();
+      if (stopping) status_ = RunStatus::kInterrupted;
+      if (repeats_ > max_repeats_) break;
+      if (stopping || summary_.trials + in_flight_.size() >= options_.budget.evaluations ||
+          seconds_since(t0_) >= options_.budget.seconds) {
+        // What is already on the GPU is measured: keep it.
+        if (in_flight_.empty()) break;
+        collect();
+        continue;
       }
-      t.status = m->status;
-      t.error = m->error;
-      if (m->status == TrialStatus::kOk) {
-        t.time_ms = m->time_ms;
-        t.time_min_ms = m->time_min_ms;
-        t.time_mean_ms = m->time_mean_ms;
-        t.time_spread = m->time_spread;
-        t.samples_ms = m->samples_ms;
-        t.sample_count = static_cast<int>(m->samples_ms.size());
-        const double bytes = instance.bytes(p.config), flops = instance.flops(p.config);
-        t.gbps = bytes / (m->time_ms * 1e-3) / 1e9;
-        t.gflops = flops / (m->time_ms * 1e-3) / 1e9;
+      const bool starved = fill_queue(lookahead);
+      feed_backend(depth);
+      if (!in_flight_.empty()) {
+        collect();
+      } else if (queue_.empty() && (starved || strategy_.exhausted())) {
+        break;  // nothing outstanding and nothing more to propose
       }
-      if (m->registers >= 0) t.registers = m->registers;
-      t.local_bytes = m->local_bytes;
-      t.static_shared_bytes = m->static_shared_bytes;
-      t.dynamic_shared_bytes = m->dynamic_shared_bytes;
-      t.max_threads_per_block = m->max_threads_per_block;
-      t.occupancy = m->occupancy;
-      t.eval_ms = m->eval_ms;
-      t.id = store.add_trial(t);
-      ++summary.measured;
-      for (const auto& [phase, ms] : m->phases_ms) summary.phases_seconds[phase] += ms * 1e-3;
-      summary.gpu_seconds += m->gpu_ms * 1e-3;
-      summary.timed_seconds += m->timed_ms * 1e-3;
     }
-    repeats = told_keys.insert(p.key).second ? 0 : repeats + 1;
-    Outcome outcome;
-    outcome.status = t.status;
-    outcome.time_ms = t.time_ms;
-    outcome.from_cache = p.cached.has_value();
-    strategy.tell(p.config, outcome);
-    ++summary.trials;
-    ++summary.by_status[std::string(to_string(t.status))];
-    if (t.status == TrialStatus::kOk && (!prog.best_ms || t.time_ms < *prog.best_ms)) {
-      prog.best_ms = t.time_ms;
-      prog.best_key = t.config_key;
-      prog.best_gbps = t.gbps;
-    }
-    prog.done = summary.trials;
-    prog.measured = summary.measured;
-    prog.elapsed_seconds = seconds_since(t0);
-    if (progress) progress(prog);
-  };
+  }
 
-  const auto collect = [&] {
-    const auto e0 = Clock::now();
-    Measurement m = backend.collect();
-    summary.backend_seconds += seconds_since(e0);
-    Pending p = std::move(in_flight.front());
-    in_flight.pop_front();
-    const CompileResult* c = p.has_compile ? &p.compiled.get() : nullptr;
-    finish(p, &m, c);
-  };
-
-  for (;;) {
-    const bool stopping = stop && stop->load();
-    if (stopping) status = "interrupted";
-    if (repeats > max_repeats) break;
-    if (stopping || summary.trials + in_flight.size() >= options.budget.evaluations ||
-        seconds_since(t0) >= options.budget.seconds) {
-      // What is already on the GPU is measured: keep it.
-      if (in_flight.empty()) break;
-      collect();
-      continue;
-    }
-    // Keep the compile pool ahead of the backend.
-    bool starved = strategy.exhausted();  // the strategy proposes nothing more for now
-    while (queue.size() < lookahead && !strategy.exhausted()) {
-      const std::uint64_t committed = summary.trials + in_flight.size() + queue.size();
-      const std::uint64_t left = options.budget.evaluations > committed ? options.budget.evaluations - committed : 0;
-      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue.size(), left));
+  // Asks the strategy for more until `lookahead` configurations are queued and starts their
+  // compilations; true when the strategy has nothing to propose for now.
+  bool fill_queue(std::size_t lookahead) {
+    bool starved = strategy_.exhausted();
+    while (queue_.size() < lookahead && !strategy_.exhausted()) {
+      const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
+      const std::uint64_t left = options_.budget.evaluations > committed
+                                     ? options_.budget.evaluations - committed
+                                     : 0;
+      const auto want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(lookahead - queue_.size(), left));
       if (want == 0) break;
-      const std::vector<Config> configs = strategy.ask(want);
+      const std::vector<Config> configs = strategy_.ask(want);
       if (configs.empty()) {
         starved = true;
         break;
@@ -309,150 +222,270 @@ TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store,
       for (const Config& c : configs) {
         Pending p;
         p.config = c;
-        p.key = space.key(c);
+        p.key = space_.key(c);
         p.cached = lookup(p.key);
-        if (!p.cached && space.is_valid(c)) {
-          start_preparing();
-          if (backend.needs_compilation()) {
-            p.compiled = pool->submit(render(instance, c, device.arch));
+        if (!p.cached && space_.is_valid(c)) {
+          preparer_.start();
+          if (backend_.needs_compilation()) {
+            p.compiled = pool_->submit(render(instance_, c, device_.arch));
             p.has_compile = true;
           }
         }
-        queue.push_back(std::move(p));
+        queue_.push_back(std::move(p));
       }
     }
-    // Feed the backend up to its pipeline depth; trials that need no backend finish here.
-    while (!queue.empty() && in_flight.size() < depth) {
-      Pending& p = queue.front();
+    return starved;
+  }
+
+  // Submits queued configurations up to the backend's pipeline depth; those that need no
+  // backend (from the database, invalid, failed to compile) are recorded here.
+  void feed_backend(std::size_t depth) {
+    while (!queue_.empty() && in_flight_.size() < depth) {
+      Pending& p = queue_.front();
       // A duplicate proposed earlier in this run may have been measured since it was queued.
       if (!p.cached) p.cached = lookup(p.key);
       if (p.cached) {
-        finish(p, nullptr, nullptr);
-        queue.pop_front();
+        record(p, nullptr, nullptr);
+        queue_.pop_front();
         continue;
       }
-      if (auto broken = space.violated(p.config)) {
+      if (auto broken = space_.violated(p.config)) {
         Measurement m;
         m.status = TrialStatus::kInvalid;
-        m.error = fmt::format("strategy proposed an invalid configuration: restriction '{}' does not hold", *broken);
-        finish(p, &m, nullptr);
-        queue.pop_front();
+        m.error = fmt::format(
+            "strategy proposed an invalid configuration: restriction '{}' does not hold", *broken);
+        record(p, &m, nullptr);
+        queue_.pop_front();
         continue;
       }
       const CompileResult* c = nullptr;
       if (p.has_compile) {
         // With a measurement in flight, collect it rather than wait for this compilation.
-        if (!in_flight.empty() &&
+        if (!in_flight_.empty() &&
             p.compiled.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
           break;
         const auto wait0 = Clock::now();
         c = &p.compiled.get();
-        summary.wait_compile_seconds += seconds_since(wait0);
+        summary_.wait_compile_seconds += seconds_since(wait0);
         if (!c->ok) {
           Measurement m;
           m.status = TrialStatus::kCompileFailed;
           m.error = c->error;
-          finish(p, &m, c);
-          queue.pop_front();
+          record(p, &m, c);
+          queue_.pop_front();
           continue;
         }
       }
-      ensure_prepared();
+      preparer_.wait();
       const auto e0 = Clock::now();
-      backend.submit(p.config, c);
-      summary.backend_seconds += seconds_since(e0);
-      in_flight.push_back(std::move(p));
-      queue.pop_front();
+      backend_.submit(p.config, c);
+      summary_.backend_seconds += seconds_since(e0);
+      in_flight_.push_back(std::move(p));
+      queue_.pop_front();
     }
-    if (!in_flight.empty()) {
-      collect();
-    } else if (queue.empty() && (starved || strategy.exhausted())) {
-      break;  // nothing outstanding and nothing more to propose
-    }
-  }
-  if (preparing.valid() && !prepared) {
-    // Started but never needed (everything came from the database or failed to compile).
-    preparing.get();
-    prepared = true;
   }
 
-  // The winner comes from every verified trial of this kernel, device and problem (earlier runs
-  // included), after re-timing the leaders interleaved so that noise cannot crown one.
-  std::map<std::string, TrialRecord> latest;
-  for (auto& tr : store.trials_for(kernel_id, device_id, problem_id)) latest[tr.config_key] = std::move(tr);
-  std::vector<TrialRecord> ok;
-  for (auto& [key, tr] : latest) {
-    if (tr.status == TrialStatus::kOk && std::isfinite(tr.time_ms)) ok.push_back(tr);
+  void collect() {
+    const auto e0 = Clock::now();
+    const Measurement m = backend_.collect();
+    summary_.backend_seconds += seconds_since(e0);
+    Pending p = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    record(p, &m, p.has_compile ? &p.compiled.get() : nullptr);
   }
-  std::sort(ok.begin(), ok.end(), [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
-  const bool stopped = status == "interrupted";
-  if (!ok.empty()) {
-    std::size_t top = std::min<std::size_t>(ok.size(), static_cast<std::size_t>(std::max(options.retime_top, 0)));
+
+  std::optional<TrialRecord> lookup(const std::string& key) const {
+    if (!options_.reuse) return std::nullopt;
+    return store_.find_trial(ids_.kernel, ids_.device, ids_.problem, key, backend_.replays());
+  }
+
+  // Stores a trial (unless it came from the database), tells the strategy, reports progress.
+  void record(const Pending& p, const Measurement* m, const CompileResult* c) {
+    TrialRecord t;
+    if (p.cached) {
+      t = *p.cached;
+      ++summary_.from_database;
+    } else {
+      t = measured_trial(instance_, p.config, device_.arch, *m, c);
+      t.kind = warm_keys_.count(p.key) && !told_keys_.count(p.key) ? TrialKind::kWarmStart
+                                                                    : TrialKind::kSearch;
+      ensure_registered();
+      ids_.stamp(t);
+      t.id = store_.add_trial(t);
+      ++summary_.measured;
+      for (const auto& [phase, ms] : m->phases_ms) summary_.phases_seconds[phase] += ms * 1e-3;
+      summary_.gpu_seconds += m->gpu_ms * 1e-3;
+      summary_.timed_seconds += m->timed_ms * 1e-3;
+    }
+    // A strategy that only repeats configurations told before would never end a run without a
+    // budget; after max_repeats_ repeats in a row the run ends.
+    repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
+    strategy_.tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
+    ++summary_.trials;
+    ++summary_.by_status[std::string(to_string(t.status))];
+    report_progress(t);
+  }
+
+  void report_progress(const TrialRecord& t) {
+    Progress& prog = progress_state_;
+    if (t.status == TrialStatus::kOk && (!prog.best_ms || t.time_ms < *prog.best_ms)) {
+      prog.best_ms = t.time_ms;
+      prog.best_key = t.config_key;
+      prog.best_gbps = t.gbps;
+    }
+    prog.done = summary_.trials;
+    prog.measured = summary_.measured;
+    prog.elapsed_seconds = seconds_since(t0_);
+    if (progress_) progress_(prog);
+  }
+
+  // --- Step 4: the finalists, the best and its binary ----------------------------------------
+  // The winner comes from every verified search trial of this kernel, device and problem (of
+  // earlier runs too, measured or replayed as this run is), after re-timing the leaders
+  // interleaved so that noise cannot crown one (not after Ctrl-C: the user wants out).
+  void choose_winner() {
+    std::vector<TrialRecord> ok = leaders();
+    if (ok.empty()) return;
     TrialRecord winner = ok.front();
-    if (!stopped && top >= 2) {
-      std::vector<Config> configs;
-      std::vector<CompileResult> compiled(top);
-      std::vector<RetimeCandidate> candidates;
-      for (std::size_t i = 0; i < top; ++i) {
-        configs.push_back(space.parse_key(ok[i].config_key));
-        if (backend.needs_compilation()) compiled[i] = pool->submit(render(instance, configs[i], device.arch)).get();
-      }
-      for (std::size_t i = 0; i < top; ++i)
-        candidates.push_back({configs[i], backend.needs_compilation() ? &compiled[i] : nullptr});
-      ensure_prepared();
-      const std::vector<Measurement> re = backend.retime(candidates, options.retime_rounds);
-      for (std::size_t i = 0; i < top && i < re.size(); ++i) {
-        summary.gpu_seconds += re[i].gpu_ms * 1e-3;
-        TrialRecord r = ok[i];
-        r.id = 0;
-        r.run_id = run_id;
-        r.samples_ms = re[i].samples_ms;
-        r.sample_count = static_cast<int>(re[i].samples_ms.size());
-        r.time_ms = re[i].time_ms;
-        r.time_min_ms = re[i].time_min_ms;
-        r.time_mean_ms = re[i].time_mean_ms;
-        r.time_spread = re[i].time_spread;
-        r.error = "re-timed interleaved with the other finalists";
-        const double bytes = instance.bytes(configs[i]), flops = instance.flops(configs[i]);
-        r.gbps = bytes / (r.time_ms * 1e-3) / 1e9;
-        r.gflops = flops / (r.time_ms * 1e-3) / 1e9;
-        r.id = store.add_trial(r);
-        summary.finalists.push_back(r);
-      }
-      std::sort(summary.finalists.begin(), summary.finalists.end(),
-                [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
-      if (!summary.finalists.empty()) winner = summary.finalists.front();
+    const std::size_t top = std::min<std::size_t>(
+        ok.size(), static_cast<std::size_t>(std::max(options_.retime_top, 0)));
+    if (status_ == RunStatus::kFinished && top >= 2) {
+      ok.resize(top);
+      retime(ok);
+      if (!summary_.finalists.empty()) winner = summary_.finalists.front();
     }
-    store.set_best(winner.id);
+    ensure_registered();
+    store_.set_best(winner.id);
     // Keep the winner's CUBIN, so a client can launch it without compiling.
-    if (backend.needs_compilation()) {
-      const Config wc = space.parse_key(winner.config_key);
-      const CompileResult c = pool->submit(render(instance, wc, device.arch)).get();
-      if (c.ok) store.put_binary(c.key, c.arch, c.lowered_name, c.cubin);
+    if (backend_.needs_compilation()) {
+      const CompileResult c =
+          pool_->submit(render(instance_, space_.parse_key(winner.config_key), device_.arch)).get();
+      if (c.ok) store_.put_binary(c.key, c.arch, c.lowered_name, c.cubin);
     }
-    summary.best = winner;
+    summary_.best = winner;
   }
 
-  summary.status = status;
-  summary.wall_seconds = seconds_since(t0);
-  if (pool) summary.compile_seconds = pool->busy_seconds() - compile_busy_start;
-  json s;
-  s["trials"] = summary.trials;
-  s["measured"] = summary.measured;
-  s["from_database"] = summary.from_database;
-  s["by_status"] = summary.by_status;
-  s["wall_seconds"] = summary.wall_seconds;
-  s["gpu_seconds"] = summary.gpu_seconds;
-  s["timed_seconds"] = summary.timed_seconds;
-  s["compile_seconds"] = summary.compile_seconds;
-  s["backend_seconds"] = summary.backend_seconds;
-  s["wait_compile_seconds"] = summary.wait_compile_seconds;
-  s["phases_seconds"] = summary.phases_seconds;
-  if (summary.best) {
-    s["best"] = {{"trial_id", summary.best->id}, {"config", summary.best->config_key}, {"time_ms", summary.best->time_ms}};
+  // Ok search trials, the latest of each configuration, fastest first.
+  std::vector<TrialRecord> leaders() const {
+    std::map<std::string, TrialRecord> latest;
+    for (auto& t : store_.trials_for(ids_.kernel, ids_.device, ids_.problem, backend_.replays()))
+      if (t.kind != TrialKind::kRetime) latest[t.config_key] = std::move(t);
+    std::vector<TrialRecord> ok;
+    for (auto& [key, t] : latest)
+      if (t.status == TrialStatus::kOk && std::isfinite(t.time_ms)) ok.push_back(std::move(t));
+    std::sort(ok.begin(), ok.end(),
+              [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+    return ok;
   }
-  store.finish_run(run_id, status, s.dump());
-  return summary;
+
+  // Re-times the finalists interleaved and stores each as a re-timing trial.
+  void retime(const std::vector<TrialRecord>& finalists) {
+    std::vector<Config> configs;
+    std::vector<CompileResult> compiled(finalists.size());
+    for (std::size_t i = 0; i < finalists.size(); ++i) {
+      configs.push_back(space_.parse_key(finalists[i].config_key));
+      if (backend_.needs_compilation())
+        compiled[i] = pool_->submit(render(instance_, configs[i], device_.arch)).get();
+    }
+    std::vector<RetimeCandidate> candidates;
+    for (std::size_t i = 0; i < finalists.size(); ++i)
+      candidates.push_back({configs[i], backend_.needs_compilation() ? &compiled[i] : nullptr});
+    preparer_.wait();
+    const std::vector<Measurement> re = backend_.retime(candidates, options_.retime_rounds);
+    ensure_registered();
+    for (std::size_t i = 0; i < finalists.size() && i < re.size(); ++i) {
+      summary_.gpu_seconds += re[i].gpu_ms * 1e-3;
+      TrialRecord r = finalists[i];
+      r.kind = TrialKind::kRetime;
+      r.error.clear();
+      r.created_at.clear();
+      ids_.stamp(r);
+      set_timing(r, re[i], throughput(instance_, configs[i], re[i].time_ms));
+      r.id = store_.add_trial(r);
+      summary_.finalists.push_back(r);
+    }
+    std::sort(summary_.finalists.begin(), summary_.finalists.end(),
+              [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+  }
+
+  // --- Step 5: the summary and the run's status ----------------------------------------------
+  void finish() {
+    summary_.status = status_;
+    summary_.wall_seconds = seconds_since(t0_);
+    if (pool_) summary_.compile_seconds = pool_->busy_seconds() - compile_busy_start_;
+    ensure_registered();
+    store_.finish_run(ids_.run, status_, summary_json().dump());
+  }
+
+  // A failure: a registered run says so; one that stored nothing leaves no row.
+  void fail() noexcept {
+    if (ids_.run == 0) return;
+    try {
+      json s = summary_json();
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        s["error"] = e.what();
+      } catch (...) {
+        s["error"] = "unknown exception";
+      }
+      store_.finish_run(ids_.run, RunStatus::kFailed, s.dump());
+    } catch (...) {
+      // The original failure is what the caller must see.
+    }
+  }
+
+  json summary_json() const {
+    const TuneSummary& m = summary_;
+    json s;
+    s["trials"] = m.trials;
+    s["measured"] = m.measured;
+    s["from_database"] = m.from_database;
+    s["by_status"] = m.by_status;
+    s["wall_seconds"] = seconds_since(t0_);
+    s["gpu_seconds"] = m.gpu_seconds;
+    s["timed_seconds"] = m.timed_seconds;
+    s["compile_seconds"] = m.compile_seconds;
+    s["backend_seconds"] = m.backend_seconds;
+    s["wait_compile_seconds"] = m.wait_compile_seconds;
+    s["phases_seconds"] = m.phases_seconds;
+    if (m.best)
+      s["best"] = {{"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};
+    return s;
+  }
+
+  const KernelInstance& instance_;
+  const SearchSpace& space_;
+  Backend& backend_;
+  Store& store_;
+  Strategy& strategy_;
+  const TuneOptions& options_;
+  CompilePool* pool_;
+  const ProgressFn& progress_;
+  const std::atomic<bool>* stop_;
+  const DeviceInfo device_;
+  const Clock::time_point t0_ = Clock::now();
+
+  BackendPreparer preparer_;
+  TrialIds ids_;
+  TuneSummary summary_;
+  Progress progress_state_;
+  RunStatus status_ = RunStatus::kFinished;
+  double compile_busy_start_ = 0;
+  std::deque<Pending> queue_;      // asked; compiling or compiled
+  std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
+  std::set<std::string> told_keys_;
+  std::set<std::string> warm_keys_;
+  std::uint64_t repeats_ = 0;
+  std::uint64_t max_repeats_ = 1000;
+};
+
+}  // namespace
+
+TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store, Strategy& strategy,
+                 const TuneOptions& options, CompilePool* pool, const ProgressFn& progress,
+                 const std::atomic<bool>* stop) {
+  return TuningRun(instance, backend, store, strategy, options, pool, progress, stop).run();
 }
 
 }  // namespace ktune

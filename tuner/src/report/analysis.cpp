@@ -217,7 +217,7 @@ std::vector<std::pair<std::string, std::string>> config_values(const TrialRecord
 
 }  // namespace report_detail
 
-bool is_retimed(const TrialRecord& trial) { return trial.error.rfind(kRetimedPrefix, 0) == 0; }
+bool is_retimed(const TrialRecord& trial) { return trial.kind == TrialKind::kRetime; }
 
 std::optional<double> parse_utc(const std::string& iso) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;

@@ -117,7 +117,7 @@ void runs_table(std::string& o, const ReportStudy& s, const TimeUnit& unit) {
     if (!r.run.strategy_options.empty() && r.run.strategy_options != "{}" && r.run.strategy_options != "null")
       strategy += " <span class=\"muted\">" + html_escape(r.run.strategy_options) + "</span>";
     o += "<tr>" + td(fmt::format("#{}", r.run.id)) + td(strategy) + td(html_escape(r.device.name)) +
-         td(html_escape(r.run.status)) + td(html_escape(date_only(r.run.started_at))) +
+         td(html_escape(std::string(to_string(r.run.status)))) + td(html_escape(date_only(r.run.started_at))) +
          td(format_duration(r.duration_s), true) + td(fmt::format("{}", r.search.size()), true) + td(fmt::format("{}", ok), true) +
          td(fmt::format("{}", r.search.size() - ok), true) + td(format_time(best, unit), true) +
          td(r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-", true) +

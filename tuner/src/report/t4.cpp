@@ -162,7 +162,7 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
       {"budget", budget.is_discarded() ? json::object() : budget},
       {"seed", rows.run.seed},
       {"backend", rows.run.backend},
-      {"status", rows.run.status},
+      {"status", to_string(rows.run.status)},
       {"started_at", rows.run.started_at},
       {"finished_at", rows.run.finished_at},
       {"host", rows.run.host},

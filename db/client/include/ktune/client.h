@@ -234,7 +234,7 @@ struct ClientOptions {
 class Client {
  public:
   // The schema this client reads; a newer database is refused.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a
   // device described by hand. Throws Error(kDatabase) "<path>: ..." for a missing file, a file

@@ -84,6 +84,8 @@ class SearchSpace {
   // the same key, and parse_key(key(c)) == c.
   std::string key(const Config& config) const;
   Config parse_key(std::string_view key) const;  // throws Error(kUsage) naming the bad part
+  // The config as a JSON object {"name": value, ...} (to_json of each Value).
+  nlohmann::json to_json(const Config& config) const;
   // Builds a config from name=value assignments; unassigned parameters take their default.
   // Throws Error(kUsage) for an unknown parameter or a value not in its list.
   Config from_assignments(const std::map<std::string, std::string>& assignments) const;

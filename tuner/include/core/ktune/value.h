@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <nlohmann/json_fwd.hpp>
 #include <variant>
 
 namespace ktune {
@@ -47,5 +48,10 @@ class Value {
  private:
   std::variant<std::int64_t, double, std::string> v_;
 };
+
+// As JSON: a number or a string. From JSON: integers, floats and strings as they are, booleans
+// as 0/1, anything else as its JSON text (a string).
+nlohmann::json to_json(const Value& value);
+Value value_from_json(const nlohmann::json& j);
 
 }  // namespace ktune

@@ -12,6 +12,7 @@
 #include "ktune/device.h"
 #include "ktune/instance.h"
 #include "ktune/status.h"
+#include "ktune/store.h"
 
 namespace ktune {
 
@@ -30,10 +31,10 @@ struct MeasureOptions {
   // A run shorter than this is timed in batches of launches between two events, so launch
   // latency does not dominate (only when the L2 is not flushed between runs).
   double batch_below_ms = 0.02;
-  // L2: "auto" flushes before every timed run when the kernel's buffers together are smaller
+  // L2: kAuto flushes before every timed run when the kernel's buffers together are smaller
   // than twice the device's L2, so no run is served from a cache its predecessor warmed;
-  // "always" / "never" force it.
-  std::string flush_l2 = "auto";
+  // kAlways / kNever force it.
+  FlushL2 flush_l2 = FlushL2::kAuto;
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
   double timeout_seconds = 20;
   std::uint64_t seed = 1;  // input data
@@ -55,6 +56,7 @@ struct Measurement {
   int dynamic_shared_bytes = -1;
   int max_threads_per_block = -1;
   double occupancy = -1;             // active warps / max warps per multiprocessor
+  int l2_flushed = -1;               // 1: the L2 was flushed before each timed run; -1 unknown
   // Accounting, for throughput figures.
   double gpu_ms = 0;                 // GPU time in this trial's launches (warm-up, checks, samples)
   double timed_ms = 0;               // GPU time of the timed samples alone
@@ -74,6 +76,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;            // "cuda", "replay", ...
+  // True for a backend that answers from recorded measurements instead of measuring: its runs
+  // are marked replayed, and replayed and measured trials never answer for each other.
+  virtual bool replays() const { return false; }
   virtual DeviceInfo device() const = 0;
   // Whether evaluate() needs a CompileResult (the CUDA backend) or not (replay).
   virtual bool needs_compilation() const = 0;

@@ -161,10 +161,14 @@ class ReplayBackend final : public Backend {
   explicit ReplayBackend(std::shared_ptr<const Recording> recording);
 
   std::string name() const override { return "replay"; }
+  bool replays() const override { return true; }
+  // The recorded device, with the architecture of its recording ("sm_90"; "" where unknown).
   DeviceInfo device() const override;
   bool needs_compilation() const override { return false; }
   void prepare(const KernelInstance& instance, const MeasureOptions& options) override;
-  // A configuration missing from the recording is invalid, error "not in the recording".
+  // A configuration missing from the recording is invalid, error "not in the recording". The
+  // recorded status and timings are replayed; the recorded error text is not (it may describe
+  // the recording itself, say a re-timing), only "replayed: recorded as <status>".
   Measurement evaluate(const Config& config, const CompileResult* compiled) override;
   std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
                                   int rounds) override;

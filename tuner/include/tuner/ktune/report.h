@@ -33,9 +33,8 @@ struct ReportOptions {
   int max_points = 4000;       // scatter points drawn per plot before thinning (HTML)
 };
 
-// Trials whose error starts with this are the tuner's final interleaved re-timing of the
-// leaders (tuner.cpp), not search evaluations.
-inline constexpr const char* kRetimedPrefix = "re-timed interleaved";
+// The tuner's final interleaved re-timing of the leaders (TrialKind::kRetime), not a search
+// evaluation.
 bool is_retimed(const TrialRecord& trial);
 
 // One run and its trials.

@@ -56,7 +56,7 @@ struct Progress {
 
 struct TuneSummary {
   std::int64_t run_id = 0;
-  std::string status;                // finished | interrupted | failed
+  RunStatus status = RunStatus::kFinished;  // kFinished or kInterrupted (a failure throws)
   std::uint64_t trials = 0;          // told to the strategy
   std::uint64_t measured = 0;        // evaluated by the backend
   std::uint64_t from_database = 0;   // answered from earlier trials
@@ -74,9 +74,15 @@ struct TuneSummary {
 
 using ProgressFn = std::function<void(const Progress&)>;
 
-// Runs one tuning job. `stop` (may be null) ends the run cleanly after the trial in flight,
-// keeping everything measured; the run is then marked interrupted. Compile errors, crashes and
-// wrong results are trials; only failures of the store or backend themselves throw.
+// Runs one tuning job, in named steps (loop/tuner.cpp): start the strategy (with the warm start),
+// run the ask-compile-measure pipeline until the budget is spent or the strategy is done,
+// re-time the finalists, record the best and its binary, and write the run's summary.
+//
+// Run state: the run row is written when its first trial is stored (or at the end, when every
+// trial came from the database), so a run that fails before any trial leaves no row. `stop`
+// (may be null) ends the run cleanly after the trial in flight, keeping everything measured:
+// status kInterrupted. Compile errors, crashes and wrong results are trials; a failure of the
+// strategy, store or backend themselves marks a registered run kFailed and is rethrown.
 TuneSummary tune(const KernelInstance& instance, Backend& backend, Store& store, Strategy& strategy,
                  const TuneOptions& options, CompilePool* pool, const ProgressFn& progress = {},
                  const std::atomic<bool>* stop = nullptr);

@@ -23,7 +23,7 @@ json measure_json(const MeasureOptions& m) {
   return json{{"samples", m.samples},           {"warmup", m.warmup},
               {"min_samples", m.min_samples},   {"max_samples", m.max_samples},
               {"target_spread", m.target_spread}, {"max_seconds", m.max_seconds},
-              {"batch_below_ms", m.batch_below_ms}, {"flush_l2", m.flush_l2}};
+              {"batch_below_ms", m.batch_below_ms}, {"flush_l2", std::string(to_string(m.flush_l2))}};
 }
 
 }  // namespace

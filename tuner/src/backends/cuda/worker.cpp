@@ -332,7 +332,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device, con
     buf.init = KernelSpec::parse_init(b);
     buffers_.push_back(std::move(buf));
   }
-  if (measure_.flush_l2 != "never") {
+  if (measure_.flush_l2 != FlushL2::kNever) {
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
   }
@@ -662,8 +662,8 @@ std::optional<std::string> Worker::verify(bool second_pattern_only) {
 }
 
 bool Worker::needs_flush() const {
-  if (measure_.flush_l2 == "always") return true;
-  if (measure_.flush_l2 == "never") return false;
+  if (measure_.flush_l2 == FlushL2::kAlways) return true;
+  if (measure_.flush_l2 == FlushL2::kNever) return false;
   std::size_t bytes = 0;
   for (const auto& b : buffers_) bytes += b.count * elem_size(b.spec.type);
   return bytes < static_cast<std::size_t>(2 * device_.l2_bytes);
@@ -910,6 +910,7 @@ Measurement measurement_from_json(const json& r) {
   m.dynamic_shared_bytes = r.value("dynamic_shared_bytes", -1);
   m.max_threads_per_block = r.value("max_threads_per_block", -1);
   m.occupancy = r.value("occupancy", -1.0);
+  if (r.contains("flush_l2")) m.l2_flushed = r["flush_l2"].get<bool>() ? 1 : 0;
   m.gpu_ms = r.value("gpu_ms", 0.0);
   m.timed_ms = r.value("timed_ms", 0.0);
   m.eval_ms = r.value("eval_ms", 0.0);
@@ -992,7 +993,7 @@ int cuda_worker_main() {
     measure.target_spread = m.value("target_spread", 0.01);
     measure.max_seconds = m.value("max_seconds", 0.5);
     measure.batch_below_ms = m.value("batch_below_ms", 0.02);
-    measure.flush_l2 = m.value("flush_l2", std::string("auto"));
+    measure.flush_l2 = flush_l2_from_string(m.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
     register_builtin_kernels(registry);
     registry.load_env_path();
     for (const auto& p : init.value("plugins", std::vector<std::string>{})) registry.load_path(p);

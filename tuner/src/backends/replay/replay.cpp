@@ -198,10 +198,12 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
     r.problem[name] = pj[name].get<std::int64_t>();
   }
 
-  // The latest trial of each configuration, in the order configurations were first tried.
+  // The latest search trial of each configuration (re-timings are not what a search saw), in
+  // the order configurations were first tried.
   std::vector<std::string> keys;
   std::map<std::string, TrialRecord> latest;
   for (auto& t : store.trials_for(id.kernel_id, id.device_id, id.problem_id)) {
+    if (t.kind == TrialKind::kRetime) continue;
     if (!latest.count(t.config_key)) keys.push_back(t.config_key);
     latest[t.config_key] = std::move(t);
   }
@@ -427,7 +429,7 @@ ReplayBackend::ReplayBackend(std::shared_ptr<const Recording> recording)
 DeviceInfo ReplayBackend::device() const {
   DeviceInfo d;
   d.name = recording_->device_name;
-  d.arch = "replay";
+  d.arch = recording_->arch;
   d.cc_major = recording_->cc_major;
   d.cc_minor = recording_->cc_minor;
   d.limits = recording_limits(*recording_);
@@ -481,7 +483,7 @@ Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) 
     return m;
   }
   m.status = t->status;
-  m.error = t->error;
+  if (t->status != TrialStatus::kOk) m.error = fmt::format("replayed: recorded as {}", to_string(t->status));
   m.eval_ms = t->eval_ms;
   if (t->status == TrialStatus::kOk) {
     m.samples_ms = t->samples_ms;

@@ -1,0 +1,240 @@
+// Run and trial state is typed, never read from text: a replayed run keeps its search trials and
+// its re-timing apart, and every way out of a run (finished, Ctrl-C, an exception, a killed
+// process) leaves the status it should.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include "ktune/error.h"
+#include "ktune/registry.h"
+#include "ktune/replay.h"
+#include "ktune/report.h"
+#include "ktune/store.h"
+#include "ktune/strategy.h"
+#include "ktune/tuner.h"
+#include <SQLiteCpp/Database.h>
+
+#include "common/test_files.h"
+#include "tuner/cli_test_util.h"
+
+namespace ktune::test {
+namespace {
+
+const std::string kReduceRecording = std::string(KTUNE_SOURCE_DIR) +
+                                     "/db/recordings/reduce-NVIDIA_H100_80GB_HBM3-n=268435456.json.gz";
+
+class RunState : public ::testing::Test {
+ protected:
+  CliResult run(const std::vector<std::string>& args) {
+    return run_ktune(args, dir_.path(), dir_ / "cache", {{"KTUNE_RECORDINGS", std::nullopt}});
+  }
+  TempDir dir_;
+};
+
+// The README's job replayed twice: every trial is told once, the report counts every search
+// evaluation and only the re-timing of each run as re-timed, and nothing a recording held is
+// copied into the new trials' errors or kinds.
+TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
+  const std::string job = std::string(KTUNE_SOURCE_DIR) + "/configs/reduce.toml";
+  CliResult r = run({"tune", "--config", job, "--replay", kReduceRecording, "--db", "r.db",
+                     "--retime-top", "5"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "5874 trials (5874 measured")) << r;
+  // The database of that run is itself a recording: replaying it must not count its re-timing
+  // as search trials, nor carry its text over.
+  r = run({"tune", "reduce", "--problem", "n=2**28", "--replay", "r.db", "--db", "again.db",
+           "--retime-top", "5"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "5874 trials (5874 measured")) << r;
+
+  for (const char* db : {"r.db", "again.db"}) {
+    Store store = Store::open(dir_ / db, Store::Mode::kReadOnly);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 1u) << db;
+    EXPECT_TRUE(runs[0].replayed) << db;
+    EXPECT_EQ(runs[0].status, RunStatus::kFinished) << db;
+    std::size_t search = 0, retime = 0;
+    for (const TrialRecord& t : store.trials_of_run(runs[0].id)) {
+      (t.kind == TrialKind::kRetime ? retime : search) += 1;
+      if (t.status == TrialStatus::kOk) {
+        EXPECT_EQ(t.error, "") << db << " trial " << t.id;
+      }
+    }
+    EXPECT_EQ(search, 5874u) << db;
+    EXPECT_EQ(retime, 5u) << db;
+
+    const Report report = build_report(store, {});
+    ASSERT_EQ(report.studies.size(), 1u);
+    ASSERT_EQ(report.studies[0].runs.size(), 1u);
+    EXPECT_EQ(report.studies[0].runs[0].search.size(), 5874u) << db;
+    EXPECT_EQ(report.studies[0].runs[0].retimed.size(), 5u) << db;
+  }
+  r = run({"report", "--db", "again.db", "--format", "md"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "| finished | ")) << r;
+  EXPECT_TRUE(contains(r.out, "| 5874 | 5874 | 0 | ")) << r;
+  EXPECT_TRUE(contains(r.out, "5874 evaluations, 5874 distinct configurations")) << r;
+}
+
+// A run refused by its strategy (an unknown option) writes no run row that could stay running.
+TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunningRun) {
+  const CliResult r = run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording,
+                           "--strategy", "genetic_algorithm", "--strategy-option", "bogus=1",
+                           "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "bogus")) << r;
+  if (fs::exists(dir_ / "x.db")) {
+    Store store = Store::open(dir_ / "x.db", Store::Mode::kReadOnly);
+    for (const RunRecord& run : store.runs()) EXPECT_NE(run.status, RunStatus::kRunning);
+    EXPECT_TRUE(store.runs().empty()) << "a run that stored no trial leaves no row";
+  }
+}
+
+// The library: each way out of tune() writes its status.
+class RunStateLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    recording_ = std::make_shared<Recording>(read_kt_cache(kReduceRecording));
+    Registry registry;
+    register_builtin_kernels(registry);
+    target_ = std::make_unique<ReplayTarget>(replay_target(*recording_, &registry));
+    instance_ = std::make_unique<KernelInstance>(target_->kernel, target_->problem, target_->limits);
+    store_ = std::make_unique<Store>(Store::open(dir_ / "loop.db"));
+  }
+  TempDir dir_;
+  std::shared_ptr<Recording> recording_;
+  std::unique_ptr<ReplayTarget> target_;
+  std::unique_ptr<KernelInstance> instance_;
+  std::unique_ptr<Store> store_;
+};
+
+// A backend that fails (not a trial's failure: the backend itself) after some evaluations.
+class FailingBackend : public Backend {
+ public:
+  FailingBackend(std::shared_ptr<const Recording> r, int after)
+      : inner_(std::move(r)), left_(after) {}
+  std::string name() const override { return "failing"; }
+  DeviceInfo device() const override { return inner_.device(); }
+  bool needs_compilation() const override { return false; }
+  void prepare(const KernelInstance& instance, const MeasureOptions& o) override {
+    inner_.prepare(instance, o);
+  }
+  Measurement evaluate(const Config& config, const CompileResult* compiled) override {
+    if (left_-- == 0) throw Error(ErrorKind::kDevice, "the device went away");
+    return inner_.evaluate(config, compiled);
+  }
+  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& c, int rounds) override {
+    return inner_.retime(c, rounds);
+  }
+
+ private:
+  ReplayBackend inner_;
+  int left_;
+};
+
+TEST_F(RunStateLoop, AnExceptionMarksTheRunFailedAndIsRethrown) {
+  FailingBackend backend(recording_, 20);
+  auto strategy = make_strategy("random");
+  TuneOptions options;
+  options.budget.evaluations = 100;
+  expect_error(ErrorKind::kDevice, "the device went away",
+               [&] { tune(*instance_, backend, *store_, *strategy, options, nullptr); });
+  const auto runs = store_->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, RunStatus::kFailed);
+  EXPECT_TRUE(contains(runs[0].summary, "the device went away")) << runs[0].summary;
+  EXPECT_EQ(store_->trials_of_run(runs[0].id).size(), 20u);
+}
+
+TEST_F(RunStateLoop, AStrategyThatRejectsItsOptionsLeavesNoRun) {
+  ReplayBackend backend(recording_);
+  auto strategy = make_strategy("genetic_algorithm");
+  TuneOptions options;
+  options.strategy_options = {{"bogus", "1"}};
+  expect_error(ErrorKind::kUsage, "bogus",
+               [&] { tune(*instance_, backend, *store_, *strategy, options, nullptr); });
+  EXPECT_TRUE(store_->runs().empty());
+}
+
+TEST_F(RunStateLoop, StopMarksTheRunInterruptedAndBudgetsFinishIt) {
+  ReplayBackend backend(recording_);
+  auto strategy = make_strategy("random");
+  TuneOptions options;
+  options.budget.evaluations = 50;
+  std::atomic<bool> stop{false};
+  std::uint64_t seen = 0;
+  const TuneSummary s = tune(
+      *instance_, backend, *store_, *strategy, options, nullptr,
+      [&](const Progress& p) {
+        seen = p.done;
+        if (p.done == 10) stop = true;
+      },
+      &stop);
+  EXPECT_EQ(s.status, RunStatus::kInterrupted);
+  EXPECT_EQ(store_->run(s.run_id)->status, RunStatus::kInterrupted);
+  EXPECT_LT(seen, 50u);
+  auto again = make_strategy("random");
+  const TuneSummary f = tune(*instance_, backend, *store_, *again, options, nullptr);
+  EXPECT_EQ(f.status, RunStatus::kFinished);
+  EXPECT_EQ(store_->run(f.run_id)->status, RunStatus::kFinished);
+}
+
+// A process killed in the middle of a run cannot write anything; readers see its run as
+// interrupted, and the next read-write open writes that down.
+TEST_F(RunStateLoop, ARunWhoseProcessWasKilledIsInterrupted) {
+  const std::int64_t kernel = store_->upsert_kernel(kernel_record(*instance_));
+  const std::int64_t device = store_->upsert_device(device_record(ReplayBackend(recording_).device()));
+  ProblemRecord p;
+  p.kernel_name = instance_->kernel().name;
+  p.key = instance_->problem_key();
+  p.json = "{}";
+  const std::int64_t problem = store_->upsert_problem(p);
+  const fs::path path = dir_ / "loop.db";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Store store = Store::open(path);
+    RunRecord run;
+    run.kernel_id = kernel;
+    run.device_id = device;
+    run.problem_id = problem;
+    run.backend = "replay";
+    store.begin_run(run);
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  // This test process's own run, still going, stays running.
+  RunRecord mine;
+  mine.kernel_id = kernel;
+  mine.device_id = device;
+  mine.problem_id = problem;
+  mine.backend = "replay";
+  const std::int64_t live = store_->begin_run(mine);
+  {
+    Store reader = Store::open(path, Store::Mode::kReadOnly);
+    const auto runs = reader.runs();
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].status, RunStatus::kInterrupted);
+    EXPECT_EQ(runs[1].status, RunStatus::kRunning);
+  }
+  {
+    SQLite::Database raw(path.string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT status FROM runs WHERE id = 1").getString(), "running")
+        << "a read-only open writes nothing";
+  }
+  { Store writer = Store::open(path); }
+  SQLite::Database raw(path.string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT status FROM runs WHERE id = 1").getString(), "interrupted");
+  EXPECT_EQ(raw.execAndGet("SELECT status FROM runs WHERE id = " + std::to_string(live)).getString(),
+            "running");
+}
+
+}  // namespace
+}  // namespace ktune::test

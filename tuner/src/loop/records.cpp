@@ -1,0 +1,114 @@
+// The database records the tuning loop writes: a kernel version with its spec, a device, and
+// trials built from a backend's measurement (throughput computed once, here).
+#include "loop/records.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "ktune/hash.h"
+#include "ktune/stored_spec.h"
+#include "ktune/tuner.h"
+
+namespace ktune {
+
+KernelRecord kernel_record(const KernelInstance& instance) {
+  const KernelSpec& k = instance.kernel();
+  KernelRecord r;
+  r.name = k.name;
+  Hasher h;
+  h.add(k.source).add(k.entry);
+  for (const auto& o : k.compile_options) h.add(o);
+  r.source_hash = h.hex();
+  r.space_hash = instance.space().hash();
+  r.source = k.source;
+  r.entry = k.entry;
+  r.spec_json = stored_spec(k).to_json();
+  return r;
+}
+
+DeviceRecord device_record(const DeviceInfo& d) {
+  DeviceRecord r;
+  r.name = d.name;
+  r.arch = d.arch;
+  r.cc_major = d.cc_major;
+  r.cc_minor = d.cc_minor;
+  r.sm_count = d.sm_count;
+  r.memory_bytes = d.memory_bytes;
+  r.l2_bytes = d.l2_bytes;
+  r.driver_version = d.driver_version;
+  r.nvrtc_version = nvrtc_version();
+  return r;
+}
+
+StoredSpec stored_spec(const KernelSpec& k) {
+  StoredSpec s;
+  for (const auto& p : k.params) s.params.push_back({p.name, p.values, p.values.at(p.default_index)});
+  for (const auto& p : k.problem) s.problem.push_back({p.name, p.default_value});
+  s.restrictions = k.restrictions;
+  s.grid = k.launch.grid;
+  s.block = k.launch.block;
+  s.shared_mem = k.launch.shared_mem;
+  s.bytes = k.bytes;
+  s.flops = k.flops;
+  s.compile_options = k.compile_options;
+  s.source_name = k.source_name;
+  return s;
+}
+
+Throughput throughput(const KernelInstance& instance, const Config& config, double time_ms) {
+  const double seconds = time_ms * 1e-3;
+  return {instance.bytes(config) / seconds / 1e9, instance.flops(config) / seconds / 1e9};
+}
+
+void TrialIds::stamp(TrialRecord& t) const {
+  t.run_id = run;
+  t.kernel_id = kernel;
+  t.device_id = device;
+  t.problem_id = problem;
+}
+
+void set_timing(TrialRecord& t, const Measurement& m, const Throughput& rate) {
+  t.time_ms = m.time_ms;
+  t.time_min_ms = m.time_min_ms;
+  t.time_mean_ms = m.time_mean_ms;
+  t.time_spread = m.time_spread;
+  t.samples_ms = m.samples_ms;
+  t.sample_count = static_cast<int>(m.samples_ms.size());
+  t.gbps = rate.gbps;
+  t.gflops = rate.gflops;
+}
+
+TrialRecord measured_trial(const KernelInstance& instance, const Config& config,
+                           const std::string& arch, const Measurement& m,
+                           const CompileResult* compiled) {
+  TrialRecord t;
+  const SearchSpace& space = instance.space();
+  t.config_key = space.key(config);
+  t.config_json = space.to_json(config).dump();
+  t.arch = arch;
+  t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = std::nan("");
+  t.gbps = t.gflops = std::nan("");
+  if (compiled != nullptr) {
+    for (const auto& o : compiled->options) t.compile_options += (t.compile_options.empty() ? "" : " ") + o;
+    t.compile_log = compiled->log;
+    t.cubin_hash = compiled->key;
+    t.compile_ms = compiled->compile_ms;
+    t.registers = compiled->resources.registers;
+    t.spill_bytes = compiled->resources.spill_store_bytes;
+  }
+  t.status = m.status;
+  t.error = m.error;
+  if (m.status == TrialStatus::kOk) set_timing(t, m, throughput(instance, config, m.time_ms));
+  if (m.registers >= 0) t.registers = m.registers;
+  t.local_bytes = m.local_bytes;
+  t.static_shared_bytes = m.static_shared_bytes;
+  t.dynamic_shared_bytes = m.dynamic_shared_bytes;
+  t.max_threads_per_block = m.max_threads_per_block;
+  t.occupancy = m.occupancy;
+  t.l2_flushed = m.l2_flushed;
+  t.eval_ms = m.eval_ms;
+  return t;
+}
+
+}  // namespace ktune
