@@ -7,6 +7,7 @@
 //   bench_report                       the benchmark (5000 and 20000 trials)
 //   bench_report --sample=DIR          write DIR/sample.db, sample.html and sample.md, then exit
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -185,13 +186,6 @@ struct RunPlan {
   std::uint64_t seed;
 };
 
-std::string config_json(const SearchSpace& s, const Config& c) {
-  std::string j = "{";
-  for (std::size_t i = 0; i < s.size(); ++i)
-    j += (i ? ", \"" : "\"") + s.params()[i].name + "\": " + s.value(c, i).to_string();
-  return j + "}";
-}
-
 // Writes the runs of `plans` into a fresh database at `path`; returns the trial count.
 std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& plans) {
   fs::remove(path);
@@ -276,7 +270,7 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
       t.device_id = device_ids[plan.gpu];
       t.problem_id = problem_id;
       t.config_key = space.key(order[pick]);
-      t.config_json = config_json(space, order[pick]);
+      t.config_json = space.to_json(order[pick]).dump();
       t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops = std::nan("");
       model.evaluate(order[pick], gpu, std::hash<std::string>{}(t.config_key) + plan.gpu * 17 + plan.seed, t);
       clock += (t.compile_ms * 0.35 + t.eval_ms) / 1000.0 + 0.02;

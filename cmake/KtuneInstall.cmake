@@ -1,6 +1,8 @@
 # Installation and the exported CMake package (find_package(ktune)): ktune::plugin_api (the
-# plugin ABI header) in ktuneTargets, and the run-time client ktune::client with what it links
-# (ktune::core, ktune::compile) in ktuneClientTargets, loaded when its dependencies are found.
+# plugin ABI header) in ktuneTargets; the run-time client ktune::client with what it links
+# (ktune::core, ktune::compile, ktune::store) in ktuneClientTargets; the tuner library
+# ktune::tuner and ktune::builtin_kernels in ktuneTunerTargets. The installed headers are
+# exactly those of these targets' include roots.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -20,11 +22,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/db/recordings/
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/replay/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/configs/replay)
 install(TARGETS ktune_plugin_api EXPORT ktuneTargets)
-install(TARGETS ktune_core ktune_compile ktune_client EXPORT ktuneClientTargets
+install(TARGETS ktune_core ktune_compile ktune_store ktune_client EXPORT ktuneClientTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ktune_tuner ktune_builtin_kernels EXPORT ktuneTunerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(EXPORT ktuneTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 install(EXPORT ktuneClientTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
+install(EXPORT ktuneTunerTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ktuneConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ktuneConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ktuneConfigVersion.cmake

@@ -59,8 +59,6 @@ Target resolve_target(const po::variables_map& vm, bool need_arch);
 
 bool json_output(const po::variables_map& vm);
 void print_json(const nlohmann::json& j);
-nlohmann::json value_json(const Value& v);
-nlohmann::json config_json(const SearchSpace& space, const Config& config);
 
 int cmd_list(const std::vector<std::string>& args);
 int cmd_space(const std::vector<std::string>& args);

@@ -53,7 +53,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   if (json_output(vm)) {
     nlohmann::json j;
     j["kernel"] = kernel.name;
-    j["config"] = config_json(space, config);
+    j["config"] = space.to_json(config);
     j["key"] = key;
     j["arch"] = r.arch;
     j["options"] = r.options;

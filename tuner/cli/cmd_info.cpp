@@ -27,8 +27,8 @@ int cmd_list(const std::vector<std::string>& args) {
         nlohmann::json pj;
         pj["name"] = p.name;
         pj["values"] = nlohmann::json::array();
-        for (const auto& v : p.values) pj["values"].push_back(value_json(v));
-        pj["default"] = value_json(p.values[p.default_index]);
+        for (const auto& v : p.values) pj["values"].push_back(to_json(v));
+        pj["default"] = to_json(p.values[p.default_index]);
         pj["description"] = p.description;
         j["parameters"].push_back(pj);
       }

@@ -58,7 +58,7 @@ int cmd_space(const std::vector<std::string>& args) {
     j["space_hash"] = space.hash();
     j["restrictions"] = space.restrictions();
     j["sample"] = nlohmann::json::array();
-    for (const auto& c : sample) j["sample"].push_back(config_json(space, c));
+    for (const auto& c : sample) j["sample"].push_back(space.to_json(c));
     print_json(j);
     return 0;
   }

@@ -151,16 +151,4 @@ bool json_output(const po::variables_map& vm) { return vm.count("json") > 0; }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
-nlohmann::json value_json(const Value& v) {
-  if (v.is_int()) return v.as_int();
-  if (v.is_double()) return v.as_double();
-  return v.as_string();
-}
-
-nlohmann::json config_json(const SearchSpace& space, const Config& config) {
-  nlohmann::json j = nlohmann::json::object();
-  for (std::size_t i = 0; i < space.size(); ++i) j[space.params()[i].name] = value_json(space.value(config, i));
-  return j;
-}
-
 }  // namespace ktune::cli

@@ -16,6 +16,7 @@
 
 #include "client_impl.h"
 #include "ktune/error.h"
+#include "ktune/stored_spec.h"
 
 namespace ktune {
 
@@ -47,23 +48,6 @@ double log_magnitude(std::int64_t v) {
   return v < 0 ? -m : m;
 }
 
-std::string problem_text(const Problem& p) {
-  std::string out;
-  for (const auto& [name, value] : p) {
-    if (!out.empty()) out += ',';
-    out += name + "=" + std::to_string(value);
-  }
-  return out;
-}
-
-Value json_value(const nlohmann::json& j) {
-  if (j.is_number_integer()) return Value(j.get<std::int64_t>());
-  if (j.is_number_float()) return Value(j.get<double>());
-  if (j.is_string()) return Value(j.get<std::string>());
-  if (j.is_boolean()) return Value(std::int64_t{j.get<bool>() ? 1 : 0});
-  return Value(j.dump());
-}
-
 // Ordering of candidates of one device level: the device most like this one, then the newest.
 auto preference(const Candidate& c, const ClientDevice& d) {
   return std::make_tuple(c.device->name != d.name, std::abs(c.device->sm_count - d.sm_count),
@@ -87,25 +71,6 @@ struct PairHash {
     return std::hash<std::int64_t>()(p.first) * 31 + std::hash<std::int64_t>()(p.second);
   }
 };
-
-// "n=16777216,m=4" (problem_key in ktune/kernel.h) as values; nullopt for anything else.
-std::optional<Problem> parse_problem_key(std::string_view key) {
-  Problem p;
-  while (!key.empty()) {
-    const std::size_t comma = key.find(',');
-    const std::string_view item = key.substr(0, comma);
-    const std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) return std::nullopt;
-    std::int64_t value = 0;
-    const char* begin = item.data() + eq + 1;
-    const char* end = item.data() + item.size();
-    const auto [ptr, ec] = std::from_chars(begin, end, value);
-    if (ec != std::errc() || ptr != end || begin == end) return std::nullopt;
-    if (!p.emplace(std::string(item.substr(0, eq)), value).second) return std::nullopt;
-    key = comma == std::string_view::npos ? std::string_view() : key.substr(comma + 1);
-  }
-  return p;
-}
 
 constexpr std::size_t kMaxCachedAnswers = 65536;
 
@@ -220,7 +185,7 @@ bool cubin_runs_on(const std::string& binary_arch, const ClientDevice& device) {
 
 ClientDevice ClientDevice::describe(std::string name, std::string arch, int sm_count,
                                     std::int64_t memory_bytes) {
-  const auto cc = detail::parse_arch(arch);
+  const auto cc = parse_arch(arch);
   if (!cc) {
     throw Error(ErrorKind::kUsage,
                 "'" + arch + "' is not an architecture; expected sm_NN, e.g. sm_90");
@@ -232,10 +197,8 @@ ClientDevice ClientDevice::describe(std::string name, std::string arch, int sm_c
   d.cc_minor = cc->second;
   d.sm_count = sm_count;
   d.memory_bytes = memory_bytes;
-  d.limits = detail::limits_for_arch(d.cc_major * 10 + d.cc_minor);
-  for (auto& [limit, value] : d.limits) {
-    if (limit == "multiprocessor_count" && sm_count > 0) value = sm_count;
-  }
+  d.limits = DeviceLimits::for_arch(d.cc_major * 10 + d.cc_minor);
+  if (sm_count > 0) d.limits.multiprocessor_count = sm_count;
   return d;
 }
 
@@ -243,7 +206,7 @@ Client::Impl::Impl(const std::filesystem::path& path, ClientDevice d, ClientOpti
     : device(std::move(d)),
       limits(detail::limit_values(device)),
       options(std::move(o)),
-      db(path, options.busy_timeout, Client::kSchemaVersion) {
+      db(path, options.busy_timeout, Client::kSchemaVersion, Client::kSchemaVersion) {
   if (options.cache_dir) disk_cache = std::make_unique<CompileCache>(*options.cache_dir);
 }
 
@@ -317,11 +280,9 @@ const std::vector<std::pair<std::string, std::int64_t>>& Client::Impl::problem_d
   q.bind(1, kernel);
   if (q.step()) {
     try {
-      const auto spec = nlohmann::json::parse(q.text_view(0));
-      for (const auto& p : spec.value("problem", nlohmann::json::array()))
-        e.problem_defaults.emplace_back(p.at("name").get<std::string>(),
-                                        p.value("default", std::int64_t{0}));
-    } catch (const nlohmann::json::exception&) {
+      for (const auto& p : StoredSpec::parse(q.text_view(0), db.where()).problem)
+        e.problem_defaults.emplace_back(p.name, p.default_value);
+    } catch (const Error&) {
       // Without defaults a query must name every problem parameter; nothing else changes.
       e.problem_defaults.clear();
     }
@@ -409,7 +370,7 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
   }
   try {
     const nlohmann::json config = nlohmann::json::parse(config_json.empty() ? "{}" : config_json);
-    for (const auto& [name, v] : config.items()) b->config[name] = json_value(v);
+    for (const auto& [name, v] : config.items()) b->config[name] = value_from_json(v);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kDatabase, db.where() + ": best: trial " + std::to_string(c.trial_id) +
                                           ": unreadable config_json (" + e.what() + ")");
@@ -419,7 +380,7 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
 
 std::string Client::Impl::no_match_message(const std::string& kernel, const Problem& query,
                                            const LookupOptions& options) {
-  std::string out = kernel + "[" + problem_text(query) + "]: no stored best for " + device.name +
+  std::string out = kernel + "[" + problem_key(query) + "]: no stored best for " + device.name +
                     " (" + device.arch + ")";
   // Rare, so the devices of every major are read only here.
   std::set<std::string> tuned;

@@ -52,22 +52,7 @@ std::optional<ClientDevice> ClientDevice::find_current(int ordinal, std::string*
   d.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
   d.sm_count = p.multiProcessorCount;
   d.memory_bytes = static_cast<std::int64_t>(p.totalGlobalMem);
-  d.limits = {
-      {"max_threads_per_block", p.maxThreadsPerBlock},
-      {"max_threads_per_multiprocessor", p.maxThreadsPerMultiProcessor},
-      {"max_shared_memory_per_block", static_cast<std::int64_t>(p.sharedMemPerBlock)},
-      {"max_shared_memory_per_block_optin", static_cast<std::int64_t>(p.sharedMemPerBlockOptin)},
-      {"max_registers_per_block", p.regsPerBlock},
-      {"max_block_dim_x", p.maxThreadsDim[0]},
-      {"max_block_dim_y", p.maxThreadsDim[1]},
-      {"max_block_dim_z", p.maxThreadsDim[2]},
-      {"max_grid_dim_x", p.maxGridSize[0]},
-      {"max_grid_dim_y", p.maxGridSize[1]},
-      {"max_grid_dim_z", p.maxGridSize[2]},
-      {"multiprocessor_count", p.multiProcessorCount},
-      {"warp_size", p.warpSize},
-      {"compute_capability", p.major * 10 + p.minor},
-  };
+  d.limits = DeviceLimits::from_properties(p);
   return d;
 }
 

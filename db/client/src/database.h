@@ -1,9 +1,11 @@
-// The client's read-only SQLite connection (internal, not API): opening with the refusals of
-// docs/client.md, cached prepared statements with bound parameters only, and one translation of
-// SQLite failures into Error(kDatabase) messages that start with the path.
+// The client's read-only SQLite connection (internal, not API), on SQLiteCpp as the store's:
+// opening with the refusals of docs/client.md, cached prepared statements with bound parameters
+// only, and SQLite failures as Error(kDatabase) messages that start with the path (the store's
+// one translation, detail::database_error).
 #pragma once
 
-#include <sqlite3.h>
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
 
 #include <chrono>
 #include <cstdint>
@@ -23,12 +25,12 @@ class Database;
 // its bindings) when it goes out of scope, so no read transaction stays open behind it.
 class Query {
  public:
-  Query(Database& db, sqlite3_stmt* statement, const char* op);
+  Query(Database& db, SQLite::Statement& statement, const char* op);
   ~Query();
   Query(const Query&) = delete;
   Query& operator=(const Query&) = delete;
 
-  Query& bind(int index, std::string_view text);  // the text must outlive the query
+  Query& bind(int index, std::string_view text);
   Query& bind(int index, std::int64_t value);
   // True while there is a row; throws Error(kDatabase) for a failure.
   bool step();
@@ -42,16 +44,17 @@ class Query {
 
  private:
   Database& db_;
-  sqlite3_stmt* statement_;
+  SQLite::Statement& statement_;
   const char* op_;
 };
 
 class Database {
  public:
   // Opens read-only and checks that the file is a ktune database of a schema this client reads
-  // (Error(kDatabase) otherwise). `max_schema` is the newest schema understood.
+  // (Error(kDatabase) otherwise): from `min_schema` (the oldest with every column the client
+  // reads) to `max_schema`.
   Database(const std::filesystem::path& path, std::chrono::milliseconds busy_timeout,
-           int max_schema);
+           int min_schema, int max_schema);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -69,22 +72,20 @@ class Database {
   int schema_version() const { return schema_version_; }
 
   // Error(kDatabase) "<path>: <op>: <what SQLite said>", naming the cases a user can act on.
-  [[noreturn]] void fail(const char* op, int code) const;
+  [[noreturn]] void fail(const char* op, const SQLite::Exception& e) const;
 
  private:
   void open(const std::string& filename, int flags);
-  void inspect(int max_schema);
+  void inspect(int min_schema, int max_schema);
 
   std::filesystem::path path_;
   std::string where_;
   std::chrono::milliseconds busy_timeout_;
-  sqlite3* db_ = nullptr;
   int flags_ = 0;
   int schema_version_ = 0;
-  struct Finalize {
-    void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-  };
-  std::unordered_map<std::string, std::unique_ptr<sqlite3_stmt, Finalize>> statements_;
+  // Declaration order: statements are finalised before the connection closes.
+  std::unique_ptr<SQLite::Database> db_;
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> statements_;
 };
 
 // Scoped read transaction.

@@ -16,6 +16,7 @@
 #include "database.h"
 #include "ktune/client.h"
 #include "ktune/error.h"
+#include "ktune/stored_spec.h"
 
 namespace ktune {
 
@@ -55,7 +56,8 @@ void add_name(std::vector<std::string>& names, const std::string& name) {
 // kernel, then newest architecture first, device name, problem.
 std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
                                              const ExportOptions& options) {
-  detail::Database db(path, std::chrono::seconds(5), Client::kSchemaVersion);
+  detail::Database db(path, std::chrono::seconds(5), Client::kSchemaVersion,
+                      Client::kSchemaVersion);
   detail::ReadTransaction snapshot(db);
   auto q = db.query(
       "export",
@@ -100,15 +102,18 @@ std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
     r.run_id = q.integer(i++);
     r.measured_at = q.text(i++);
     r.source_hash = q.text(i++);
-    const nlohmann::json spec = parse_or(q.text(i++), nlohmann::json::object());
+    const std::string spec_json = q.text(i++);
     KernelRows& k = out[r.kernel];
     // Columns: the newest version's declaration order first (rows come newest first).
     if (auto [it, fresh] = newest_version.emplace(r.kernel, r.kernel_id);
         fresh || it->second == r.kernel_id) {
-      for (const auto& p : spec.value("parameters", nlohmann::json::array()))
-        if (p.contains("name")) add_name(k.params, p["name"].get<std::string>());
-      for (const auto& p : spec.value("problem", nlohmann::json::array()))
-        if (p.contains("name")) add_name(k.problem, p["name"].get<std::string>());
+      try {
+        const StoredSpec spec = StoredSpec::parse(spec_json, db.where());
+        for (const auto& p : spec.params) add_name(k.params, p.name);
+        for (const auto& p : spec.problem) add_name(k.problem, p.name);
+      } catch (const Error&) {
+        // An unreadable spec: the columns come from the rows' own values below.
+      }
     }
     for (const auto& [name, v] : r.config.items()) add_name(k.params, name);
     for (const auto& [name, v] : r.problem.items()) add_name(k.problem, name);

@@ -11,17 +11,11 @@
 
 #include "ktune/error.h"
 #include "ktune/expr.h"
-#include "ktune/hash.h"
+#include "ktune/render.h"
 
 namespace ktune {
 
 namespace {
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 ScalarArg to_scalar(const Value& v, ElemType type) {
   ScalarArg out;
   out.type = type;
@@ -54,7 +48,6 @@ struct KernelInstance::Impl {
   std::vector<Expr> buffer_sizes;
   std::vector<Expr> args;       // scalar arguments; empty Expr for buffers
   std::optional<Expr> bytes, flops;
-  std::optional<std::size_t> maxrregcount_param, launch_bounds_param;
 
   Expr parse(const std::string& field, const std::string& text) const {
     try {
@@ -104,8 +97,6 @@ KernelInstance::KernelInstance(const KernelSpec& kernel, Problem problem, Device
   }
   if (!kernel.bytes.empty()) m.bytes = m.parse("bytes", kernel.bytes);
   if (!kernel.flops.empty()) m.flops = m.parse("flops", kernel.flops);
-  m.maxrregcount_param = m.space.find_param("maxrregcount");
-  m.launch_bounds_param = m.space.find_param("launch_bounds");
 }
 
 KernelInstance::~KernelInstance() = default;
@@ -211,73 +202,30 @@ double KernelInstance::flops(const Config& config) const {
   }
 }
 
+namespace {
+std::vector<Setting> settings(const SearchSpace& space, const Config& config) {
+  std::vector<Setting> out;
+  for (std::size_t i = 0; i < space.size(); ++i)
+    out.emplace_back(space.params()[i].name, space.value(config, i));
+  return out;
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> KernelInstance::defines(
     const Config& config) const {
-  const auto& m = *impl_;
-  std::vector<std::pair<std::string, std::string>> out;
-  const auto& params = m.space.params();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Value v = m.space.value(config, i);
-    const std::string macro = upper(params[i].name);
-    out.emplace_back(macro, v.to_string());
-    // A categorical value is also a flag, so `#if LAYOUT_SOA` works in the preprocessor.
-    if (v.is_string()) out.emplace_back(macro + "_" + upper(v.as_string()), "1");
-  }
-  const LaunchGeometry g = geometry(config);
-  out.emplace_back("KTUNE_BLOCK_X", std::to_string(g.block[0]));
-  out.emplace_back("KTUNE_BLOCK_Y", std::to_string(g.block[1]));
-  out.emplace_back("KTUNE_BLOCK_Z", std::to_string(g.block[2]));
-  std::string bounds;
-  if (m.launch_bounds_param) {
-    const std::int64_t min_blocks = m.space.value(config, *m.launch_bounds_param).as_int();
-    if (min_blocks > 0)
-      bounds = fmt::format("__launch_bounds__({}, {})", g.threads_per_block(), min_blocks);
-  }
-  out.emplace_back("KTUNE_LAUNCH_BOUNDS", bounds);
-  return out;
+  return render_defines(settings(impl_->space, config), geometry(config).block);
 }
 
 std::vector<std::string> KernelInstance::config_options(const Config& config) const {
-  const auto& m = *impl_;
-  std::vector<std::string> out;
-  if (m.maxrregcount_param) {
-    const std::int64_t regs = m.space.value(config, *m.maxrregcount_param).as_int();
-    if (regs > 0) out.push_back(fmt::format("--maxrregcount={}", regs));
-  }
-  return out;
+  return render_options(settings(impl_->space, config));
 }
 
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch) {
   const KernelSpec& k = instance.kernel();
-  CompileRequest r;
-  r.source = fmt::format("// ktune: {}[{}] for {}\n", k.name, instance.space().key(config), arch);
-  for (const auto& [name, value] : instance.defines(config))
-    r.source += fmt::format("#define {} {}\n", name, value);
-  r.source += fmt::format("#line 1 \"{}\"\n", k.source_name);
-  r.source += k.source;
-  r.source_name = k.source_name;
-  r.entry = k.entry;
-  r.arch = arch;
-  r.options = k.compile_options;
-  for (auto& o : instance.config_options(config)) r.options.push_back(std::move(o));
-  r.options.push_back("--gpu-architecture=" + arch);
-  r.options.push_back("--ptxas-options=-v");
-  // Several configurations can share one NVRTC program, each in its own namespace, unless the
-  // template would break there: an #include or #pragma once inside a namespace, or extern "C"
-  // names that would clash between the copies.
-  const bool batchable = k.source.find("#include") == std::string::npos &&
-                         k.source.find("extern \"C\"") == std::string::npos &&
-                         k.source.find("#pragma once") == std::string::npos;
-  if (batchable) {
-    Hasher group;
-    group.add(k.source).add(k.source_name).add(r.entry).add(arch);
-    for (const auto& o : r.options) group.add(o);
-    r.batch_group = group.hex();
-    r.body = fmt::format("#line 1 \"{}\"\n", k.source_name) + k.source;
-    r.defines = instance.defines(config);
-  }
-  return r;
+  const KernelText text{k.name, k.source, k.source_name, k.entry, k.compile_options};
+  return render(text, settings(instance.space(), config), instance.geometry(config).block,
+                instance.space().key(config), arch);
 }
 
 }  // namespace ktune

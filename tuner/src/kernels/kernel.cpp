@@ -83,14 +83,9 @@ std::string_view to_string(BufferRole r) {
 }
 
 std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order) {
-  std::string key;
-  for (const auto& p : order) {
-    auto it = problem.find(p.name);
-    if (it == problem.end()) continue;
-    if (!key.empty()) key += ',';
-    key += fmt::format("{}={}", p.name, it->second);
-  }
-  return key;
+  std::vector<std::string> names;
+  for (const auto& p : order) names.push_back(p.name);
+  return problem_key(problem, names);
 }
 
 BufferInit KernelSpec::parse_init(const BufferSpec& b) {
@@ -285,58 +280,6 @@ void KernelSpec::validate() const {
       fail(e.what());
     }
   }
-}
-
-Constants DeviceLimits::constants() const {
-  return {
-      {"max_threads_per_block", max_threads_per_block},
-      {"max_threads_per_multiprocessor", max_threads_per_multiprocessor},
-      {"max_shared_memory_per_block", max_shared_memory_per_block},
-      {"max_shared_memory_per_block_optin", max_shared_memory_per_block_optin},
-      {"max_registers_per_block", max_registers_per_block},
-      {"max_block_dim_x", max_block_dim_x},
-      {"max_block_dim_y", max_block_dim_y},
-      {"max_block_dim_z", max_block_dim_z},
-      {"max_grid_dim_x", max_grid_dim_x},
-      {"max_grid_dim_y", max_grid_dim_y},
-      {"max_grid_dim_z", max_grid_dim_z},
-      {"multiprocessor_count", multiprocessor_count},
-      {"warp_size", warp_size},
-      {"compute_capability", compute_capability},
-  };
-}
-
-DeviceLimits DeviceLimits::for_arch(int cc) {
-  DeviceLimits l;
-  l.compute_capability = cc;
-  // Per-generation limits from the CUDA programming guide's table of compute capabilities; the
-  // multiprocessor count is that of the generation's large data-centre part.
-  if (cc >= 90) {
-    l.max_shared_memory_per_block_optin = 227 * 1024;
-    l.max_threads_per_multiprocessor = 2048;
-    l.multiprocessor_count = 132;
-  } else if (cc >= 89) {
-    l.max_shared_memory_per_block_optin = 99 * 1024;
-    l.max_threads_per_multiprocessor = 1536;
-    l.multiprocessor_count = 128;
-  } else if (cc >= 86) {
-    l.max_shared_memory_per_block_optin = 99 * 1024;
-    l.max_threads_per_multiprocessor = 1536;
-    l.multiprocessor_count = 84;
-  } else if (cc >= 80) {
-    l.max_shared_memory_per_block_optin = 163 * 1024;
-    l.max_threads_per_multiprocessor = 2048;
-    l.multiprocessor_count = 108;
-  } else if (cc >= 75) {
-    l.max_shared_memory_per_block_optin = 64 * 1024;
-    l.max_threads_per_multiprocessor = 1024;
-    l.multiprocessor_count = 72;
-  } else {
-    l.max_shared_memory_per_block_optin = 96 * 1024;
-    l.max_threads_per_multiprocessor = 2048;
-    l.multiprocessor_count = 80;
-  }
-  return l;
 }
 
 SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,

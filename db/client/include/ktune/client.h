@@ -39,15 +39,14 @@
 #include <vector>
 
 #include "ktune/compiler.h"
+#include "ktune/device_limits.h"
+#include "ktune/problem.h"
 #include "ktune/value.h"
 
 namespace ktune {
 
-// Problem parameter values, {"n": 16777216} (the same type as in ktune/kernel.h).
-using Problem = std::map<std::string, std::int64_t>;
-
 // The device a client answers for. Limits are the constants launch-geometry expressions may
-// name, with the names the tuner uses (max_threads_per_block, multiprocessor_count ...).
+// name (max_threads_per_block, multiprocessor_count ...: ktune/device_limits.h, as the tuner).
 struct ClientDevice {
   std::string name;  // "NVIDIA H200"
   std::string arch;  // "sm_90"
@@ -56,7 +55,7 @@ struct ClientDevice {
   int sm_count = 0;
   std::int64_t memory_bytes = 0;
   int ordinal = -1;  // CUDA device ordinal; -1 for a device described by hand
-  std::vector<std::pair<std::string, std::int64_t>> limits;
+  DeviceLimits limits;
 
   // A device described by hand (tests, tools, export): compute capability from arch ("sm_90",
   // "sm_90a"), limits of that generation. Throws Error(kUsage) for a malformed arch.

@@ -38,7 +38,4 @@ DeviceQuery list_devices();
 // The device to tune on; throws Error(kDevice) "no CUDA device: ..." or for a bad ordinal.
 DeviceInfo require_device(int ordinal);
 
-// "sm_90" -> 90; throws Error(kUsage) for anything else.
-int compute_capability_of(const std::string& arch);
-
 }  // namespace ktune

@@ -65,9 +65,8 @@ class KernelInstance {
   std::unique_ptr<Impl> impl_;
 };
 
-// Renders one configuration for an architecture ("sm_90"): the #defines, then the kernel's
-// template; the entry as NVRTC name expression; the kernel's options, the config's options
-// (--maxrregcount), --gpu-architecture and the verbose ptxas log (CompiledResources).
+// Renders one configuration for an architecture ("sm_90") by the one rendering rule
+// (ktune/render.h), with the block of its launch geometry.
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch);
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "ktune/plugin.h"
+#include "ktune/device_limits.h"
+#include "ktune/problem.h"
 #include "ktune/space.h"
 
 namespace ktune {
@@ -36,9 +38,7 @@ struct ProblemParam {
   std::string description;
 };
 
-// A problem: values for the kernel's problem parameters, e.g. {n: 268435456}.
-using Problem = std::map<std::string, std::int64_t>;
-// Canonical text "n=268435456,m=4" in the kernel's declaration order.
+// The canonical key of a problem of this kernel (ktune/problem.h), in declaration order.
 std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order);
 
 // How a buffer is filled (BufferSpec::init, parsed).
@@ -104,23 +104,6 @@ struct KernelSpec {
   // Checks the description for consistency (names, expressions parse, buffers referenced by
   // args exist, a reference is given ...); throws Error(kInput) naming the kernel and the field.
   void validate() const;
-};
-
-// Device limits a space is checked against, as constants visible to expressions.
-struct DeviceLimits {
-  std::int64_t max_threads_per_block = 1024;
-  std::int64_t max_threads_per_multiprocessor = 2048;
-  std::int64_t max_shared_memory_per_block = 48 * 1024;         // without opt-in
-  std::int64_t max_shared_memory_per_block_optin = 227 * 1024;  // sm_90
-  std::int64_t max_registers_per_block = 64 * 1024;
-  std::int64_t max_block_dim_x = 1024, max_block_dim_y = 1024, max_block_dim_z = 64;
-  std::int64_t max_grid_dim_x = 2147483647, max_grid_dim_y = 65535, max_grid_dim_z = 65535;
-  std::int64_t multiprocessor_count = 132;
-  std::int64_t warp_size = 32;
-  std::int64_t compute_capability = 90;   // major * 10 + minor
-
-  Constants constants() const;  // "max_threads_per_block" ... for expressions
-  static DeviceLimits for_arch(int compute_capability);  // limits of a GPU generation, no GPU needed
 };
 
 // The space of a kernel for a problem on a device: the kernel's parameters and restrictions,

@@ -58,21 +58,7 @@ DeviceQuery list_devices() {
     d.driver_version = driver;
     d.runtime_version = runtime;
     d.uuid = uuid_text(p.uuid);
-    auto& l = d.limits;
-    l.compute_capability = p.major * 10 + p.minor;
-    l.max_threads_per_block = p.maxThreadsPerBlock;
-    l.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
-    l.max_shared_memory_per_block = static_cast<std::int64_t>(p.sharedMemPerBlock);
-    l.max_shared_memory_per_block_optin = static_cast<std::int64_t>(p.sharedMemPerBlockOptin);
-    l.max_registers_per_block = p.regsPerBlock;
-    l.max_block_dim_x = p.maxThreadsDim[0];
-    l.max_block_dim_y = p.maxThreadsDim[1];
-    l.max_block_dim_z = p.maxThreadsDim[2];
-    l.max_grid_dim_x = p.maxGridSize[0];
-    l.max_grid_dim_y = p.maxGridSize[1];
-    l.max_grid_dim_z = p.maxGridSize[2];
-    l.multiprocessor_count = p.multiProcessorCount;
-    l.warp_size = p.warpSize;
+    d.limits = DeviceLimits::from_properties(p);
     q.devices.push_back(std::move(d));
   }
   if (q.devices.empty()) q.problem = "no CUDA device could be queried";
@@ -87,19 +73,6 @@ DeviceInfo require_device(int ordinal) {
     throw Error(ErrorKind::kUsage, fmt::format("device {} does not exist; this machine has {} CUDA device(s)",
                                                ordinal, q.devices.size()));
   return q.devices[static_cast<std::size_t>(ordinal)];
-}
-
-int compute_capability_of(const std::string& arch) {
-  std::string digits;
-  if (arch.rfind("sm_", 0) == 0) {
-    for (std::size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
-      digits += arch[i];
-  }
-  const std::size_t consumed = 3 + digits.size();
-  const bool suffix_ok = consumed == arch.size() || (consumed + 1 == arch.size() && (arch.back() == 'a' || arch.back() == 'f'));
-  if (digits.size() < 2 || !suffix_ok)
-    throw Error(ErrorKind::kUsage, fmt::format("'{}' is not an architecture; expected sm_NN, e.g. sm_90", arch));
-  return std::stoi(digits);
 }
 
 }  // namespace ktune

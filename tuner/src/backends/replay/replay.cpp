@@ -16,6 +16,7 @@
 
 #include "ktune/error.h"
 #include "ktune/instance.h"
+#include "ktune/stored_spec.h"
 
 namespace ktune {
 
@@ -90,14 +91,6 @@ DeviceLimits recording_limits(const Recording& r) {
 
 namespace {
 
-Value value_of_json(const json& j) {
-  if (j.is_number_integer()) return Value(j.get<std::int64_t>());
-  if (j.is_number_float()) return Value(j.get<double>());
-  if (j.is_boolean()) return Value(std::int64_t{j.get<bool>() ? 1 : 0});
-  if (j.is_string()) return Value(j.get<std::string>());
-  return Value(j.dump());
-}
-
 std::string problem_text(const ProblemRecord& p) {
   return p.key.empty() ? "(no problem parameters)" : p.key;
 }
@@ -170,25 +163,23 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
   else
     r.arch = arch_from_device_name(device.name);
 
-  const json spec = json::parse(kernel.spec_json.empty() ? "{}" : kernel.spec_json, nullptr, false);
-  if (!spec.is_object() || !spec.contains("parameters") || !spec["parameters"].is_array())
+  const StoredSpec spec =
+      StoredSpec::parse(kernel.spec_json, fmt::format("{}: kernel '{}'", path, kernel.name));
+  if (spec.params.empty())
     throw Error(
         ErrorKind::kInput,
         fmt::format("{}: kernel '{}' has no parameter list in its spec_json", path, kernel.name));
-  for (const auto& p : spec["parameters"]) {
+  for (const auto& p : spec.params) {
     Parameter param;
-    param.name = p.value("name", std::string());
-    for (const auto& v : p.value("values", json::array()))
-      param.values.push_back(v.is_string() ? Value::parse(v.get<std::string>()) : value_of_json(v));
-    const std::string def = p.value("default", std::string());
+    param.name = p.name;
+    param.values = p.values;
     for (std::size_t i = 0; i < param.values.size(); ++i)
-      if (param.values[i].to_string() == def) param.default_index = i;
+      if (param.values[i] == p.default_value) param.default_index = i;
     r.params.push_back(std::move(param));
   }
   const json pj = json::parse(problem.json.empty() ? "{}" : problem.json, nullptr, false);
   std::vector<std::string> order;
-  if (spec.contains("problem") && spec["problem"].is_array())
-    for (const auto& p : spec["problem"]) order.push_back(p.value("name", std::string()));
+  for (const auto& p : spec.problem) order.push_back(p.name);
   if (pj.is_object())
     for (const auto& [name, v] : pj.items())
       if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
@@ -215,7 +206,7 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
       if (!cj.is_object() || !cj.contains(p.name))
         throw Error(ErrorKind::kInput,
                     fmt::format("{}: trial {} ({}) has no value of '{}'", path, t.id, key, p.name));
-      rt.values.push_back(value_of_json(cj[p.name]));
+      rt.values.push_back(value_from_json(cj[p.name]));
     }
     rt.status = t.status;
     rt.error = t.error;

@@ -1,0 +1,48 @@
+// The one rendering rule: how a configuration of a kernel becomes NVRTC input. The tuner renders
+// every configuration it compiles with it, and the run-time client renders a stored best with it,
+// so both compile the same text with the same options (the same CompileRequest::key).
+//
+// A configuration's source is a banner comment, one #define per parameter (NAME value, upper
+// case; a categorical value is also a flag NAME_VALUE 1), KTUNE_BLOCK_X/Y/Z (the launch block),
+// KTUNE_LAUNCH_BOUNDS (__launch_bounds__(threads, N) from a `launch_bounds` parameter N > 0,
+// else empty), then `#line 1 "<source_name>"` and the template. Options: the kernel's, then
+// --maxrregcount=N from a `maxrregcount` parameter N > 0, --gpu-architecture and the verbose
+// ptxas report that CompiledResources reads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/value.h"
+
+namespace ktune {
+
+// The parts of a kernel that rendering reads.
+struct KernelText {
+  std::string name;
+  std::string source;        // the template
+  std::string source_name;   // for #line and compiler messages
+  std::string entry;         // NVRTC name expression
+  std::vector<std::string> compile_options;
+};
+
+// A parameter's value in a configuration, in the kernel's declaration order.
+using Setting = std::pair<std::string, Value>;
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
+Defines render_defines(const std::vector<Setting>& settings,
+                       const std::array<std::uint32_t, 3>& block);
+std::vector<std::string> render_options(const std::vector<Setting>& settings);
+
+// The request for one configuration (`config_key` names it in the banner) for `arch` ("sm_90").
+// Where the template allows it (no #include, extern "C" or #pragma once), the request also
+// carries what batched compilation needs (CompileRequest::batch_group, body, defines).
+CompileRequest render(const KernelText& kernel, const std::vector<Setting>& settings,
+                      const std::array<std::uint32_t, 3>& block, const std::string& config_key,
+                      const std::string& arch);
+
+}  // namespace ktune
