@@ -214,7 +214,7 @@ class BenchCli : public ::testing::Test {
 TEST_F(BenchCli, RunsAndWritesJson) {
   const auto r = run({"bench-strategies", "--strategies", "brute_force,random", "--replay",
                       fixture("pnpoly_small.json.gz"), fixture("dedispersion_MI250X_small.json"),
-                      "--seeds", "5", "--budgets", "5,20", "--json", "out.json"});
+                      "--seeds", "5", "--budgets", "5,20", "-o", "out.json"});
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "pnpoly_small")) << r;
   EXPECT_TRUE(contains(r.out, "overall")) << r;
@@ -224,10 +224,17 @@ TEST_F(BenchCli, RunsAndWritesJson) {
   EXPECT_EQ(j.at("options").at("budgets"), nlohmann::json::array({5, 20}));
   const auto stdout_json =
       run({"bench-strategies", "--strategies", "random", "--replay",
-           fixture("pnpoly_small.json.gz"), "--seeds", "2", "--json", "-", "-q"});
+           fixture("pnpoly_small.json.gz"), "--seeds", "2", "--json"});
   ASSERT_EQ(stdout_json.code, 0) << stdout_json;
   EXPECT_EQ(nlohmann::json::parse(stdout_json.out).at("results").size(), 2u);
   EXPECT_TRUE(stdout_json.err.empty()) << stdout_json;
+  // -q: only errors, yet -o still writes.
+  const auto quiet = run({"bench-strategies", "--strategies", "random", "--replay",
+                          fixture("pnpoly_small.json.gz"), "--seeds", "2", "-q", "-o", "q.json"});
+  ASSERT_EQ(quiet.code, 0) << quiet;
+  EXPECT_TRUE(quiet.out.empty()) << quiet;
+  EXPECT_TRUE(quiet.err.empty()) << quiet;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(dir_ / "q.json")).at("results").size(), 2u);
 }
 
 TEST_F(BenchCli, ErrorsHaveTheirExitCodes) {

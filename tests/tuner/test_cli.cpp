@@ -109,9 +109,9 @@ TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
         "Problem:", "Target:", "Kernels:", "Output:"}},
       {"devices", {"Output:", "--json"}},
       {"tune",
-       {"Search:", "--strategy", "--budget-evals", "--budget-time", "Measurement:", "--samples",
-        "--flush-l2", "--timeout", "Problem:", "Target:", "Database:", "--db",
-        "Kernels:", "Output:"}},
+       {"Search:", "--strategy", "--budget-evals", "--budget-time", "--progress", "Measurement:",
+        "--samples", "--flush-l2", "--timeout", "Problem:", "Device:", "--device", "Database:",
+        "--db", "Kernels:", "Output:"}},
       {"best", {"Query:", "Problem:", "Target:", "Database:", "--db", "Kernels:", "Output:"}},
   };
   for (const auto& [command, needles] : groups) {
@@ -120,6 +120,23 @@ TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
     EXPECT_TRUE(contains(r.out, "usage: ktune " + command)) << r;
     for (const auto& needle : needles) EXPECT_TRUE(contains(r.out, needle)) << needle << "\n" << r;
   }
+}
+
+// Help names what each option takes, and shows no option the command would then refuse.
+TEST_F(Cli, HelpShowsValueNamesAndNoOptionTheCommandRejects) {
+  for (const auto& c : {"list", "space", "compile", "devices", "tune", "best", "export",
+                        "report", "bench-strategies"}) {
+    const CliResult r = run({c, "--help"});
+    EXPECT_EQ(r.code, 0) << r;
+    EXPECT_FALSE(contains(r.out, " arg ")) << c << "\n" << r;
+    EXPECT_FALSE(contains(r.out, " arg\n")) << c << "\n" << r;
+  }
+  EXPECT_FALSE(contains(run({"tune", "--help"}).out, "--arch"));
+  const CliResult r = run({"tune", "reduce", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "unrecognised option '--arch'") ||
+              contains(r.err, "unrecognized option '--arch'"))
+      << r;
 }
 
 TEST_F(Cli, UnknownCommandOrOptionIsAUsageError) {

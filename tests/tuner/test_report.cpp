@@ -684,7 +684,7 @@ TEST_F(Report_, CliWritesHtmlMarkdownAndT4) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_TRUE(test::contains(html, "<svg class=\"plot\""));
 
-  r = test::run_ktune({"report", "--db", db, "--format", "md", "--device", "H200"}, dir_.path(), cache);
+  r = test::run_ktune({"report", "--db", db, "--format", "md", "--device-name", "H200"}, dir_.path(), cache);
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(r.out, "## reduce [n=16777216]"));
   EXPECT_TRUE(test::contains(r.out, "### Parameter effects"));
@@ -712,10 +712,10 @@ TEST_F(Report_, CliErrors) {
   EXPECT_EQ(r.code, 5) << r;
   r = test::run_ktune({"report", "--db", db_path_.string(), "--format", "pdf"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(test::contains(r.err, "--format 'pdf': expected html or md")) << r;
-  r = test::run_ktune({"report", "--db", db_path_.string(), "--device", "MI300"}, dir_.path(), cache);
+  EXPECT_TRUE(test::contains(r.err, "--format 'pdf': expected html, md or json")) << r;
+  r = test::run_ktune({"report", "--db", db_path_.string(), "--device-name", "MI300"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(test::contains(r.err, "no run matches (--device MI300); it holds reduce (3 runs)")) << r;
+  EXPECT_TRUE(test::contains(r.err, "no run matches (--device-name MI300); it holds reduce (3 runs)")) << r;
   r = test::run_ktune({"report", "--help"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(r.out, "--t4")) << r;

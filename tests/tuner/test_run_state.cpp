@@ -17,6 +17,7 @@
 #include "ktune/strategy.h"
 #include "ktune/tuner.h"
 #include <SQLiteCpp/Database.h>
+#include <nlohmann/json.hpp>
 
 #include "common/test_files.h"
 #include "tuner/cli_test_util.h"
@@ -78,6 +79,14 @@ TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
   EXPECT_TRUE(contains(r.out, "| finished | ")) << r;
   EXPECT_TRUE(contains(r.out, "| 5874 | 5874 | 0 | ")) << r;
   EXPECT_TRUE(contains(r.out, "5874 evaluations, 5874 distinct configurations")) << r;
+  r = run({"report", "--db", "again.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& run0 = j.at("studies").at(0).at("runs").at(0);
+  EXPECT_EQ(run0.at("evaluations"), 5874);
+  EXPECT_EQ(run0.at("retimed"), 5);
+  EXPECT_EQ(run0.at("status"), "finished");
+  EXPECT_EQ(run0.at("replayed"), true);
 }
 
 // A run refused by its strategy (an unknown option) writes no run row that could stay running.

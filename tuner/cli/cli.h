@@ -34,7 +34,8 @@ bool parse(const std::vector<std::string>& args, const char* command, const char
 // Option groups.
 po::options_description plugin_options();      // --plugin
 po::options_description problem_options();     // --problem
-po::options_description target_options();      // --arch, --device
+po::options_description device_options();      // --device
+po::options_description target_options();      // --device, --arch
 po::options_description output_options();      // --json, --quiet
 po::options_description database_options();    // --db
 

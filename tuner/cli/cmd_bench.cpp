@@ -37,31 +37,30 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Benchmark");
   own.add_options()(
-      "strategies", po::value<std::string>()->required(),
+      "strategies", po::value<std::string>()->required()->value_name("NAMES"),
       "comma-separated strategy names, or 'all' (ktune bench-strategies --help lists them)")(
-      "replay", po::value<std::vector<std::string>>()->multitoken()->composing(),
+      "replay", po::value<std::vector<std::string>>()->multitoken()->composing()->value_name("FILE..."),
       "recordings to run on: Kernel Tuner caches or ktune databases (repeatable, or several after "
-      "one --replay)")("seeds", po::value<std::uint64_t>()->default_value(50),
+      "one --replay)")("seeds", po::value<std::uint64_t>()->default_value(50)->value_name("N"),
                        "runs per strategy and space, seeds 1, 2, ...")(
-      "first-seed", po::value<std::uint64_t>()->default_value(1), "seed of the first run")(
-      "budgets", po::value<std::string>()->default_value("25,50,100,200,400"),
+      "first-seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"), "seed of the first run")(
+      "budgets", po::value<std::string>()->default_value("25,50,100,200,400")->value_name("N,N,..."),
       "evaluation budgets the fraction of the optimum is reported at")(
-      "strategy-option", po::value<std::vector<std::string>>()->composing(),
+      "strategy-option", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
       "option NAME=VALUE given to every strategy (repeatable)")(
-      "cutoff", po::value<double>()->default_value(0.96, "0.96"),
+      "cutoff", po::value<double>()->default_value(0.96, "0.96")->value_name("X"),
       "score up to the budget where random search is expected to come this far from the median to "
-      "the optimum")("batch", po::value<std::size_t>()->default_value(1),
+      "the optimum")("batch", po::value<std::size_t>()->default_value(1)->value_name("N"),
                      "configurations asked for at a time")(
-      "json", po::value<std::string>()->value_name("OUT"),
-      "also write the results as JSON to OUT ('-': stdout)")("quiet,q",
-                                                             "no progress lines on stderr");
-  opts.add(own).add(plugin_options());
+      "output,o", po::value<std::string>()->value_name("FILE"),
+      "also write the results as JSON to FILE");
+  opts.add(own).add(plugin_options()).add(output_options());
   po::positional_options_description pos;
   pos.add("replay", -1);
   po::variables_map vm;
   if (parse(args, "bench-strategies",
             "--strategies a,b,... --replay FILE... [--seeds 50] [--budgets 25,50,100,200,400] "
-            "[--json OUT]",
+            "[-o FILE] [--json]",
             opts, pos, vm)) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
@@ -96,7 +95,7 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
     options.strategy_options =
         parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
   const bool quiet = vm.count("quiet") > 0;
-  if (!quiet) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (!quiet && !json_output(vm)) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
 
   auto registry = make_registry(vm);
   std::vector<BenchSpace> spaces;
@@ -108,24 +107,23 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
           name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
         name.resize(name.size() - std::strlen(ext));
     spaces.push_back(bench_space_from_recording(recording, registry.get(), name));
-    if (!quiet)
+    if (!quiet && !json_output(vm))
       for (const auto& n : spaces.back().notes)
         std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
   }
   const BenchReport report = bench_strategies(spaces, options);
   const std::string json = bench_report_json(report);
-  if (vm.count("json") && vm["json"].as<std::string>() == "-") {
-    std::cout << json << "\n";
-    return 0;
-  }
-  std::cout << format_bench_report(report);
-  if (vm.count("json")) {
-    const std::string out = vm["json"].as<std::string>();
+  if (vm.count("output")) {
+    const std::string out = vm["output"].as<std::string>();
     std::ofstream f(out, std::ios::trunc);
     f << json << "\n";
     f.close();
     if (!f) throw Error(ErrorKind::kInput, fmt::format("{}: cannot write the JSON results", out));
   }
+  if (json_output(vm))
+    std::cout << json << "\n";
+  else if (!quiet)
+    std::cout << format_bench_report(report);
   return 0;
 }
 

@@ -15,7 +15,7 @@ namespace ktune::cli {
 int cmd_best(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Query");
-  own.add_options()("kernel", po::value<std::string>()->required(), "kernel name");
+  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"), "kernel name");
   opts.add(own).add(problem_options()).add(target_options()).add(database_options()).add(plugin_options())
       .add(output_options());
   po::positional_options_description pos;

@@ -13,10 +13,10 @@ namespace ktune::cli {
 int cmd_compile(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Configuration");
-  own.add_options()("kernel", po::value<std::string>()->required(), "kernel name")(
-      "set,s", po::value<std::vector<std::string>>()->composing(),
+  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"), "kernel name")(
+      "set,s", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
       "parameter values, e.g. block_size=256 (repeatable or comma-separated; others default)")(
-      "output,o", po::value<std::string>(), "write the CUBIN to this file")(
+      "output,o", po::value<std::string>()->value_name("FILE"), "write the CUBIN to this file")(
       "source", "print the rendered source instead of compiling")(
       "no-cache", "compile even if the cache holds the result");
   opts.add(own).add(problem_options()).add(target_options()).add(plugin_options()).add(output_options());

@@ -33,27 +33,27 @@ void write_output(const std::string& path, const std::string& text) {
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Report");
-  own.add_options()("kernel", po::value<std::string>(), "only runs of this kernel")(
-      "run", po::value<std::vector<std::int64_t>>()->composing(), "only these runs (repeatable)")(
-      "device", po::value<std::string>(), "only runs on this device: a name (or part of one) or an arch (sm_90)")(
-      "output,o", po::value<std::string>(), "write the report here (default: stdout)")(
-      "format", po::value<std::string>(), "html (default) or md")(
-      "top", po::value<int>()->default_value(10), "configurations in the top table")(
-      "title", po::value<std::string>(), "title of the report")(
-      "t4", po::value<std::string>(), "also (or only) export the selected run in the T4 results format to FILE")(
-      "t4-metadata", po::value<std::string>(), "write the T4 metadata document of the selected run to FILE");
-  opts.add(own).add(problem_options()).add(database_options());
+  own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "only runs of this kernel")(
+      "run", po::value<std::vector<std::int64_t>>()->composing()->value_name("ID"), "only these runs (repeatable)")(
+      "device-name", po::value<std::string>()->value_name("NAME"), "only runs on this device: a name (or part of one) or an arch (sm_90)")(
+      "output,o", po::value<std::string>()->value_name("FILE"), "write the report here (default: stdout)")(
+      "format", po::value<std::string>()->value_name("FORMAT"), "html (default), md or json")(
+      "top", po::value<int>()->default_value(10)->value_name("N"), "configurations in the top table")(
+      "title", po::value<std::string>()->value_name("TEXT"), "title of the report")(
+      "t4", po::value<std::string>()->value_name("FILE"), "also (or only) export the selected run in the T4 results format to FILE")(
+      "t4-metadata", po::value<std::string>()->value_name("FILE"), "write the T4 metadata document of the selected run to FILE");
+  opts.add(own).add(problem_options()).add(database_options()).add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "report", "[KERNEL] [--run ID ...] [--device NAME] [--problem ...] [--db DB] [-o report.html] [--format md]",
+  if (parse(args, "report", "[KERNEL] [--run ID ...] [--device-name NAME] [--problem ...] [--db DB] [-o report.html] [--format md]",
             opts, pos, vm))
     return 0;
 
   ReportSelection sel;
   if (vm.count("kernel")) sel.kernel = vm["kernel"].as<std::string>();
   if (vm.count("run")) sel.runs = vm["run"].as<std::vector<std::int64_t>>();
-  if (vm.count("device")) sel.device = vm["device"].as<std::string>();
+  if (vm.count("device-name")) sel.device = vm["device-name"].as<std::string>();
   if (vm.count("problem")) sel.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
 
   std::string format = vm.count("format") ? vm["format"].as<std::string>() : "";
@@ -63,8 +63,13 @@ int cmd_report(const std::vector<std::string>& args) {
     format = md ? "md" : "html";
   }
   if (format == "markdown") format = "md";
-  if (format != "html" && format != "md")
-    throw Error(ErrorKind::kUsage, fmt::format("--format '{}': expected html or md", format));
+  if (json_output(vm)) {
+    if (vm.count("format") && format != "json")
+      throw Error(ErrorKind::kUsage, fmt::format("--json and --format {} disagree", format));
+    format = "json";
+  }
+  if (format != "html" && format != "md" && format != "json")
+    throw Error(ErrorKind::kUsage, fmt::format("--format '{}': expected html, md or json", format));
   const bool t4 = vm.count("t4") || vm.count("t4-metadata");
   const bool render = !t4 || vm.count("output") || vm.count("format");
   const int top = vm["top"].as<int>();
@@ -93,8 +98,12 @@ int cmd_report(const std::vector<std::string>& args) {
   options.command_line = "ktune report";
   for (const auto& a : args) options.command_line += " " + a;
   const Report report = build_report(store, sel, options);
-  write_output(output, format == "md" ? render_markdown(report) : render_html(report));
-  if (!output.empty() && output != "-") {
+  const bool to_stdout = output.empty() || output == "-";
+  if (to_stdout && vm.count("quiet")) return 0;  // -q: only errors
+  write_output(output, format == "md"     ? render_markdown(report)
+                       : format == "json" ? render_json(report)
+                                          : render_html(report));
+  if (!to_stdout && !vm.count("quiet")) {
     std::size_t runs = 0;
     for (const auto& s : report.studies) runs += s.runs.size();
     std::cerr << fmt::format("wrote {} ({} run{}, {} trials)\n", output, runs, runs == 1 ? "" : "s", report.trials);

@@ -14,10 +14,10 @@ namespace ktune::cli {
 int cmd_space(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Space");
-  own.add_options()("kernel", po::value<std::string>(), "kernel name")(
-      "config", po::value<std::string>(), "job file (configs/*.toml) narrowing the space")(
-      "sample", po::value<int>()->default_value(10), "number of valid configurations to show")(
-      "seed", po::value<unsigned>()->default_value(1), "seed of the sample");
+  own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "kernel name")(
+      "config", po::value<std::string>()->value_name("JOB.toml"), "job file (configs/*.toml) narrowing the space")(
+      "sample", po::value<int>()->default_value(10)->value_name("N"), "number of valid configurations to show")(
+      "seed", po::value<unsigned>()->default_value(1)->value_name("N"), "seed of the sample");
   opts.add(own).add(problem_options()).add(target_options()).add(plugin_options()).add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);

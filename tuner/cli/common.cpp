@@ -28,7 +28,7 @@ bool parse(const std::vector<std::string>& args, const char* command, const char
 
 po::options_description plugin_options() {
   po::options_description o("Kernels");
-  o.add_options()("plugin", po::value<std::vector<std::string>>()->composing(),
+  o.add_options()("plugin", po::value<std::vector<std::string>>()->composing()->value_name("PATH"),
                   "load a plugin: a shared library, a manifest (.toml) or a directory of them "
                   "(repeatable; KTUNE_PLUGIN_PATH adds more)");
   return o;
@@ -36,17 +36,24 @@ po::options_description plugin_options() {
 
 po::options_description problem_options() {
   po::options_description o("Problem");
-  o.add_options()("problem,p", po::value<std::vector<std::string>>()->composing(),
+  o.add_options()("problem,p", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
                   "problem parameters, e.g. n=268435456 or n=2**28 (repeatable or comma-separated;"
                   " others take the kernel's defaults)");
   return o;
 }
 
+po::options_description device_options() {
+  po::options_description o("Device");
+  o.add_options()("device", po::value<int>()->default_value(0)->value_name("N"),
+                  "the CUDA device of this machine, by ordinal (ktune devices lists them)");
+  return o;
+}
+
 po::options_description target_options() {
   po::options_description o("Target");
-  o.add_options()("arch", po::value<std::string>(),
-                  "architecture to compile for, e.g. sm_90 (default: the device's)")(
-      "device", po::value<int>()->default_value(0), "CUDA device ordinal");
+  o.add_options()("device", po::value<int>()->default_value(0)->value_name("N"),
+                  "the CUDA device of this machine, by ordinal (ktune devices lists them)")("arch", po::value<std::string>()->value_name("sm_NN"),
+                  "architecture to compile for, e.g. sm_90, instead of the device's (no GPU needed)");
   return o;
 }
 

@@ -164,7 +164,7 @@ std::vector<RunRecord> matching_runs(const Store& store, Cache& cache, const Rep
     std::string filter;
     if (sel.kernel) filter += " kernel " + *sel.kernel;
     if (!sel.runs.empty()) filter += " --run";
-    if (sel.device) filter += " --device " + *sel.device;
+    if (sel.device) filter += " --device-name " + *sel.device;
     if (!sel.problem.empty()) filter += " --problem";
     throw Error(ErrorKind::kUsage,
                 fmt::format("{}: no run matches{}; it holds {}", store.path().string(),

@@ -1,6 +1,6 @@
 // Tuning jobs from files (configs/*.toml): which kernel, which problem, a narrowed or widened
-// search space, the strategy, budget and measurement settings. Command-line options override
-// what a job file says.
+// search space, the strategy, budget and measurement settings. Overrides (a command line's) and
+// the resolution of a job into a run are in ktune/setup.h.
 #pragma once
 
 #include <cstdint>

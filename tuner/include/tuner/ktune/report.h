@@ -146,6 +146,9 @@ Report build_report(const Store& store, const ReportSelection& selection,
 
 std::string render_html(const Report& report);
 std::string render_markdown(const Report& report);
+// The analysis as JSON: per study its runs (status, evaluations, convergence) and per device the
+// best, the parameters' importance, the top configurations and the failures.
+std::string render_json(const Report& report);
 
 // Run ids the selection matches, oldest first (for `--t4`, which exports one run).
 std::vector<std::int64_t> select_runs(const Store& store, const ReportSelection& selection);

@@ -1,0 +1,227 @@
+// From a job to a run (ktune/setup.h): merging a job file with overrides, choosing the kernel
+// and the backend, falling back to a shipped recording where no GPU can serve, and choosing the
+// strategy of "auto".
+#include "ktune/setup.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ktune/error.h"
+
+namespace ktune {
+
+namespace {
+
+// --backend and --replay: which backend was asked for, if any.
+std::optional<BackendKind> requested_backend(const JobOverrides& o) {
+  std::optional<BackendKind> kind;
+  if (o.backend) {
+    if (*o.backend == "cuda") kind = BackendKind::kCuda;
+    else if (*o.backend == "replay") kind = BackendKind::kReplay;
+    else
+      throw Error(ErrorKind::kUsage, fmt::format("--backend '{}': expected cuda or replay", *o.backend));
+  }
+  if (o.replay) {
+    if (kind == BackendKind::kCuda)
+      throw Error(ErrorKind::kUsage, "--replay FILE replays; it does not go with --backend cuda");
+    kind = BackendKind::kReplay;
+  }
+  if (kind == BackendKind::kReplay && !o.replay)
+    throw Error(ErrorKind::kUsage, "--backend replay needs the recording: --replay FILE");
+  return kind;
+}
+
+std::shared_ptr<Recording> load_recording(const std::string& path, const std::string& kernel,
+                                          const Problem& problem, const std::string& device) {
+  RecordingQuery q;
+  q.kernel = kernel;
+  q.problem = problem;
+  q.device = device;
+  return std::make_shared<Recording>(read_recording(path, q));
+}
+
+// The restrictions of a kernel known only from a recording: its replay job, if ktune has one.
+void add_replay_job(const std::string& kernel, JobFile& job, std::vector<std::string>& notes) {
+  if (auto path = replay_job_for(kernel)) {
+    job = load_job(path->string());
+    notes.push_back(fmt::format("restrictions of {} from {}", kernel, path->string()));
+  } else {
+    notes.push_back(fmt::format(
+        "warning: no restrictions known for {} (no {}.toml among the replay jobs): the space is "
+        "the Cartesian product of the recorded values; configurations missing from the recording "
+        "are answered invalid",
+        kernel, kernel));
+  }
+}
+
+// A value given as an override wins over the job file's, which wins over the default.
+template <typename T>
+T pick(const std::optional<T>& given, const std::optional<T>& from_job, T fallback) {
+  return given ? *given : from_job ? *from_job : fallback;
+}
+
+// The strategy, budget and measurement of a job with its overrides, checked.
+TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
+  TuneOptions options;
+  options.strategy = pick<std::string>(o.strategy, job.strategy, "auto");
+  options.strategy_options = job.strategy_options;
+  for (const auto& [k, v] : o.strategy_options) options.strategy_options[k] = v;
+  if (o.study_storage) {
+    if (options.strategy.rfind("optuna", 0) != 0)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--study-storage is for the Optuna strategies (--strategy optuna:tpe "
+                              "...), not '{}'",
+                              options.strategy));
+    if (auto it = options.strategy_options.find("study_storage");
+        it != options.strategy_options.end() && it->second != *o.study_storage)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--study-storage '{}' and strategy option study_storage='{}' disagree",
+                              *o.study_storage, it->second));
+    options.strategy_options["study_storage"] = *o.study_storage;
+  }
+  if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
+  if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
+  if (o.budget_evaluations) options.budget.evaluations = *o.budget_evaluations;
+  if (o.budget_seconds) options.budget.seconds = *o.budget_seconds;
+  options.seed = o.seed;
+  options.reuse = o.reuse;
+  options.warm_start = o.warm_start;
+  options.retime_top = o.retime_top;
+  MeasureOptions& m = options.measure;
+  m.samples = pick(o.samples, job.samples, m.samples);
+  m.warmup = pick(o.warmup, job.warmup, m.warmup);
+  m.max_samples = pick(o.max_samples, job.max_samples, m.max_samples);
+  m.target_spread = pick(o.target_spread, job.target_spread, m.target_spread);
+  m.timeout_seconds = pick(o.timeout_seconds, job.timeout_seconds, m.timeout_seconds);
+  m.seed = o.seed;
+  const std::string flush = pick<std::string>(o.flush_l2, job.flush_l2, "auto");
+  if (auto mode = flush_l2_from_string(flush))
+    m.flush_l2 = *mode;
+  else
+    throw Error(ErrorKind::kUsage, fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
+  if (m.samples < 0 || m.warmup < 0 || m.max_samples < 1)
+    throw Error(ErrorKind::kUsage, "--samples, --warmup and --max-samples must not be negative");
+  options.command_line = o.command_line;
+  return options;
+}
+
+}  // namespace
+
+TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const JobOverrides& o) {
+  TuningJob t;
+  JobFile job = job_file;
+  const std::optional<BackendKind> requested = requested_backend(o);
+  t.explicit_backend = requested.has_value();
+  t.backend = requested.value_or(BackendKind::kCuda);
+  Problem given = job.problem;
+  for (const auto& [k, v] : o.problem) given[k] = v;
+
+  std::string kernel_name = o.kernel.empty() ? job.kernel : o.kernel;
+  if (t.backend == BackendKind::kReplay) {
+    t.recording = load_recording(*o.replay, kernel_name, given, o.replay_device);
+    if (kernel_name.empty()) kernel_name = t.recording->kernel_name;
+  }
+  if (kernel_name.empty())
+    throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+
+  // The kernel: registered; else synthesized from the recording given or, without an explicit
+  // backend, from one that ships with ktune.
+  std::optional<KernelSpec> base;
+  if (registry.contains(kernel_name)) {
+    base = registry.get(kernel_name);
+  } else if (!t.recording && !t.explicit_backend) {
+    if (auto shipped = find_shipped_recording(kernel_name, std::nullopt)) {
+      t.recording = load_recording(shipped->string(), kernel_name, given, o.replay_device);
+      t.backend = BackendKind::kReplay;
+      t.replay_reason =
+          fmt::format("{} is known to ktune only from recorded measurements", kernel_name);
+    }
+  }
+  if (t.recording && t.recording->kernel_name != kernel_name)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{} holds measurements of kernel '{}', not '{}'", t.recording->path,
+                            t.recording->kernel_name, kernel_name));
+  if (!base && t.recording) {
+    base = kernel_from_recording(*t.recording);
+    if (job_file.path.empty()) add_replay_job(kernel_name, job, t.notes);
+  }
+  if (!base) base = registry.get(kernel_name);  // unknown kernel: a usage error naming the known
+  t.kernel = apply_job(*base, job);
+  // Replaying without a problem given: the recorded one.
+  t.problem = t.kernel.make_problem(t.recording && given.empty() ? t.recording->problem : given);
+  t.options = tune_options(job, o);
+  return t;
+}
+
+namespace {
+
+// Without a GPU and without an explicit backend: the recording of the same kernel and problem
+// that ships with ktune, said on the way.
+void fall_back_to_shipped_recording(TuningJob& job, const Error& no_gpu) {
+  const std::string key = problem_key(job.problem, job.kernel.problem);
+  auto shipped = find_shipped_recording(job.kernel.name, key);
+  if (!shipped) {
+    std::string dirs;
+    for (const auto& d : recording_dirs()) dirs += (dirs.empty() ? "" : ", ") + d.string();
+    throw Error(ErrorKind::kDevice,
+                fmt::format("{}; no recording of {} [{}] ships with ktune to replay instead "
+                            "(looked in {})",
+                            no_gpu.what(), job.kernel.name, key, dirs));
+  }
+  job.recording = load_recording(shipped->string(), job.kernel.name, job.problem, "");
+  job.backend = BackendKind::kReplay;
+  job.replay_reason = no_gpu.what();
+  job.no_gpu = true;
+}
+
+}  // namespace
+
+TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
+  TuningSetup s;
+  s.strategy = make_strategy(job.options.strategy);  // an unknown name before any device error
+  if (job.backend == BackendKind::kCuda) {
+    // The GPU is checked before anything is written, so a machine without one changes nothing.
+    try {
+      auto c = std::make_unique<CudaBackend>(std::move(cuda));
+      s.cuda = c.get();
+      s.backend = std::move(c);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kDevice || job.explicit_backend) throw;
+      fall_back_to_shipped_recording(job, e);
+    }
+  }
+  if (job.backend == BackendKind::kReplay) {
+    const Recording& r = *job.recording;
+    if (r.kernel_name != job.kernel.name)
+      throw Error(ErrorKind::kUsage, fmt::format("{} holds measurements of kernel '{}', not '{}'",
+                                                 r.path, r.kernel_name, job.kernel.name));
+    const std::string key = problem_key(job.problem, job.kernel.problem);
+    if (r.problem_key() != key)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("{} holds measurements of {} for [{}], not [{}]; pass --problem to "
+                              "match",
+                              r.path, job.kernel.name, r.problem_key(), key));
+    job.notes.insert(job.notes.begin(), r.notes.begin(), r.notes.end());
+    s.backend = std::make_unique<ReplayBackend>(job.recording);
+  }
+  s.instance = std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
+  // auto decides by the budget and the size of the space; the run records what it chose.
+  TuneOptions& options = job.options;
+  s.strategy_text = options.strategy;
+  if (options.strategy == "auto") {
+    s.auto_choice =
+        choose_auto_strategy(s.instance->space(), options.budget.evaluations, options.budget.seconds);
+    s.strategy_text = fmt::format("auto ({}: {})", s.auto_choice->strategy, s.auto_choice->reason);
+    options.strategy = fmt::format("auto ({})", s.auto_choice->strategy);
+  }
+  if (job.backend == BackendKind::kReplay) {
+    s.instance->space().for_each_valid([&](const Config&) { return ++s.valid, true; });
+    s.missing = static_cast<ReplayBackend&>(*s.backend).missing(s.instance->space());
+  }
+  s.job = std::move(job);
+  return s;
+}
+
+}  // namespace ktune
