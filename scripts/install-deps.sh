@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   cmake ninja-build g++ pkg-config
   libboost-program-options-dev libsqlite3-dev libsqlitecpp-dev
-  nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libspdlog-dev
+  nlohmann-json3-dev libtomlplusplus-dev libfmt-dev
   python3-dev pybind11-dev python3-optuna python3-numpy python3-scipy
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libxxhash-dev
   chromium

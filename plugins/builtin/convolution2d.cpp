@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_convolution2d;
@@ -160,44 +161,24 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kConvolution2d = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "convolution2d";
-  d.description =
-      "same-size 2-D convolution, fp32, F x F filter in constant memory, global or shared-memory "
-      "input";
-  d.source = ktune_kernel_src_convolution2d;
-  d.source_name = "convolution2d.cu";
-  d.entry = "convolution2d";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(w, block_size_x * tile_size_x)";
-  d.grid[1] = "div_up(h, block_size_y * tile_size_y)";
-  d.block[0] = "block_size_x";
-  d.block[1] = "block_size_y";
-  // The input tile with its halo, rows padded to the stride the kernel uses (convolution2d.cu).
-  d.shared_mem =
-      "4 * (block_size_y * tile_size_y + filter_size - 1) * "
-      "(block_size_x * tile_size_x + filter_size - 1 + "
-      "use_padding * ((block_size_x - block_size_x * tile_size_x - filter_size + 1) % 32)) "
-      "if use_shmem == 1 else 0";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = convolution2d_reference;
-  d.bytes = "(2 * h * w + f * f) * 4";
-  d.flops = "2 * h * w * f * f";
-  d.run = convolution2d_run;
-  return d;
-}();
+const ktune_kernel_desc kConvolution2d =
+    KernelDesc("convolution2d", ktune_kernel_src_convolution2d, "convolution2d.cu",
+               "convolution2d")
+    .description("same-size 2-D convolution, fp32, F x F filter in constant memory, global or shared-memory " "input")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(w, block_size_x * tile_size_x)", "div_up(h, block_size_y * tile_size_y)")
+    .block("block_size_x", "block_size_y")
+    // The input tile with its halo, rows padded to the stride the kernel uses (convolution2d.cu).
+    .shared_mem("4 * (block_size_y * tile_size_y + filter_size - 1) * " "(block_size_x * tile_size_x + filter_size - 1 + " "use_padding * ((block_size_x - block_size_x * tile_size_x - filter_size + 1) % 32)) " "if use_shmem == 1 else 0")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(convolution2d_reference)
+    .bytes("(2 * h * w + f * f) * 4")
+    .flops("2 * h * w * f * f")
+    .run(convolution2d_run);
 
 }  // namespace
 

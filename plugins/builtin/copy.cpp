@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_copy;
@@ -69,35 +70,22 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kCopy = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "copy";
-  d.description =
-      "copy of float32 (grid-stride, bulk copy engine, one pass): the memory-bandwidth yardstick";
-  d.source = ktune_kernel_src_copy;
-  d.source_name = "copy.cu";
-  d.entry = "copy<VECTOR_WIDTH>";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  // Variants 0 and 1: one resident wave; variant 2: a block per piece.
-  d.grid[0] = "div_up(n, block_size * vector_width * unroll) if variant == 2 else blocks_per_sm * multiprocessor_count";
-  d.block[0] = "block_size";
-  d.shared_mem = "stages * chunk_kb * 1024 if variant == 1 else 0";  // the bulk variant's stages
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = copy_reference;
-  d.bytes = "2 * 4 * n";
-  return d;
-}();
+const ktune_kernel_desc kCopy =
+    KernelDesc("copy", ktune_kernel_src_copy, "copy.cu",
+               "copy<VECTOR_WIDTH>")
+    .description("copy of float32 (grid-stride, bulk copy engine, one pass): the memory-bandwidth yardstick")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    // Variants 0 and 1: one resident wave; variant 2: a block per piece.
+    .grid("div_up(n, block_size * vector_width * unroll) if variant == 2 else blocks_per_sm * multiprocessor_count")
+    .block("block_size")
+    .shared_mem("stages * chunk_kb * 1024 if variant == 1 else 0")  // the bulk variant's stages
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(copy_reference)
+    .bytes("2 * 4 * n");
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_matmul;
@@ -85,44 +86,26 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kMatmul = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "matmul";
-  d.description =
-      "float32 matrix multiply C = A B: the lecture's shared-memory tiles and register-blocked kernels";
-  d.source = ktune_kernel_src_matmul;
-  d.source_name = "matmul.cu";
-  d.entry = "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(n, block_n)";
-  d.grid[1] = "div_up(m, block_m)";
-  d.block[0] = "block_n // thread_n";
-  d.block[1] = "block_m // thread_m";
-  // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has two
-  // such stages.
-  d.shared_mem =
-      "4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
-  // opt-in needed, which the reference run does not do).
-  d.reference_config =
-      "variant=1,block_m=32,block_n=32,block_k=32,thread_m=1,thread_n=1,padding=0,unroll=8,"
-      "vector_width=1,maxrregcount=0,launch_bounds=0";
-  d.bytes = "4 * (m * k + k * n + m * n)";
-  d.flops = "2 * m * n * k";
-  return d;
-}();
+const ktune_kernel_desc kMatmul =
+    KernelDesc("matmul", ktune_kernel_src_matmul, "matmul.cu",
+               "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>")
+    .description("float32 matrix multiply C = A B: the lecture's shared-memory tiles and register-blocked kernels")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(n, block_n)", "div_up(m, block_m)")
+    .block("block_n // thread_n", "block_m // thread_m")
+    // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has two
+    // such stages.
+    .shared_mem("4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))")
+    .buffers(kBuffers)
+    .args(kArgs)
+    // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
+    // opt-in needed, which the reference run does not do).
+    .reference_config("variant=1,block_m=32,block_n=32,block_k=32,thread_m=1,thread_n=1,padding=0,unroll=8," "vector_width=1,maxrregcount=0,launch_bounds=0")
+    .bytes("4 * (m * k + k * n + m * n)")
+    .flops("2 * m * n * k");
 
 }  // namespace
 

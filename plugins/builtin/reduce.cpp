@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_reduce;
@@ -154,34 +155,22 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kReduce = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "reduce";
-  d.description = "sum of int32 values: the seven steps of the parallel-reduction lecture, plus warp-shuffle and vector-load steps";
-  d.source = ktune_kernel_src_reduce;
-  d.source_name = "reduce.cu";
-  d.entry = "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(n, block_size * elements_per_thread)";
-  d.block[0] = "block_size";
-  d.shared_mem = "max(block_size, 64) * 4";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = reduce_reference;
-  d.bytes = "4 * n";
-  d.run = reduce_run;
-  return d;
-}();
+const ktune_kernel_desc kReduce =
+    KernelDesc("reduce", ktune_kernel_src_reduce, "reduce.cu",
+               "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>")
+    .description("sum of int32 values: the seven steps of the parallel-reduction lecture, plus warp-shuffle and vector-load steps")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(n, block_size * elements_per_thread)")
+    .block("block_size")
+    .shared_mem("max(block_size, 64) * 4")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(reduce_reference)
+    .bytes("4 * n")
+    .run(reduce_run);
 
 const ktune_kernel_desc kReduceF32 = [] {
   ktune_kernel_desc d = kReduce;

@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_soa_aos;
@@ -103,34 +104,22 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kSoaAos = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "soa_aos";
-  d.description = "particle update (Euler step), fp32, array of structures vs structure of arrays";
-  d.source = ktune_kernel_src_soa_aos;
-  d.source_name = "soa_aos.cu";
-  d.entry = "soa_aos";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(n, block_size * elements_per_thread)";
-  d.block[0] = "block_size";
-  d.shared_mem = "block_size * elements_per_thread * (10 + 6) * 4 if use_shmem == 1 else 0";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = soa_aos_reference;
-  d.bytes = "(10 + 6) * 4 * n";  // ten floats read and six written per particle
-  d.flops = "16 * n";            // a division, then 3 x (2 + 3) multiplies and adds
-  return d;
-}();
+const ktune_kernel_desc kSoaAos =
+    KernelDesc("soa_aos", ktune_kernel_src_soa_aos, "soa_aos.cu",
+               "soa_aos")
+    .description("particle update (Euler step), fp32, array of structures vs structure of arrays")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(n, block_size * elements_per_thread)")
+    .block("block_size")
+    .shared_mem("block_size * elements_per_thread * (10 + 6) * 4 if use_shmem == 1 else 0")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(soa_aos_reference)
+    .bytes("(10 + 6) * 4 * n")  // ten floats read and six written per particle
+    .flops("16 * n");  // a division, then 3 x (2 + 3) multiplies and adds
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_stencil3d;
@@ -95,38 +96,22 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kStencil3d = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "stencil3d";
-  d.description =
-      "7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory plane, float4 rows";
-  d.source = ktune_kernel_src_stencil3d;
-  d.source_name = "stencil3d.cu";
-  d.entry = "stencil3d";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(nx, block_size_x * (4 if variant == 'vector' else 1))";  // vector: 4 points a thread
-  d.grid[1] = "div_up(ny, block_size_y)";
-  d.grid[2] = "div_up(nz, z_chunk)";
-  d.block[0] = "block_size_x";
-  d.block[1] = "block_size_y";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = stencil3d_reference;
-  // Every point read once and written once is the ideal: compare GB/s with the copy kernel's.
-  d.bytes = "8 * nx * ny * nz";
-  d.flops = "8 * max(nx - 2, 0) * max(ny - 2, 0) * max(nz - 2, 0)";
-  return d;
-}();
+const ktune_kernel_desc kStencil3d =
+    KernelDesc("stencil3d", ktune_kernel_src_stencil3d, "stencil3d.cu",
+               "stencil3d")
+    .description("7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory plane, float4 rows")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(nx, block_size_x * (4 if variant == 'vector' else 1))", "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector: 4 points a thread
+    .block("block_size_x", "block_size_y")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(stencil3d_reference)
+    // Every point read once and written once is the ideal: compare GB/s with the copy kernel's.
+    .bytes("8 * nx * ny * nz")
+    .flops("8 * max(nx - 2, 0) * max(ny - 2, 0) * max(nz - 2, 0)");
 
 }  // namespace
 

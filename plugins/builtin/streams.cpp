@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_streams;
@@ -272,36 +273,22 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kStreams = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "streams";
-  d.description =
-      "host->device copy, y = a*x + b, device->host copy on pinned memory, chunked over CUDA "
-      "streams";
-  d.source = ktune_kernel_src_streams;
-  d.source_name = "streams.cu";
-  d.entry = "streams_axpb";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(n, block_size)";  // of one chunk as large as the data; chunks use fewer
-  d.block[0] = "block_size";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = streams_reference;
-  d.bytes = "8 * n";  // over PCIe: x in, y out
-  d.flops = "2 * n";
-  d.run = streams_run;
-  return d;
-}();
+const ktune_kernel_desc kStreams =
+    KernelDesc("streams", ktune_kernel_src_streams, "streams.cu",
+               "streams_axpb")
+    .description("host->device copy, y = a*x + b, device->host copy on pinned memory, chunked over CUDA " "streams")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(n, block_size)")  // of one chunk as large as the data; chunks use fewer
+    .block("block_size")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(streams_reference)
+    .bytes("8 * n")  // over PCIe: x in, y out
+    .flops("2 * n")
+    .run(streams_run);
 
 }  // namespace
 

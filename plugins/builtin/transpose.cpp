@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "builtin.h"
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_transpose;
@@ -80,35 +81,20 @@ const ktune_arg_desc kArgs[] = {
 
 const char* const kOptions[] = {"-std=c++17"};
 
-const ktune_kernel_desc kTranspose = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "transpose";
-  d.description =
-      "float32 matrix transpose: naive, shared-memory tile, and padded tile against bank conflicts";
-  d.source = ktune_kernel_src_transpose;
-  d.source_name = "transpose.cu";
-  d.entry = "transpose<TILE, ROWS_PER_BLOCK, PADDING, VARIANT>";
-  d.compile_options = kOptions;
-  d.compile_option_count = std::size(kOptions);
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(cols, tile)";
-  d.grid[1] = "div_up(rows, tile)";
-  d.block[0] = "tile";
-  d.block[1] = "rows_per_block";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = transpose_reference;
-  d.bytes = "2 * 4 * rows * cols";
-  return d;
-}();
+const ktune_kernel_desc kTranspose =
+    KernelDesc("transpose", ktune_kernel_src_transpose, "transpose.cu",
+               "transpose<TILE, ROWS_PER_BLOCK, PADDING, VARIANT>")
+    .description("float32 matrix transpose: naive, shared-memory tile, and padded tile against bank conflicts")
+    .options(kOptions)
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(cols, tile)", "div_up(rows, tile)")
+    .block("tile", "rows_per_block")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(transpose_reference)
+    .bytes("2 * 4 * rows * cols");
 
 }  // namespace
 

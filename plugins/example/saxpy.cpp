@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "ktune/kernel_desc.hpp"
 #include "ktune/plugin.h"
 
 namespace {
@@ -80,32 +81,21 @@ const ktune_arg_desc kArgs[] = {
     {nullptr, "n", KTUNE_TYPE_U32},
 };
 
-const ktune_kernel_desc kSaxpy = [] {
-  ktune_kernel_desc d{};
-  d.struct_size = sizeof(ktune_kernel_desc);
-  d.name = "saxpy";
-  d.description = "y = a * x + y over float32 (example plugin)";
-  d.source = kSource;
-  d.source_name = "saxpy.cu";
-  d.entry = "saxpy";
-  d.params = kParams;
-  d.param_count = std::size(kParams);
-  d.restrictions = kRestrictions;
-  d.restriction_count = std::size(kRestrictions);
-  d.problem = kProblem;
-  d.problem_count = std::size(kProblem);
-  d.grid[0] = "div_up(n, block_size * elements_per_thread)";
-  d.block[0] = "block_size";
-  d.buffers = kBuffers;
-  d.buffer_count = std::size(kBuffers);
-  d.args = kArgs;
-  d.arg_count = std::size(kArgs);
-  d.reference = saxpy_reference;
-  d.bytes = "12 * n";  // read x and y, write y
-  d.flops = "2 * n";
-  d.user_data = const_cast<float*>(&kAlpha);
-  return d;
-}();
+const ktune_kernel_desc kSaxpy =
+    ktune::KernelDesc("saxpy", kSource, "saxpy.cu",
+               "saxpy")
+    .description("y = a * x + y over float32 (example plugin)")
+    .params(kParams)
+    .restrictions(kRestrictions)
+    .problem(kProblem)
+    .grid("div_up(n, block_size * elements_per_thread)")
+    .block("block_size")
+    .buffers(kBuffers)
+    .args(kArgs)
+    .reference(saxpy_reference)
+    .bytes("12 * n")  // read x and y, write y
+    .flops("2 * n")
+    .user_data(const_cast<float*>(&kAlpha));
 
 const ktune_kernel_desc* const kKernels[] = {&kSaxpy};
 
