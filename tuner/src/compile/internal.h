@@ -1,0 +1,30 @@
+// What the parts of ktune::compile share (internal, not API): the names of the resource fields
+// (the cache file and the compile processes' protocol use them), and the compilation of a batch
+// in a compile process, which the pool's threads call.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ktune/compiler.h"
+
+namespace ktune {
+class Subprocess;
+}
+
+namespace ktune::detail {
+
+// A decimal integer at the start of `text` (after spaces) into `value`; false if there is none.
+bool parse_int(std::string_view text, int& value);
+
+// Every CompiledResources field with its name ("registers", "spill-store-bytes" ...).
+const std::vector<std::pair<std::string_view, int CompiledResources::*>>& resource_fields();
+
+// Compiles a batch in `process` (started with `command` when it is not running); a process that
+// fails or dies fails the batch's configurations, each with the reason.
+std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector<std::string>& command,
+                                          const std::vector<CompileRequest>& requests);
+
+}  // namespace ktune::detail

@@ -1,0 +1,259 @@
+// NVRTC compilation of one request (or one batch) into CompileResults, failures kept as data,
+// and what this NVRTC can target.
+#include "ktune/compiler.h"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <string_view>
+
+#include "compile/internal.h"
+#include "ktune/error.h"
+#include "ktune/hash.h"
+
+namespace ktune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Thrown only inside compile(), where it becomes CompileResult::error; it never escapes.
+struct NvrtcFailure {
+  std::string message;
+};
+
+void check(nvrtcResult result, const char* call) {
+  if (result != NVRTC_SUCCESS) {
+    throw NvrtcFailure{std::string(call) + ": " + nvrtcGetErrorString(result)};
+  }
+}
+
+// nvrtcDestroyProgram must run on every path, including the failure ones.
+class Program {
+ public:
+  explicit Program(const CompileRequest& request) {
+    check(nvrtcCreateProgram(&program_, request.source.c_str(), request.source_name.c_str(), 0,
+                             nullptr, nullptr),
+          "nvrtcCreateProgram");
+  }
+  ~Program() { nvrtcDestroyProgram(&program_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  nvrtcProgram get() const { return program_; }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+std::string program_log(nvrtcProgram program) {
+  std::size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+// The first diagnostic that says "error", so a stored failure reads well without its log.
+std::string first_error_line(const std::string& log) {
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("error") != std::string::npos || line.find("fatal") != std::string::npos) {
+      return line;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string CompileRequest::key() const {
+  Hasher hasher;
+  hasher.add("ktune-compile-1").add(source).add(entry);
+  hasher.add(std::to_string(options.size()));
+  for (const std::string& option : options) hasher.add(option);
+  hasher.add(arch).add(nvrtc_version());
+  return hasher.hex();
+}
+
+std::string nvrtc_version() {
+  static const std::string version = [] {
+    int major = 0;
+    int minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
+    return std::to_string(major) + "." + std::to_string(minor);
+  }();
+  return version;
+}
+
+std::vector<std::string> nvrtc_supported_archs() {
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) {
+    throw Error(ErrorKind::kCompile, "nvrtcGetNumSupportedArchs failed");
+  }
+  std::vector<int> numbers(static_cast<std::size_t>(count));
+  if (nvrtcGetSupportedArchs(numbers.data()) != NVRTC_SUCCESS) {
+    throw Error(ErrorKind::kCompile, "nvrtcGetSupportedArchs failed");
+  }
+  std::vector<std::string> archs;
+  for (int number : numbers) archs.push_back("sm_" + std::to_string(number));
+  return archs;
+}
+
+void check_arch(const std::string& arch) {
+  std::vector<std::string> supported = nvrtc_supported_archs();
+  std::string_view digits = arch;
+  bool well_formed = digits.starts_with("sm_");
+  if (well_formed) {
+    digits.remove_prefix(3);
+    if (digits.ends_with('a')) digits.remove_suffix(1);
+    well_formed = !digits.empty() && std::all_of(digits.begin(), digits.end(),
+                                                 [](char c) { return c >= '0' && c <= '9'; });
+  }
+  std::string base = "sm_" + std::string(digits);
+  if (well_formed && std::find(supported.begin(), supported.end(), base) != supported.end()) {
+    return;
+  }
+  std::string list;
+  for (const std::string& name : supported) list += (list.empty() ? "" : ", ") + name;
+  throw Error(ErrorKind::kUsage, "unsupported architecture '" + arch + "'; NVRTC " +
+                                     nvrtc_version() + " supports " + list);
+}
+
+CompileResult compile(const CompileRequest& request) {
+  CompileResult result;
+  result.options = request.options;
+  result.arch = request.arch;
+  result.key = request.key();
+  Clock::time_point start = Clock::now();
+  try {
+    Program program(request);
+    check(nvrtcAddNameExpression(program.get(), request.entry.c_str()), "nvrtcAddNameExpression");
+    std::vector<const char*> options;
+    options.reserve(request.options.size());
+    for (const std::string& option : request.options) options.push_back(option.c_str());
+    nvrtcResult compiled =
+        nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
+    result.log = program_log(program.get());
+    check(compiled, "nvrtcCompileProgram");
+
+    const char* lowered = nullptr;
+    check(nvrtcGetLoweredName(program.get(), request.entry.c_str(), &lowered),
+          "nvrtcGetLoweredName");
+    result.lowered_name = lowered ? lowered : "";
+    std::size_t size = 0;
+    check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+    if (size == 0) {
+      // NVRTC succeeds for a virtual architecture (compute_NN) but then has PTX, not a CUBIN.
+      throw NvrtcFailure{
+          "nvrtcGetCUBIN: no CUBIN (was a virtual architecture given? use "
+          "--gpu-architecture=sm_NN)"};
+    }
+    result.cubin.resize(size);
+    check(nvrtcGetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN");
+    result.resources = parse_ptxas_resources(result.log, result.lowered_name);
+    result.ok = true;
+  } catch (const NvrtcFailure& failure) {
+    result.ok = false;
+    result.cubin.clear();
+    result.lowered_name.clear();
+    result.error =
+        request.source_name + " '" + request.entry + "' " + request.arch + ": " + failure.message;
+    if (std::string line = first_error_line(result.log); !line.empty()) {
+      result.error += ": " + line;
+    }
+  }
+  result.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return result;
+}
+
+namespace {
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The entry with the configuration's macros replaced by their values: name expressions are
+// resolved at the end of the program, after each namespace's #undefs.
+std::string expand_macros(const std::string& text,
+                          const std::vector<std::pair<std::string, std::string>>& defines) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (!is_identifier_char(text[i]) || (i > 0 && is_identifier_char(text[i - 1]))) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && is_identifier_char(text[end])) ++end;
+    const std::string word = text.substr(i, end - i);
+    const auto it = std::find_if(defines.begin(), defines.end(), [&](const auto& d) { return d.first == word; });
+    out += it == defines.end() ? word : it->second;
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requests) {
+  std::vector<CompileResult> results;
+  if (requests.empty()) return results;
+  const auto alone = [&] {
+    results.clear();
+    for (const CompileRequest& r : requests) results.push_back(compile(r));
+    return results;
+  };
+  if (requests.size() == 1 || requests.front().batch_group.empty()) return alone();
+  Clock::time_point start = Clock::now();
+  // One namespace per configuration, its macros defined around the template and undefined after.
+  CompileRequest combined = requests.front();
+  combined.source.clear();
+  std::vector<std::string> entries;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const CompileRequest& r = requests[i];
+    if (r.batch_group != combined.batch_group) return alone();
+    const std::string ns = "ktune_cfg_" + std::to_string(i);
+    combined.source += "namespace " + ns + " {\n";
+    for (const auto& [name, value] : r.defines) combined.source += "#define " + name + " " + value + "\n";
+    combined.source += r.body + "\n}  // namespace " + ns + "\n";
+    for (const auto& d : r.defines) combined.source += "#undef " + d.first + "\n";
+    entries.push_back(ns + "::" + expand_macros(r.entry, r.defines));
+  }
+  try {
+    Program program(combined);
+    for (const std::string& e : entries) check(nvrtcAddNameExpression(program.get(), e.c_str()), "nvrtcAddNameExpression");
+    std::vector<const char*> options;
+    for (const std::string& option : combined.options) options.push_back(option.c_str());
+    const nvrtcResult compiled =
+        nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
+    if (compiled != NVRTC_SUCCESS) return alone();
+    const std::string log = program_log(program.get());
+    std::size_t size = 0;
+    check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+    if (size == 0) return alone();
+    std::string cubin(size, '\0');
+    check(nvrtcGetCUBIN(program.get(), cubin.data()), "nvrtcGetCUBIN");
+    const double share =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count() / static_cast<double>(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const char* lowered = nullptr;
+      check(nvrtcGetLoweredName(program.get(), entries[i].c_str(), &lowered), "nvrtcGetLoweredName");
+      CompileResult r;
+      r.ok = true;
+      r.cubin = cubin;
+      r.lowered_name = lowered ? lowered : "";
+      r.log = log;
+      r.options = requests[i].options;
+      r.arch = requests[i].arch;
+      r.key = requests[i].key();
+      r.resources = parse_ptxas_resources(log, r.lowered_name);
+      r.compile_ms = share;
+      results.push_back(std::move(r));
+    }
+    return results;
+  } catch (const NvrtcFailure&) {
+    return alone();
+  }
+}
+
+}  // namespace ktune

@@ -1,0 +1,160 @@
+// The compile pool: a queue served by N threads, each compiling in this process or through a
+// compile process of its own, with the cache in front.
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "compile/internal.h"
+#include "ktune/compiler.h"
+#include "process/subprocess.h"
+
+namespace ktune {
+
+using Clock = std::chrono::steady_clock;
+
+
+struct CompilePool::Impl {
+  struct Task {
+    CompileRequest request;
+    std::string key;
+    std::shared_ptr<std::promise<CompileResult>> promise;
+  };
+
+  std::shared_ptr<CompileCache> cache;
+  std::vector<std::string> process_command;  // empty: compile in this process
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Task> queue;
+  std::unordered_map<std::string, std::shared_future<CompileResult>> in_flight;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+  std::atomic<long long> busy_ns{0};
+  std::atomic<std::size_t> compiles{0};
+
+  std::size_t max_batch = 16;
+
+  void work() {
+    Subprocess process;  // this thread's compile process, when the pool uses processes
+    for (;;) {
+      std::vector<Task> tasks;
+      {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping and drained
+        tasks.push_back(std::move(queue.front()));
+        queue.pop_front();
+        // Take queued requests of the same batch group along, sharing the queue fairly among
+        // the threads so that batching never leaves threads idle.
+        const std::string& group = tasks.front().request.batch_group;
+        if (!group.empty() && max_batch > 1) {
+          const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
+          const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
+          for (auto it = queue.begin(); it != queue.end() && tasks.size() < limit;) {
+            if (it->request.batch_group == group) {
+              tasks.push_back(std::move(*it));
+              it = queue.erase(it);
+            } else {
+              ++it;
+            }
+          }
+        }
+      }
+      std::vector<CompileResult> results;
+      std::exception_ptr failure;
+      try {
+        results = run(tasks, process);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      // Leave the in-flight map before the futures become ready, so a submission that follows
+      // a finished one goes through the cache instead of holding on to a future.
+      {
+        std::lock_guard lock(mutex);
+        for (const Task& t : tasks) in_flight.erase(t.key);
+      }
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        if (failure) {
+          tasks[i].promise->set_exception(failure);
+        } else {
+          tasks[i].promise->set_value(std::move(results[i]));
+        }
+      }
+    }
+  }
+
+  std::vector<CompileResult> run(const std::vector<Task>& tasks, Subprocess& process) {
+    std::vector<CompileResult> results(tasks.size());
+    std::vector<std::size_t> misses;
+    std::vector<CompileRequest> requests;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      std::optional<CompileResult> hit = cache ? cache->get(tasks[i].request) : std::nullopt;
+      if (hit) {
+        results[i] = std::move(*hit);
+      } else {
+        misses.push_back(i);
+        requests.push_back(tasks[i].request);
+      }
+    }
+    if (requests.empty()) return results;
+    Clock::time_point start = Clock::now();
+    std::vector<CompileResult> compiled =
+        process_command.empty() ? compile_batch(requests) : detail::remote_compile(process, process_command, requests);
+    busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    compiles += requests.size();
+    for (std::size_t k = 0; k < misses.size(); ++k) {
+      if (cache) cache->put(compiled[k]);
+      results[misses[k]] = std::move(compiled[k]);
+    }
+    return results;
+  }
+};
+
+CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
+                         std::vector<std::string> process_command)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->cache = std::move(cache);
+  impl_->process_command = std::move(process_command);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  impl_->workers.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i) {
+    impl_->workers.emplace_back([impl = impl_.get()] { impl->work(); });
+  }
+}
+
+CompilePool::~CompilePool() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  for (std::thread& worker : impl_->workers) worker.join();
+}
+
+std::shared_future<CompileResult> CompilePool::submit(CompileRequest request) {
+  std::string key = request.key();
+  std::lock_guard lock(impl_->mutex);
+  if (auto found = impl_->in_flight.find(key); found != impl_->in_flight.end()) {
+    return found->second;
+  }
+  auto promise = std::make_shared<std::promise<CompileResult>>();
+  std::shared_future<CompileResult> future = promise->get_future().share();
+  impl_->in_flight.emplace(key, future);
+  impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
+  impl_->wake.notify_one();
+  return future;
+}
+
+std::size_t CompilePool::threads() const { return impl_->workers.size(); }
+
+void CompilePool::set_max_batch(std::size_t n) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->max_batch = std::max<std::size_t>(1, n);
+}
+
+double CompilePool::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }
+
+std::size_t CompilePool::compiles() const { return impl_->compiles.load(); }
+
+}  // namespace ktune

@@ -1,0 +1,159 @@
+// Compile processes (`ktune __compile`): the same compile_batch(), in a child process, over the
+// ipc framing. Some NVRTC builds serialise compilations inside one process; separate processes
+// always run in parallel.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "compile/internal.h"
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "process/ipc.h"
+#include "process/subprocess.h"
+
+namespace ktune {
+
+using detail::resource_fields;
+
+namespace {
+
+using nlohmann::json;
+
+json resources_json(const CompiledResources& r) {
+  json j;
+  for (const auto& [name, field] : resource_fields()) j[std::string(name)] = r.*field;
+  return j;
+}
+
+CompiledResources resources_from(const json& j) {
+  CompiledResources r;
+  for (const auto& [name, field] : resource_fields()) r.*field = j.value(std::string(name), -1);
+  return r;
+}
+
+// NVRTC logs and sources are text, but not necessarily valid UTF-8; replace what JSON cannot hold.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json request_json(const CompileRequest& r) {
+  return json{{"source", r.source},   {"source_name", r.source_name}, {"entry", r.entry},
+              {"options", r.options}, {"arch", r.arch},               {"batch_group", r.batch_group},
+              {"body", r.body},       {"defines", r.defines}};
+}
+
+CompileRequest request_from(const json& h) {
+  CompileRequest r;
+  r.source = h.value("source", "");
+  r.source_name = h.value("source_name", "");
+  r.entry = h.value("entry", "");
+  r.options = h.value("options", std::vector<std::string>{});
+  r.arch = h.value("arch", "");
+  r.batch_group = h.value("batch_group", "");
+  r.body = h.value("body", "");
+  r.defines = h.value("defines", std::vector<std::pair<std::string, std::string>>{});
+  return r;
+}
+
+// The results of a batch travel as JSON headers plus one blob holding each distinct CUBIN once.
+ipc::Message results_message(std::vector<CompileResult>& results) {
+  json out = json::array();
+  std::vector<std::string> cubins;
+  std::string blob;
+  json sizes = json::array();
+  for (CompileResult& r : results) {
+    int index = -1;
+    if (!r.cubin.empty()) {
+      auto it = std::find(cubins.begin(), cubins.end(), r.cubin);
+      index = static_cast<int>(it - cubins.begin());
+      if (it == cubins.end()) {
+        cubins.push_back(r.cubin);
+        sizes.push_back(r.cubin.size());
+        blob += r.cubin;
+      }
+    }
+    out.push_back({{"ok", r.ok},         {"lowered_name", r.lowered_name}, {"error", r.error},
+                   {"log", r.log},       {"options", r.options},           {"arch", r.arch},
+                   {"key", r.key},       {"resources", resources_json(r.resources)},
+                   {"compile_ms", r.compile_ms}, {"cubin", index}});
+  }
+  return {json::parse(dump(json{{"results", out}, {"cubin_sizes", sizes}})), std::move(blob)};
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector<std::string>& command,
+                                          const std::vector<CompileRequest>& requests) {
+  const auto all_failed = [&](const std::string& error, const std::string& log) {
+    std::vector<CompileResult> out;
+    for (const CompileRequest& r : requests) {
+      CompileResult failed;
+      failed.arch = r.arch;
+      failed.options = r.options;
+      failed.key = r.key();
+      failed.error = error;
+      failed.log = log;
+      out.push_back(std::move(failed));
+    }
+    return out;
+  };
+  if (!process.running()) {
+    try {
+      process.start(command, /*own_group=*/true);
+    } catch (const Error& e) {
+      return all_failed(e.what(), "");
+    }
+  }
+  json batch = json::array();
+  for (const CompileRequest& r : requests) batch.push_back(request_json(r));
+  ipc::Message reply;
+  // NVRTC does not hang on its own; the limit only guards against a wedged process.
+  constexpr double kLimitSeconds = 600;
+  if (!process.send({json::parse(dump(json{{"batch", batch}})), {}}) ||
+      process.receive(reply, kLimitSeconds) != ipc::ReadStatus::kOk) {
+    const std::string output = process.output_tail();
+    return all_failed("compile process " + process.stop(true), output);
+  }
+  std::vector<std::string> cubins;
+  std::size_t offset = 0;
+  for (const auto& size : reply.header.value("cubin_sizes", json::array())) {
+    const auto n = size.get<std::size_t>();
+    cubins.push_back(reply.blob.substr(offset, n));
+    offset += n;
+  }
+  std::vector<CompileResult> out;
+  for (const json& h : reply.header.value("results", json::array())) {
+    CompileResult r;
+    r.ok = h.value("ok", false);
+    const int index = h.value("cubin", -1);
+    if (index >= 0 && static_cast<std::size_t>(index) < cubins.size()) r.cubin = cubins[static_cast<std::size_t>(index)];
+    r.lowered_name = h.value("lowered_name", "");
+    r.error = h.value("error", "");
+    r.log = h.value("log", "");
+    r.options = h.value("options", std::vector<std::string>{});
+    r.arch = h.value("arch", "");
+    r.key = h.value("key", "");
+    r.resources = resources_from(h.value("resources", json::object()));
+    r.compile_ms = h.value("compile_ms", 0.0);
+    out.push_back(std::move(r));
+  }
+  if (out.size() != requests.size()) return all_failed("compile process answered a different number of results", "");
+  return out;
+}
+
+}  // namespace detail
+
+int compile_worker_main() {
+  for (;;) {
+    ipc::Message message;
+    if (ipc::read_message(3, message, -1) != ipc::ReadStatus::kOk) return 0;
+    const json& h = message.header;
+    if (h.value("op", "") == "quit") return 0;
+    std::vector<CompileRequest> requests;
+    for (const json& r : h.value("batch", json::array())) requests.push_back(request_from(r));
+    std::vector<CompileResult> results = compile_batch(requests);
+    if (!ipc::write_message(4, results_message(results))) return 0;
+  }
+}
+
+}  // namespace ktune
