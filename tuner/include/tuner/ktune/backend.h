@@ -57,6 +57,7 @@ struct Measurement {
   int max_threads_per_block = -1;
   double occupancy = -1;             // active warps / max warps per multiprocessor
   int l2_flushed = -1;               // 1: the L2 was flushed before each timed run; -1 unknown
+  int launches_per_sample = 1;       // short kernels are timed in batches of launches
   // Accounting, for throughput figures.
   double gpu_ms = 0;                 // GPU time in this trial's launches (warm-up, checks, samples)
   double timed_ms = 0;               // GPU time of the timed samples alone

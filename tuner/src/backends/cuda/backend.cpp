@@ -17,17 +17,6 @@ namespace ktune {
 
 using nlohmann::json;
 
-namespace {
-
-json measure_json(const MeasureOptions& m) {
-  return json{{"samples", m.samples},           {"warmup", m.warmup},
-              {"min_samples", m.min_samples},   {"max_samples", m.max_samples},
-              {"target_spread", m.target_spread}, {"max_seconds", m.max_seconds},
-              {"batch_below_ms", m.batch_below_ms}, {"flush_l2", std::string(to_string(m.flush_l2))}};
-}
-
-}  // namespace
-
 struct CudaBackend::Impl {
   Options options;
   DeviceInfo device;
@@ -133,21 +122,16 @@ int CudaBackend::worker_starts() const { return impl_->starts; }
 void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& options) {
   impl_->stop(false);
   impl_->measure = options;
-  json init;
-  init["kernel"] = instance.kernel().name;
+  protocol::WorkerInit init;
+  init.kernel = instance.kernel().name;
   // The space as tuned (a job file may have changed value lists and added restrictions): the
   // worker applies it to its copy of the kernel, so both sides agree on every config key.
-  for (const auto& p : instance.kernel().params) {
-    json values = json::array();
-    for (const auto& v : p.values) values.push_back(v.to_literal());
-    init["params"].push_back({{"name", p.name}, {"values", values}, {"default_index", p.default_index}});
-  }
-  init["restrictions"] = instance.kernel().restrictions;
-  init["problem"] = instance.problem();
-  init["plugins"] = impl_->options.plugins;
-  init["device"] = impl_->options.device;
-  init["seed"] = options.seed;
-  init["measure"] = measure_json(options);
+  init.params = instance.kernel().params;
+  init.restrictions = instance.kernel().restrictions;
+  init.problem = instance.problem();
+  init.plugins = impl_->options.plugins;
+  init.device = impl_->options.device;
+  init.measure = options;
   const KernelSpec& k = instance.kernel();
   if (k.reference == nullptr && !k.reference_config.empty()) {
     // The reference configuration must compile; the worker runs it to make the reference.
@@ -158,13 +142,13 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
     if (!c.ok)
       throw Error(ErrorKind::kInput, fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
                                                  space.key(ref), c.error, c.log));
-    init["reference_lowered"] = c.lowered_name;
+    init.reference_lowered = c.lowered_name;
     impl_->init_blob = c.cubin;
   } else {
     impl_->init_blob.clear();
   }
   impl_->instance = &instance;
-  impl_->init = std::move(init);
+  impl_->init = protocol::to_json(init);
   impl_->start();
 }
 
@@ -177,8 +161,8 @@ void CudaBackend::submit(const Config& config, const CompileResult* compiled) {
   auto& m = *impl_;
   if (compiled == nullptr || !compiled->ok || m.instance == nullptr)
     throw Error(ErrorKind::kInternal, "the CUDA backend evaluates compiled configurations after prepare()");
-  Impl::Sent s{json{{"op", "evaluate"}, {"config", m.instance->space().key(config)},
-                    {"lowered_name", compiled->lowered_name}},
+  Impl::Sent s{protocol::to_json(protocol::EvaluateRequest{m.instance->space().key(config),
+                                                             compiled->lowered_name}),
                compiled->cubin};
   if (!m.worker.running()) {
     m.start();
@@ -204,7 +188,7 @@ Measurement CudaBackend::collect() {
   m.sent.pop_front();
   m.busy_since = Clock::now();
   if (rs == ipc::ReadStatus::kOk) {
-    out = measurement_from_json(reply.header);
+    out = protocol::measurement_from_json(reply.header);
     // A worker that reports a crash exits by itself (its context is poisoned): reap it and give
     // what it had not answered to a new one.
     if (out.status == TrialStatus::kCrashed) {
@@ -231,12 +215,12 @@ Measurement CudaBackend::collect() {
 
 std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>& candidates, int rounds) {
   if (impl_->instance == nullptr) throw Error(ErrorKind::kInternal, "retime() before prepare()");
-  json header{{"op", "retime"}, {"rounds", rounds}, {"candidates", json::array()}};
+  protocol::RetimeRequest request;
+  request.rounds = rounds;
   std::string blob;
   for (const auto& c : candidates) {
-    header["candidates"].push_back({{"config", impl_->instance->space().key(c.config)},
-                                    {"lowered_name", c.compiled->lowered_name},
-                                    {"size", c.compiled->cubin.size()}});
+    request.candidates.push_back({impl_->instance->space().key(c.config), c.compiled->lowered_name,
+                                  c.compiled->cubin.size()});
     blob += c.compiled->cubin;
   }
   bool failed = false;
@@ -244,14 +228,13 @@ std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>&
   std::string error;
   // Every finalist already ran within the watchdog; the re-timing runs each `rounds` times more.
   const double timeout = impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size()));
-  const json reply = impl_->request(header, blob, timeout, failed, status, error);
-  if (failed || reply.contains("error"))
-    throw Error(ErrorKind::kDevice, fmt::format("re-timing the finalists failed: {}",
-                                                failed ? error : reply.value("error", "")));
-  std::vector<Measurement> out;
-  for (const auto& r : reply.at("results")) out.push_back(measurement_from_json(r));
-  if (!out.empty()) out.front().gpu_ms = reply.value("gpu_ms", 0.0);
-  return out;
+  const json header = impl_->request(protocol::to_json(request), blob, timeout, failed, status, error);
+  protocol::RetimeReply reply = failed ? protocol::RetimeReply{} : protocol::retime_reply_from_json(header);
+  if (failed || !reply.error.empty())
+    throw Error(ErrorKind::kDevice,
+                fmt::format("re-timing the finalists failed: {}", failed ? error : reply.error));
+  if (!reply.results.empty()) reply.results.front().gpu_ms = reply.gpu_ms;
+  return std::move(reply.results);
 }
 
 }  // namespace ktune

@@ -1,0 +1,130 @@
+// The CUDA backend's pipe protocol: every message survives the trip through JSON, field by field,
+// so the tuner and its worker process agree on what a measurement says.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/protocol.h"
+
+namespace ktune::protocol {
+namespace {
+
+TEST(WorkerProtocol, AMeasurementRoundTrips) {
+  Measurement m;
+  m.status = TrialStatus::kOk;
+  m.samples_ms = {0.5, 0.25, 0.75};
+  m.time_ms = 0.5;
+  m.time_min_ms = 0.25;
+  m.time_mean_ms = 0.5;
+  m.time_spread = 0.1;
+  m.registers = 32;
+  m.local_bytes = 0;
+  m.static_shared_bytes = 1024;
+  m.dynamic_shared_bytes = 2048;
+  m.max_threads_per_block = 1024;
+  m.occupancy = 0.75;
+  m.l2_flushed = 1;
+  m.launches_per_sample = 4;
+  m.gpu_ms = 3;
+  m.timed_ms = 2;
+  m.eval_ms = 7;
+  m.phases_ms = {{"load", 1.5}, {"time", 2.5}};
+  const Measurement back = measurement_from_json(nlohmann::json::parse(to_json(m).dump()));
+  EXPECT_EQ(back.status, m.status);
+  EXPECT_EQ(back.samples_ms, m.samples_ms);
+  EXPECT_EQ(back.time_ms, m.time_ms);
+  EXPECT_EQ(back.time_min_ms, m.time_min_ms);
+  EXPECT_EQ(back.time_mean_ms, m.time_mean_ms);
+  EXPECT_EQ(back.time_spread, m.time_spread);
+  EXPECT_EQ(back.registers, 32);
+  EXPECT_EQ(back.static_shared_bytes, 1024);
+  EXPECT_EQ(back.dynamic_shared_bytes, 2048);
+  EXPECT_EQ(back.max_threads_per_block, 1024);
+  EXPECT_EQ(back.occupancy, 0.75);
+  EXPECT_EQ(back.l2_flushed, 1);
+  EXPECT_EQ(back.launches_per_sample, 4);
+  EXPECT_EQ(back.gpu_ms, 3);
+  EXPECT_EQ(back.timed_ms, 2);
+  EXPECT_EQ(back.eval_ms, 7);
+  EXPECT_EQ(back.phases_ms, m.phases_ms);
+
+  Measurement failed;
+  failed.status = TrialStatus::kWrongResult;
+  failed.error = "out[3] = 1, expected 2";
+  const Measurement f = measurement_from_json(to_json(failed));
+  EXPECT_EQ(f.status, TrialStatus::kWrongResult);
+  EXPECT_EQ(f.error, failed.error);
+  EXPECT_TRUE(f.samples_ms.empty());
+  // A reply the tuner cannot read is a crash, never an ok trial.
+  EXPECT_EQ(measurement_from_json(nlohmann::json::object()).status, TrialStatus::kCrashed);
+}
+
+TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
+  WorkerInit init;
+  init.kernel = "reduce";
+  Parameter p;
+  p.name = "layout";
+  p.values = {Value("soa"), Value(2), Value(0.5)};
+  p.default_index = 2;
+  init.params = {p};
+  init.restrictions = {"layout != 'soa' or 1 == 1"};
+  init.problem = {{"n", 1 << 20}};
+  init.plugins = {"/x/y.so"};
+  init.device = 1;
+  init.measure.samples = 7;
+  init.measure.flush_l2 = FlushL2::kNever;
+  init.measure.seed = 42;
+  init.measure.timeout_seconds = 3;
+  init.reference_lowered = "_Z3refv";
+  const WorkerInit back = worker_init_from_json(nlohmann::json::parse(to_json(init).dump()));
+  EXPECT_EQ(back.kernel, "reduce");
+  ASSERT_EQ(back.params.size(), 1u);
+  EXPECT_EQ(back.params[0].name, "layout");
+  EXPECT_EQ(back.params[0].values, p.values);
+  EXPECT_TRUE(back.params[0].values[0].is_string());
+  EXPECT_TRUE(back.params[0].values[2].is_double());
+  EXPECT_EQ(back.params[0].default_index, 2u);
+  EXPECT_EQ(back.restrictions, init.restrictions);
+  EXPECT_EQ(back.problem, init.problem);
+  EXPECT_EQ(back.plugins, init.plugins);
+  EXPECT_EQ(back.device, 1);
+  EXPECT_EQ(back.measure.samples, 7);
+  EXPECT_EQ(back.measure.flush_l2, FlushL2::kNever);
+  EXPECT_EQ(back.measure.seed, 42u);
+  EXPECT_EQ(back.measure.timeout_seconds, 3);
+  EXPECT_EQ(back.reference_lowered, "_Z3refv");
+}
+
+TEST(WorkerProtocol, RequestsAndRetimeRepliesRoundTrip) {
+  Request r = request_from_json(to_json(EvaluateRequest{"block_size=256", "_Z6reducev"}));
+  EXPECT_EQ(r.op, Request::Op::kEvaluate);
+  EXPECT_EQ(r.evaluate.config, "block_size=256");
+  EXPECT_EQ(r.evaluate.lowered_name, "_Z6reducev");
+  RetimeRequest retime;
+  retime.rounds = 3;
+  retime.candidates = {{"a=1", "_Za", 10}, {"a=2", "_Zb", 20}};
+  r = request_from_json(to_json(retime));
+  EXPECT_EQ(r.op, Request::Op::kRetime);
+  EXPECT_EQ(r.retime.rounds, 3);
+  ASSERT_EQ(r.retime.candidates.size(), 2u);
+  EXPECT_EQ(r.retime.candidates[1].config, "a=2");
+  EXPECT_EQ(r.retime.candidates[1].size, 20u);
+  EXPECT_EQ(request_from_json({{"op", "quit"}}).op, Request::Op::kQuit);
+  const Request unknown = request_from_json({{"op", "dance"}});
+  EXPECT_EQ(unknown.op, Request::Op::kUnknown);
+  EXPECT_EQ(unknown.name, "dance");
+
+  RetimeReply reply;
+  reply.gpu_ms = 4;
+  reply.results.resize(2);
+  reply.results[1].time_ms = 0.5;
+  const RetimeReply back = retime_reply_from_json(to_json(reply));
+  EXPECT_TRUE(back.error.empty());
+  EXPECT_EQ(back.gpu_ms, 4);
+  ASSERT_EQ(back.results.size(), 2u);
+  EXPECT_EQ(back.results[1].time_ms, 0.5);
+  RetimeReply error;
+  error.error = "cudaErrorIllegalAddress";
+  EXPECT_EQ(retime_reply_from_json(to_json(error)).error, error.error);
+}
+
+}  // namespace
+}  // namespace ktune::protocol

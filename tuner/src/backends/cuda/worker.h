@@ -1,0 +1,125 @@
+// The GPU worker (internal): owns the CUDA context, the kernel's buffers, its inputs and the
+// reference output. For each configuration it loads the CUBIN, checks resources before
+// launching, verifies the output against the reference on poisoned outputs, and times it; the
+// answer is a typed Measurement (JSON exists only at the pipe, protocol.h). It runs in the
+// worker process (worker_main.cpp) and, for benchmarks, in-process (GpuEvaluator).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/protocol.h"
+#include "ktune/backend.h"
+#include "ktune/device.h"
+#include "ktune/instance.h"
+
+namespace ktune::worker {
+
+// A CUDA call failed. Sticky errors leave the context unusable: the worker must exit.
+struct CudaFailure {
+  cudaError_t code;
+  std::string where;
+};
+bool is_sticky(cudaError_t e);
+void check(cudaError_t e, const char* where);
+std::string cuda_text(cudaError_t e);  // "cudaErrorIllegalAddress (an illegal memory access ...)"
+
+struct Buffer {
+  BufferSpec spec;
+  BufferInit init;
+  void* device = nullptr;           // what the kernel sees
+  void* pristine = nullptr;         // INOUT: the initial contents, restored before every run
+  std::size_t capacity = 0;         // bytes allocated
+  std::size_t count = 0;            // elements for the current config
+  std::size_t generated = 0;        // INPUT/INOUT: elements generated and uploaded
+  std::vector<unsigned char> host;  // INPUT/INOUT: generated data
+  std::vector<unsigned char> expected;
+  // OUTPUT/INOUT: page-locked host memory the output is downloaded into for checking, kept
+  // across trials (a pageable download of a large output, and allocating it, cost more than the
+  // comparison); empty where page-locked memory could not be had, then `download` serves.
+  void* pinned = nullptr;
+  std::size_t pinned_bytes = 0;
+  std::vector<unsigned char> download;
+  bool checked() const { return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut; }
+  bool has_input() const { return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut; }
+};
+
+// A loaded configuration.
+struct Loaded {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+  Config config;
+  LaunchGeometry geometry;
+  std::vector<ScalarArg> scalars;
+  std::vector<std::size_t> sizes;
+};
+
+class Worker {
+ public:
+  // reference_cubin: the compiled reference configuration, for kernels without a host reference.
+  Worker(const KernelSpec& kernel, const Problem& problem, int device, const MeasureOptions& measure,
+         const std::string& reference_lowered, const std::string& reference_cubin);
+  const KernelInstance& instance() const { return *instance_; }
+  const DeviceInfo& device() const { return device_; }
+  void* buffer(const std::string& name, std::size_t* count) const;
+  // Trial-level failures come back as the measurement's status; a fault that poisons the context
+  // also sets dead().
+  Measurement evaluate(const std::string& key, const std::string& lowered, const std::string& cubin);
+  protocol::RetimeReply retime(const protocol::RetimeRequest& request, const std::string& blob);
+  bool dead() const { return dead_; }
+
+ private:
+  void load(Loaded& l, const std::string& key, const std::string& lowered, const std::string& cubin);
+  void unload(Loaded& l);
+  // The steps of evaluate(); each records what it found in `m`, false when the trial ends there.
+  bool check_resources(const Loaded& l, Measurement& m);
+  bool verify_first_run(const Loaded& l, Measurement& m, double& gpu_ms, double& first_ms);
+  void time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms);
+  void record_failure(const CudaFailure& f, Measurement& m);
+
+  void prepare_buffers(const Loaded& l);
+  void compute_reference();
+  void launch(const Loaded& l);  // one run, as the kernel defines it (hook or launch)
+  void reset_inouts();
+  void poison_outputs(unsigned char byte);
+  std::optional<std::string> verify(bool second_pattern_only);
+  bool needs_flush() const;
+  void flush_l2();
+  // Enqueues `warmup` untimed runs and `count` timed samples of `batch` runs each, then waits
+  // once; returns milliseconds per run for each sample and adds the GPU time to gpu_ms.
+  std::vector<double> sample_chunk(const Loaded& l, int count, int batch, bool flush, double& gpu_ms,
+                                   int warmup = 0);
+
+  // The run hooks a plugin's run function calls (hooks.cpp).
+  static int hook_launch(const ktune_run_ctx* ctx, void* kernel, const unsigned grid[3],
+                         const unsigned block[3], std::size_t shared_mem, void** args);
+  static void* hook_buffer(const ktune_run_ctx* ctx, const char* name, std::size_t* count);
+  static std::int64_t hook_value(const ktune_run_ctx* ctx, const char* name, int* found);
+  static void* hook_cuda_function(const char* name);
+  static void* hook_global(const ktune_run_ctx* ctx, const char* name, std::size_t* bytes);
+
+  std::unique_ptr<KernelInstance> instance_;
+  DeviceInfo device_;
+  MeasureOptions measure_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  std::list<std::pair<std::string, cudaLibrary_t>> libraries_;  // by CUBIN hash, most recent first
+  std::vector<Buffer> buffers_;
+  void* flush_buffer_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+  std::vector<std::size_t> reference_sizes_;  // output sizes the reference was computed for
+  bool reference_ok_ = false;
+  bool poison_collision_ = false;             // some expected element equals the poison
+  std::optional<Loaded> reference_config_;    // manifest kernels: the config whose output is the reference
+  const Loaded* current_ = nullptr;           // for the hook callbacks
+  bool dead_ = false;
+};
+
+}  // namespace ktune::worker

@@ -1,0 +1,103 @@
+// The GPU worker process (`ktune __worker`): reads the init message, builds the kernel's Worker
+// and answers evaluate / retime requests until EOF or "quit". A fault that poisons the CUDA
+// context ends the process after answering; the tuner starts another.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/protocol.h"
+#include "backends/cuda/worker.h"
+#include "ktune/cuda_backend.h"
+#include "ktune/error.h"
+#include "ktune/registry.h"
+#include "process/ipc.h"
+
+namespace ktune {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRequestFd = 3;
+constexpr int kReplyFd = 4;
+
+// If the tuner dies, so does the worker, even in the middle of a hung kernel. (Not
+// PR_SET_PDEATHSIG: it fires when the *thread* that started the worker ends, and the tuner
+// starts workers from short-lived threads.)
+void exit_with_parent() {
+  const pid_t parent = ::getppid();
+  std::thread([parent] {
+    while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::_exit(4);
+  }).detach();
+}
+
+// The kernel as tuned: the registry's, with the space the tuner sent (a job file may have
+// changed value lists and added restrictions), so both sides agree on every config key.
+KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
+  register_builtin_kernels(registry);
+  registry.load_env_path();
+  for (const auto& p : init.plugins) registry.load_path(p);
+  KernelSpec kernel = registry.get(init.kernel);
+  if (!init.params.empty()) {
+    kernel.params = init.params;
+    kernel.restrictions = init.restrictions;
+    kernel.validate();
+  }
+  return kernel;
+}
+
+bool reply(const json& header) { return ipc::write_message(kReplyFd, {header, {}}); }
+
+}  // namespace
+
+int cuda_worker_main() {
+  // The tuner handles Ctrl-C; the worker finishes its trial.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  exit_with_parent();
+  ipc::Message msg;
+  if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
+  std::unique_ptr<worker::Worker> w;
+  Registry registry;  // outlives the worker: plugin kernels point into its libraries
+  try {
+    const protocol::WorkerInit init = protocol::worker_init_from_json(msg.header);
+    w = std::make_unique<worker::Worker>(tuned_kernel(registry, init), init.problem, init.device,
+                                         init.measure, init.reference_lowered, msg.blob);
+  } catch (const worker::CudaFailure& f) {
+    reply(json{{"op", "fatal"}, {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
+    return 3;
+  } catch (const std::exception& e) {
+    reply(json{{"op", "fatal"}, {"message", e.what()}});
+    return 3;
+  }
+  reply(json{{"op", "ready"}});
+  for (;;) {
+    if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
+    const protocol::Request request = protocol::request_from_json(msg.header);
+    json answer;
+    switch (request.op) {
+      case protocol::Request::Op::kEvaluate:
+        answer = protocol::to_json(
+            w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob));
+        break;
+      case protocol::Request::Op::kRetime:
+        answer = protocol::to_json(w->retime(request.retime, msg.blob));
+        break;
+      case protocol::Request::Op::kQuit:
+        return 0;
+      case protocol::Request::Op::kUnknown:
+        answer = json{{"error", "unknown request '" + request.name + "'"}};
+        break;
+    }
+    answer["op"] = "result";
+    if (!reply(answer)) return 0;
+    if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
+  }
+}
+
+}  // namespace ktune
