@@ -125,7 +125,8 @@ void BM_PoolProcesses(benchmark::State& state) {
   constexpr int kBatch = 96;
   int round = 0;
   for (auto _ : state) {
-    ktune::CompilePool pool(static_cast<std::size_t>(state.range(0)), nullptr, {KTUNE_EXE, "__compile"});
+    ktune::CompilePool pool(static_cast<std::size_t>(state.range(0)), nullptr,
+                            {KTUNE_EXE, "__compile"});
     std::vector<std::shared_future<ktune::CompileResult>> futures;
     for (int i = 0; i < kBatch; ++i) {
       // The same 24 kernels as above, each made distinct by a comment, so none is deduplicated.

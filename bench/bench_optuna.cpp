@@ -7,7 +7,6 @@
 //
 //   ./bench_optuna --benchmark_filter=Overhead   (TPE at 1000 trials takes about a minute)
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <chrono>
@@ -46,7 +45,8 @@ std::vector<Value> ten() { return list({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}); }
 
 // 1% valid: in bands (a == b and c == d), or scattered like a hash.
 const SearchSpace& diagonal_space() {
-  static const SearchSpace s({{"a", ten()}, {"b", ten()}, {"c", ten()}, {"d", ten()}}, {"a == b", "c == d"});
+  static const SearchSpace s({{"a", ten()}, {"b", ten()}, {"c", ten()}, {"d", ten()}},
+                             {"a == b", "c == d"});
   return s;
 }
 const SearchSpace& scattered_space() {
@@ -58,7 +58,8 @@ const SearchSpace& scattered_space() {
 double objective(const SearchSpace& space, const Config& c) {
   double t = 1.0;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    const double x = static_cast<double>(c[i]) / std::max<double>(1.0, space.params()[i].values.size() - 1);
+    const double x =
+        static_cast<double>(c[i]) / std::max<double>(1.0, space.params()[i].values.size() - 1);
     t += (x - (i % 2 ? 0.3 : 0.6)) * (x - (i % 2 ? 0.3 : 0.6));
   }
   return t;
@@ -73,9 +74,9 @@ double thread_cpu_seconds() {
 }
 
 struct Result {
-  double strategy_seconds = 0;       // wall time inside ask() and tell()
-  double strategy_cpu_seconds = 0;   // the same, CPU time
-  double last100_seconds = 0;        // wall time, for the last 100 tells
+  double strategy_seconds = 0;      // wall time inside ask() and tell()
+  double strategy_cpu_seconds = 0;  // the same, CPU time
+  double last100_seconds = 0;       // wall time, for the last 100 tells
   double last100_cpu_seconds = 0;
   std::uint64_t tells = 0, measured = 0;
 };
@@ -100,7 +101,8 @@ Result drive(Strategy& s, const SearchSpace& space, std::uint64_t budget) {
   while (r.tells < budget) {
     while (queue.size() < 8 && !s.exhausted()) {
       const std::uint64_t left = budget - r.tells;
-      const std::size_t want = std::min<std::uint64_t>(8 - queue.size(), left > queue.size() ? left - queue.size() : 0);
+      const std::size_t want =
+          std::min<std::uint64_t>(8 - queue.size(), left > queue.size() ? left - queue.size() : 0);
       if (want == 0) break;
       std::vector<Config> configs;
       timed([&] { configs = s.ask(want); });
@@ -159,18 +161,21 @@ void Overhead(benchmark::State& state, const std::string& name) {
     stats = s->stats();
     state.counters["start_ms"] = start_s * 1e3;
   }
-  const double tells = static_cast<double>(r.tells), last = static_cast<double>(std::min<std::uint64_t>(100, r.tells));
+  const double tells = static_cast<double>(r.tells),
+               last = static_cast<double>(std::min<std::uint64_t>(100, r.tells));
   state.counters["ms_per_tell"] = r.strategy_seconds * 1e3 / tells;
   state.counters["cpu_ms_per_tell"] = r.strategy_cpu_seconds * 1e3 / tells;
   state.counters["ms_last100"] = r.last100_seconds * 1e3 / last;
   state.counters["cpu_ms_last100"] = r.last100_cpu_seconds * 1e3 / last;
   state.counters["optuna_share"] = stats.optuna_seconds / r.strategy_seconds;
-  state.counters["asks_per_proposal"] = static_cast<double>(stats.asks) / static_cast<double>(stats.proposed);
+  state.counters["asks_per_proposal"] =
+      static_cast<double>(stats.asks) / static_cast<double>(stats.proposed);
   state.counters["new"] = static_cast<double>(r.measured);
 }
 
 // Asks per valid proposal and time per proposal at 1% valid.
-void OnePercent(benchmark::State& state, const std::string& name, const SearchSpace* space, const std::string& constraints) {
+void OnePercent(benchmark::State& state, const std::string& name, const SearchSpace* space,
+                const std::string& constraints) {
   if (!have_optuna(state)) return;
   // Rejection asks about 100 times per proposal; fewer proposals keep it to minutes.
   const std::uint64_t budget = constraints == "reject" ? 20 : 100;
@@ -189,9 +194,14 @@ void OnePercent(benchmark::State& state, const std::string& name, const SearchSp
     r = drive(*s, *space, budget);
     stats = s->stats();
   }
-  state.counters["asks_per_proposal"] = static_cast<double>(stats.asks) / static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
-  state.counters["ms_per_proposal"] = r.strategy_seconds * 1e3 / static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
-  state.counters["cpu_ms_per_proposal"] = r.strategy_cpu_seconds * 1e3 / static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
+  state.counters["asks_per_proposal"] =
+      static_cast<double>(stats.asks) /
+      static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
+  state.counters["ms_per_proposal"] =
+      r.strategy_seconds * 1e3 / static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
+  state.counters["cpu_ms_per_proposal"] =
+      r.strategy_cpu_seconds * 1e3 /
+      static_cast<double>(std::max<std::uint64_t>(1, stats.proposed));
   state.counters["new"] = static_cast<double>(r.measured);
   state.counters["tells"] = static_cast<double>(r.tells);
   state.counters["answered"] = static_cast<double>(stats.answered);
@@ -200,15 +210,24 @@ void OnePercent(benchmark::State& state, const std::string& name, const SearchSp
 }
 
 const int kRegistered = [] {
-  for (const char* name : {"optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc", "optuna:random", "optuna:grid"})
-    benchmark::RegisterBenchmark((std::string("Overhead/") + name).c_str(), Overhead, std::string(name))
-        ->Arg(100)->Arg(1000)->Iterations(1)->Unit(benchmark::kMillisecond);
-  for (const char* name : {"optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc", "optuna:random"})
-    for (const auto& [label, space] : {std::pair{"diagonal", &diagonal_space()}, std::pair{"scattered", &scattered_space()}})
+  for (const char* name : {"optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc",
+                           "optuna:random", "optuna:grid"})
+    benchmark::RegisterBenchmark((std::string("Overhead/") + name).c_str(), Overhead,
+                                 std::string(name))
+        ->Arg(100)
+        ->Arg(1000)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+  for (const char* name :
+       {"optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc", "optuna:random"})
+    for (const auto& [label, space] :
+         {std::pair{"diagonal", &diagonal_space()}, std::pair{"scattered", &scattered_space()}})
       for (const char* constraints : {"project", "reject"})
-        benchmark::RegisterBenchmark((std::string("OnePercent/") + name + "/" + label + "/" + constraints).c_str(),
-                                     OnePercent, std::string(name), space, std::string(constraints))
-            ->Iterations(1)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(
+            (std::string("OnePercent/") + name + "/" + label + "/" + constraints).c_str(),
+            OnePercent, std::string(name), space, std::string(constraints))
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
   return 0;
 }();
 

@@ -7,7 +7,6 @@
 //   bench_report                       the benchmark (5000 and 20000 trials)
 //   bench_report --sample=DIR          write DIR/sample.db, sample.html and sample.md, then exit
 #include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -46,8 +46,8 @@ std::string iso(double epoch_s) {
 
 struct Gpu {
   DeviceRecord record;
-  double bandwidth_gbs;   // sustained DRAM bandwidth of the model
-  double speed;           // everything else relative to the H100
+  double bandwidth_gbs;  // sustained DRAM bandwidth of the model
+  double speed;          // everything else relative to the H100
 };
 
 std::vector<Gpu> gpus() {
@@ -96,7 +96,8 @@ struct Model {
   void evaluate(const Config& c, const Gpu& gpu, std::uint64_t salt, TrialRecord& t) const {
     auto v = values(c);
     const int bs = static_cast<int>(v["block_size"]), var = static_cast<int>(v["variant"]);
-    const int ept = static_cast<int>(v["elements_per_thread"]), unroll = static_cast<int>(v["unroll"]);
+    const int ept = static_cast<int>(v["elements_per_thread"]),
+              unroll = static_cast<int>(v["unroll"]);
     const int maxr = static_cast<int>(v["maxrregcount"]), lb = static_cast<int>(v["launch_bounds"]);
     int regs = 14 + (var >= 7 ? 2 * unroll + ept / 2 : 4) + (var == 9 ? 6 : 0);
     int spill = 0;
@@ -119,20 +120,26 @@ struct Model {
     if (var == 9 && ept * unroll > 128) {
       t.status = TrialStatus::kCompileFailed;
       t.compile_log =
-          "reduce.cu(142): error: static assertion failed with \"vector loads: ELEMENTS_PER_THREAD * UNROLL must be "
-          "at most 128\"\n    static_assert(ELEMENTS_PER_THREAD * UNROLL <= 128,\n    ^\n          detected during "
-          "instantiation of \"void reduce<BLOCK_SIZE,VARIANT,ELEMENTS_PER_THREAD,T>(const T *, T *, unsigned int) "
-          "[with BLOCK_SIZE=" + std::to_string(bs) + "U, VARIANT=9, ELEMENTS_PER_THREAD=" + std::to_string(ept) +
+          "reduce.cu(142): error: static assertion failed with \"vector loads: ELEMENTS_PER_THREAD "
+          "* UNROLL must be "
+          "at most 128\"\n    static_assert(ELEMENTS_PER_THREAD * UNROLL <= 128,\n    ^\n          "
+          "detected during "
+          "instantiation of \"void reduce<BLOCK_SIZE,VARIANT,ELEMENTS_PER_THREAD,T>(const T *, T "
+          "*, unsigned int) "
+          "[with BLOCK_SIZE=" +
+          std::to_string(bs) + "U, VARIANT=9, ELEMENTS_PER_THREAD=" + std::to_string(ept) +
           ", T=int]\"\n\n1 error detected in the compilation of \"reduce.cu\".\n";
-      t.error = "reduce.cu 'reduce<" + std::to_string(bs) + ", 9, " + std::to_string(ept) +
-                ", int>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(142): error: static assertion failed";
+      t.error =
+          "reduce.cu 'reduce<" + std::to_string(bs) + ", 9, " + std::to_string(ept) +
+          ", int>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(142): error: static assertion failed";
       t.registers = -1;
       t.occupancy = -1;
       return;
     }
-    t.compile_log = "ptxas info    : Compiling entry function '_Z6reduceILj" + std::to_string(bs) + "ELi" +
-                    std::to_string(var) + "ELi" + std::to_string(ept) + "EiEvPKT2_PS0_j' for 'sm_90'\nptxas info    : Used " +
-                    std::to_string(regs) + " registers, " + std::to_string(spill) + " bytes spill stores\n";
+    t.compile_log = "ptxas info    : Compiling entry function '_Z6reduceILj" + std::to_string(bs) +
+                    "ELi" + std::to_string(var) + "ELi" + std::to_string(ept) +
+                    "EiEvPKT2_PS0_j' for 'sm_90'\nptxas info    : Used " + std::to_string(regs) +
+                    " registers, " + std::to_string(spill) + " bytes spill stores\n";
     if (blocks == 0 || (lb == 4 && bs >= 512 && maxr == 0 && regs > 24)) {
       t.status = TrialStatus::kResourcesExceeded;
       t.error = "launch: too many resources requested for launch";
@@ -152,19 +159,26 @@ struct Model {
       t.eval_ms = 20000;
       return;
     }
-    static const std::map<int, double> kVariant = {{1, 0.10}, {2, 0.17}, {3, 0.28}, {4, 0.52}, {5, 0.63},
-                                                   {6, 0.70}, {7, 0.86}, {8, 0.91}, {9, 0.95}};
-    static const std::map<int, double> kBlock = {{32, 0.52}, {64, 0.74}, {128, 0.92}, {256, 1.0}, {512, 0.98}, {1024, 0.90}};
-    static const std::map<int, double> kEpt = {{1, 0.55}, {2, 0.72}, {4, 0.88}, {8, 1.0}, {16, 0.985}, {32, 0.93}};
+    static const std::map<int, double> kVariant = {{1, 0.10}, {2, 0.17}, {3, 0.28},
+                                                   {4, 0.52}, {5, 0.63}, {6, 0.70},
+                                                   {7, 0.86}, {8, 0.91}, {9, 0.95}};
+    static const std::map<int, double> kBlock = {{32, 0.52}, {64, 0.74},  {128, 0.92},
+                                                 {256, 1.0}, {512, 0.98}, {1024, 0.90}};
+    static const std::map<int, double> kEpt = {{1, 0.55}, {2, 0.72},   {4, 0.88},
+                                               {8, 1.0},  {16, 0.985}, {32, 0.93}};
     static const std::map<int, double> kUnroll = {{1, 0.95}, {2, 1.0}, {4, 1.0}, {8, 0.975}};
-    double eff = kVariant.at(var) * kBlock.at(bs) * (var >= 7 ? kEpt.at(ept) : 1.0) * kUnroll.at(unroll);
+    double eff =
+        kVariant.at(var) * kBlock.at(bs) * (var >= 7 ? kEpt.at(ept) : 1.0) * kUnroll.at(unroll);
     if (spill > 0) eff *= 0.8;
     if (lb > 0) eff *= lb == 2 ? 1.01 : 0.995;
     eff *= std::min(1.0, 0.55 + t.occupancy * 0.6);
-    const double ms = bytes / (gpu.bandwidth_gbs * 1e9 * std::min(eff, 0.97)) * 1e3 / gpu.speed * noise(salt * 31 + 7, 0.015) + 0.004;
+    const double ms = bytes / (gpu.bandwidth_gbs * 1e9 * std::min(eff, 0.97)) * 1e3 / gpu.speed *
+                          noise(salt * 31 + 7, 0.015) +
+                      0.004;
     t.status = TrialStatus::kOk;
     t.sample_count = 12 + static_cast<int>(salt % 9);
-    for (int i = 0; i < t.sample_count; ++i) t.samples_ms.push_back(ms * noise(salt * 1000 + i, 0.01));
+    for (int i = 0; i < t.sample_count; ++i)
+      t.samples_ms.push_back(ms * noise(salt * 1000 + i, 0.01));
     std::vector<double> s = t.samples_ms;
     std::sort(s.begin(), s.end());
     t.time_ms = s[s.size() / 2];
@@ -204,118 +218,126 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
   std::size_t trials = 0;
   std::vector<std::tuple<std::int64_t, double, double>> run_times;
   {
-  Store store = Store::open(path);
-  const std::int64_t kernel_id = store.upsert_kernel(kernel_record(instance));
-  ProblemRecord pr;
-  pr.kernel_name = "reduce";
-  pr.key = instance.problem_key();
-  pr.json = "{\"n\": " + std::to_string(problem.at("n")) + "}";
-  const std::int64_t problem_id = store.upsert_problem(pr);
-  std::vector<std::int64_t> device_ids;
-  for (const auto& g : devices) device_ids.push_back(store.upsert_device(g.record));
+    Store store = Store::open(path);
+    const std::int64_t kernel_id = store.upsert_kernel(kernel_record(instance));
+    ProblemRecord pr;
+    pr.kernel_name = "reduce";
+    pr.key = instance.problem_key();
+    pr.json = "{\"n\": " + std::to_string(problem.at("n")) + "}";
+    const std::int64_t problem_id = store.upsert_problem(pr);
+    std::vector<std::int64_t> device_ids;
+    for (const auto& g : devices) device_ids.push_back(store.upsert_device(g.record));
 
-  double clock = 1773525600.0;  // 2026-03-14T22:00:00Z, a Saturday night
-  for (const RunPlan& plan : plans) {
-    const Gpu& gpu = devices[plan.gpu];
-    RunRecord run;
-    run.kernel_id = kernel_id;
-    run.device_id = device_ids[plan.gpu];
-    run.problem_id = problem_id;
-    run.backend = "cuda";
-    run.strategy = plan.strategy;
-    run.strategy_options = plan.strategy == "optuna:tpe" ? "{\"n_startup_trials\":\"20\"}" : "{}";
-    run.budget = "{\"evaluations\": " + std::to_string(plan.evaluations) + "}";
-    run.ktune_version = KTUNE_VERSION;
-    run.nvrtc_version = "13.0";
-    run.driver_version = gpu.record.driver_version;
-    run.host = plan.gpu == 0 ? "gpu-node-07" : "gpu-node-12";
-    run.seed = plan.seed;
-    run.command_line = "ktune tune reduce -p n=2**28 --strategy " + plan.strategy + " --budget-evals " +
-                       std::to_string(plan.evaluations) + " --seed " + std::to_string(plan.seed);
-    const std::int64_t run_id = store.begin_run(run);
-    const double start = clock;
+    double clock = 1773525600.0;  // 2026-03-14T22:00:00Z, a Saturday night
+    for (const RunPlan& plan : plans) {
+      const Gpu& gpu = devices[plan.gpu];
+      RunRecord run;
+      run.kernel_id = kernel_id;
+      run.device_id = device_ids[plan.gpu];
+      run.problem_id = problem_id;
+      run.backend = "cuda";
+      run.strategy = plan.strategy;
+      run.strategy_options = plan.strategy == "optuna:tpe" ? "{\"n_startup_trials\":\"20\"}" : "{}";
+      run.budget = "{\"evaluations\": " + std::to_string(plan.evaluations) + "}";
+      run.ktune_version = KTUNE_VERSION;
+      run.nvrtc_version = "13.0";
+      run.driver_version = gpu.record.driver_version;
+      run.host = plan.gpu == 0 ? "gpu-node-07" : "gpu-node-12";
+      run.seed = plan.seed;
+      run.command_line = "ktune tune reduce -p n=2**28 --strategy " + plan.strategy +
+                         " --budget-evals " + std::to_string(plan.evaluations) + " --seed " +
+                         std::to_string(plan.seed);
+      const std::int64_t run_id = store.begin_run(run);
+      const double start = clock;
 
-    std::mt19937_64 rng(plan.seed * 7919 + plan.gpu);
-    std::vector<Config> order = all;
-    if (plan.strategy != "brute_force") std::shuffle(order.begin(), order.end(), rng);
-    std::vector<std::pair<double, std::size_t>> seen;  // (time, index in order) for the TPE-like pick
-    std::vector<bool> used(order.size(), false);
-    std::map<std::string, TrialRecord> ok;
-    const std::size_t n = std::min(plan.evaluations, order.size());
-    std::size_t cursor = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      std::size_t pick = 0;
-      if (plan.strategy == "optuna:tpe" && k >= 20) {
-        // Propose 24 unseen candidates, keep the one the model (with noise) likes best: a crude
-        // stand-in for a model-based sampler, so its curve converges faster than random.
-        double best_guess = INFINITY;
-        for (int tries = 0; tries < 24; ++tries) {
-          std::size_t i = rng() % order.size();
-          while (used[i]) i = (i + 1) % order.size();
-          TrialRecord probe;
-          probe.config_key = space.key(order[i]);
-          model.evaluate(order[i], gpu, i, probe);
-          const double guess = (probe.status == TrialStatus::kOk ? probe.time_ms : 50.0) *
-                               Model::noise(rng(), 0.35 * (1.0 - std::min(1.0, static_cast<double>(k) / 400)));
-          if (guess < best_guess) best_guess = guess, pick = i;
+      std::mt19937_64 rng(plan.seed * 7919 + plan.gpu);
+      std::vector<Config> order = all;
+      if (plan.strategy != "brute_force") std::shuffle(order.begin(), order.end(), rng);
+      std::vector<std::pair<double, std::size_t>>
+          seen;  // (time, index in order) for the TPE-like pick
+      std::vector<bool> used(order.size(), false);
+      std::map<std::string, TrialRecord> ok;
+      const std::size_t n = std::min(plan.evaluations, order.size());
+      std::size_t cursor = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t pick = 0;
+        if (plan.strategy == "optuna:tpe" && k >= 20) {
+          // Propose 24 unseen candidates, keep the one the model (with noise) likes best: a crude
+          // stand-in for a model-based sampler, so its curve converges faster than random.
+          double best_guess = INFINITY;
+          for (int tries = 0; tries < 24; ++tries) {
+            std::size_t i = rng() % order.size();
+            while (used[i]) i = (i + 1) % order.size();
+            TrialRecord probe;
+            probe.config_key = space.key(order[i]);
+            model.evaluate(order[i], gpu, i, probe);
+            const double guess =
+                (probe.status == TrialStatus::kOk ? probe.time_ms : 50.0) *
+                Model::noise(rng(), 0.35 * (1.0 - std::min(1.0, static_cast<double>(k) / 400)));
+            if (guess < best_guess) best_guess = guess, pick = i;
+          }
+        } else {
+          while (used[cursor]) ++cursor;
+          pick = cursor;
         }
-      } else {
-        while (used[cursor]) ++cursor;
-        pick = cursor;
+        used[pick] = true;
+        TrialRecord t;
+        t.run_id = run_id;
+        t.kernel_id = kernel_id;
+        t.device_id = device_ids[plan.gpu];
+        t.problem_id = problem_id;
+        t.config_key = space.key(order[pick]);
+        t.config_json = space.to_json(order[pick]).dump();
+        t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops =
+            std::nan("");
+        model.evaluate(order[pick], gpu,
+                       std::hash<std::string>{}(t.config_key) + plan.gpu * 17 + plan.seed, t);
+        clock += (t.compile_ms * 0.35 + t.eval_ms) / 1000.0 + 0.02;
+        t.created_at = iso(clock);
+        t.id = store.add_trial(t);
+        ++trials;
+        if (t.status == TrialStatus::kOk) ok[t.config_key] = t;
       }
-      used[pick] = true;
-      TrialRecord t;
-      t.run_id = run_id;
-      t.kernel_id = kernel_id;
-      t.device_id = device_ids[plan.gpu];
-      t.problem_id = problem_id;
-      t.config_key = space.key(order[pick]);
-      t.config_json = space.to_json(order[pick]).dump();
-      t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops = std::nan("");
-      model.evaluate(order[pick], gpu, std::hash<std::string>{}(t.config_key) + plan.gpu * 17 + plan.seed, t);
-      clock += (t.compile_ms * 0.35 + t.eval_ms) / 1000.0 + 0.02;
-      t.created_at = iso(clock);
-      t.id = store.add_trial(t);
-      ++trials;
-      if (t.status == TrialStatus::kOk) ok[t.config_key] = t;
+      // Re-time the five fastest, interleaved; the fastest of the re-timing becomes the best.
+      std::vector<TrialRecord> leaders;
+      for (auto& [key, t] : ok) leaders.push_back(t);
+      std::sort(leaders.begin(), leaders.end(),
+                [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+      leaders.resize(std::min<std::size_t>(leaders.size(), 5));
+      TrialRecord winner;
+      for (std::size_t i = 0; i < leaders.size(); ++i) {
+        TrialRecord r = leaders[i];
+        r.id = 0;
+        r.error = "re-timed interleaved with the other finalists";
+        r.samples_ms.assign(10, 0);
+        for (int s = 0; s < 10; ++s)
+          r.samples_ms[s] = leaders[i].time_ms * Model::noise(rng(), 0.012);
+        std::vector<double> s = r.samples_ms;
+        std::sort(s.begin(), s.end());
+        r.sample_count = 10;
+        r.time_ms = (s[4] + s[5]) / 2;
+        r.time_min_ms = s.front();
+        r.time_spread = (s[7] - s[2]) / r.time_ms;
+        r.gbps = model.bytes / (r.time_ms * 1e-3) / 1e9;
+        clock += 0.4;
+        r.created_at = iso(clock);
+        r.id = store.add_trial(r);
+        ++trials;
+        if (winner.id == 0 || r.time_ms < winner.time_ms) winner = r;
+      }
+      if (winner.id) store.set_best(winner.id);
+      store.finish_run(run_id, ktune::RunStatus::kFinished,
+                       "{\"trials\": " + std::to_string(n) + "}");
+      run_times.emplace_back(run_id, start, clock + 0.5);
+      clock += 120;
     }
-    // Re-time the five fastest, interleaved; the fastest of the re-timing becomes the best.
-    std::vector<TrialRecord> leaders;
-    for (auto& [key, t] : ok) leaders.push_back(t);
-    std::sort(leaders.begin(), leaders.end(), [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
-    leaders.resize(std::min<std::size_t>(leaders.size(), 5));
-    TrialRecord winner;
-    for (std::size_t i = 0; i < leaders.size(); ++i) {
-      TrialRecord r = leaders[i];
-      r.id = 0;
-      r.error = "re-timed interleaved with the other finalists";
-      r.samples_ms.assign(10, 0);
-      for (int s = 0; s < 10; ++s) r.samples_ms[s] = leaders[i].time_ms * Model::noise(rng(), 0.012);
-      std::vector<double> s = r.samples_ms;
-      std::sort(s.begin(), s.end());
-      r.sample_count = 10;
-      r.time_ms = (s[4] + s[5]) / 2;
-      r.time_min_ms = s.front();
-      r.time_spread = (s[7] - s[2]) / r.time_ms;
-      r.gbps = model.bytes / (r.time_ms * 1e-3) / 1e9;
-      clock += 0.4;
-      r.created_at = iso(clock);
-      r.id = store.add_trial(r);
-      ++trials;
-      if (winner.id == 0 || r.time_ms < winner.time_ms) winner = r;
-    }
-    if (winner.id) store.set_best(winner.id);
-    store.finish_run(run_id, ktune::RunStatus::kFinished, "{\"trials\": " + std::to_string(n) + "}");
-    run_times.emplace_back(run_id, start, clock + 0.5);
-    clock += 120;
-  }
   }
   // The store dates runs by the real clock; move them to the simulated one.
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
     for (const auto& [id, start, end] : run_times) {
-      const std::string sql = "UPDATE runs SET started_at = '" + iso(start) + "', finished_at = '" + iso(end) +
-                              "' WHERE id = " + std::to_string(id);
+      const std::string sql = "UPDATE runs SET started_at = '" + iso(start) + "', finished_at = '" +
+                              iso(end) + "' WHERE id = " + std::to_string(id);
       sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
     }
   }
@@ -326,15 +348,19 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
 std::vector<RunPlan> plans_for(std::size_t trials) {
   // Four runs over the two devices, sized to give about `trials` evaluations.
   const std::size_t each = std::max<std::size_t>(trials / 4, 50);
-  return {{0, "random", each, 1}, {0, "optuna:tpe", each, 2}, {1, "brute_force", each, 3}, {1, "random", each, 4}};
+  return {{0, "random", each, 1},
+          {0, "optuna:tpe", each, 2},
+          {1, "brute_force", each, 3},
+          {1, "random", each, 4}};
 }
 
 const fs::path& database_for(std::size_t trials, std::size_t* count) {
   static std::map<std::size_t, std::pair<fs::path, std::size_t>> made;
   auto it = made.find(trials);
   if (it == made.end()) {
-    const fs::path p = fs::temp_directory_path() / ("ktune-bench-report-" + std::to_string(::getpid()) + "-" +
-                                                    std::to_string(trials) + ".db");
+    const fs::path p =
+        fs::temp_directory_path() /
+        ("ktune-bench-report-" + std::to_string(::getpid()) + "-" + std::to_string(trials) + ".db");
     it = made.emplace(trials, std::make_pair(p, build_database(p, plans_for(trials)))).first;
   }
   *count = it->second.second;
@@ -384,8 +410,10 @@ BENCHMARK(BM_ReportAnalysisOnly)->Arg(20000)->Unit(benchmark::kMillisecond)->Use
 int write_sample(const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path db = dir / "sample.db";
-  const std::size_t trials = build_database(
-      db, {{0, "random", 600, 1}, {0, "optuna:tpe", 600, 2}, {0, "brute_force", 100000, 3}, {1, "random", 800, 4}});
+  const std::size_t trials = build_database(db, {{0, "random", 600, 1},
+                                                 {0, "optuna:tpe", 600, 2},
+                                                 {0, "brute_force", 100000, 3},
+                                                 {1, "random", 800, 4}});
   Store store = Store::open(db, Store::Mode::kReadOnly);
   ReportOptions options;
   options.database = "sample.db";
@@ -396,8 +424,8 @@ int write_sample(const fs::path& dir) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ofstream(dir / "sample.html") << html;
   std::ofstream(dir / "sample.md") << render_markdown(report);
-  std::cout << "wrote " << (dir / "sample.html").string() << ": " << trials << " trials, " << html.size() / 1000
-            << " kB, rendered in " << s << " s\n";
+  std::cout << "wrote " << (dir / "sample.html").string() << ": " << trials << " trials, "
+            << html.size() / 1000 << " kB, rendered in " << s << " s\n";
   return 0;
 }
 
@@ -413,7 +441,8 @@ int main(int argc, char** argv) {
   // The databases the benchmarks made.
   for (const auto& e : fs::directory_iterator(fs::temp_directory_path())) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("ktune-bench-report-" + std::to_string(::getpid()) + "-", 0) == 0) fs::remove(e.path());
+    if (name.rfind("ktune-bench-report-" + std::to_string(::getpid()) + "-", 0) == 0)
+      fs::remove(e.path());
   }
   return 0;
 }

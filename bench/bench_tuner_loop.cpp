@@ -28,7 +28,8 @@ class InstantBackend final : public ktune::Backend {
     m.samples_ms.assign(32, m.time_ms);
     return m;
   }
-  std::vector<ktune::Measurement> retime(const std::vector<ktune::RetimeCandidate>& c, int) override {
+  std::vector<ktune::Measurement> retime(const std::vector<ktune::RetimeCandidate>& c,
+                                         int) override {
     return std::vector<ktune::Measurement>(c.size());
   }
 };
@@ -36,8 +37,10 @@ class InstantBackend final : public ktune::Backend {
 void BM_LoopTrials(benchmark::State& state) {
   ktune::Registry registry;
   ktune::register_builtin_kernels(registry);
-  const ktune::KernelInstance instance(registry.get("reduce"), {{"n", 1 << 25}}, ktune::DeviceLimits::for_arch(90));
-  const auto dir = std::filesystem::temp_directory_path() / ("ktune-bench-loop-" + std::to_string(::getpid()));
+  const ktune::KernelInstance instance(registry.get("reduce"), {{"n", 1 << 25}},
+                                       ktune::DeviceLimits::for_arch(90));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ktune-bench-loop-" + std::to_string(::getpid()));
   std::uint64_t trials = 0;
   for (auto _ : state) {
     std::filesystem::remove_all(dir);
@@ -51,7 +54,8 @@ void BM_LoopTrials(benchmark::State& state) {
     trials += ktune::tune(instance, backend, store, *strategy, options, nullptr).trials;
   }
   std::filesystem::remove_all(dir);
-  state.counters["trials_per_s"] = benchmark::Counter(static_cast<double>(trials), benchmark::Counter::kIsRate);
+  state.counters["trials_per_s"] =
+      benchmark::Counter(static_cast<double>(trials), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_LoopTrials)->Arg(2000)->Unit(benchmark::kMillisecond)->UseRealTime();
 

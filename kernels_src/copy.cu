@@ -36,10 +36,20 @@
 #define KTUNE_PRAGMA_(x) _Pragma(#x)
 #define KTUNE_UNROLL(n) KTUNE_PRAGMA_(unroll n)
 
-template <int Width> struct CopyVec;
-template <> struct CopyVec<1> { using type = float; };
-template <> struct CopyVec<2> { using type = float2; };
-template <> struct CopyVec<4> { using type = float4; };
+template <int Width>
+struct CopyVec;
+template <>
+struct CopyVec<1> {
+  using type = float;
+};
+template <>
+struct CopyVec<2> {
+  using type = float2;
+};
+template <>
+struct CopyVec<4> {
+  using type = float4;
+};
 
 template <typename V>
 __device__ __forceinline__ V copy_load(const V* p) {
@@ -78,7 +88,8 @@ __device__ __forceinline__ void copy_bulk(const float* __restrict__ in, float* _
   __shared__ alignas(8) unsigned long long copy_barriers[Stages];
   const unsigned long long chunks = n * 4ull / Chunk;
   const unsigned long long first = blockIdx.x;
-  const unsigned long long count = first < chunks ? (chunks - first + gridDim.x - 1) / gridDim.x : 0;
+  const unsigned long long count =
+      first < chunks ? (chunks - first + gridDim.x - 1) / gridDim.x : 0;
   if (threadIdx.x == 0 && count > 0) {
     const unsigned stage0 = static_cast<unsigned>(__cvta_generic_to_shared(copy_stages));
     const unsigned barrier0 = static_cast<unsigned>(__cvta_generic_to_shared(copy_barriers));
@@ -90,12 +101,14 @@ __device__ __forceinline__ void copy_bulk(const float* __restrict__ in, float* _
     const auto offset = [&](unsigned long long j) { return (first + j * gridDim.x) * Chunk; };
     const auto load = [&](unsigned long long j) {  // the block's j-th chunk into its stage
       const unsigned s = static_cast<unsigned>(j % Stages);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier0 + 8 * s), "r"(Chunk)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier0 + 8 * s),
+                   "r"(Chunk)
                    : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                       stage0 + s * Chunk),
-                   "l"(src + offset(j)), "r"(Chunk), "r"(barrier0 + 8 * s)
-                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+          "[%3];" ::"r"(stage0 + s * Chunk),
+          "l"(src + offset(j)), "r"(Chunk), "r"(barrier0 + 8 * s)
+          : "memory");
     };
     for (unsigned long long j = 0; j < count && j < Stages; ++j) load(j);
     for (unsigned long long j = 0; j < count; ++j) {
@@ -110,9 +123,10 @@ __device__ __forceinline__ void copy_bulk(const float* __restrict__ in, float* _
           "}\n" ::"r"(barrier0 + 8 * s),
           "r"(parity)
           : "memory");
-      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(j)),
-                   "r"(stage0 + s * Chunk), "r"(Chunk)
-                   : "memory");
+      asm volatile(
+          "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(j)),
+          "r"(stage0 + s * Chunk), "r"(Chunk)
+          : "memory");
       asm volatile("cp.async.bulk.commit_group;" ::: "memory");
       // The previous chunk's stage takes the chunk Stages after it, once its store has read it
       // (at most the store just issued may still be reading).
@@ -124,7 +138,8 @@ __device__ __forceinline__ void copy_bulk(const float* __restrict__ in, float* _
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // every store complete
   }
   if (blockIdx.x == gridDim.x - 1) {
-    for (unsigned long long i = chunks * (Chunk / 4) + threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
+    for (unsigned long long i = chunks * (Chunk / 4) + threadIdx.x; i < n; i += blockDim.x)
+      out[i] = in[i];
   }
 #else
   __trap();  // the space offers the bulk variant on sm_90 and later only
@@ -144,7 +159,8 @@ __global__ void KTUNE_LAUNCH_BOUNDS copy(const float* __restrict__ in, float* __
   V* __restrict__ vout = reinterpret_cast<V*>(out);
   const unsigned long long vectors = n / Width;
   if constexpr (VARIANT == 2) {
-    const unsigned long long first = blockIdx.x * static_cast<unsigned long long>(BLOCK_SIZE) * UNROLL + threadIdx.x;
+    const unsigned long long first =
+        blockIdx.x * static_cast<unsigned long long>(BLOCK_SIZE) * UNROLL + threadIdx.x;
     if (first + (UNROLL - 1) * static_cast<unsigned long long>(BLOCK_SIZE) < vectors) {
       V r[UNROLL];
       KTUNE_UNROLL(UNROLL)
@@ -161,7 +177,8 @@ __global__ void KTUNE_LAUNCH_BOUNDS copy(const float* __restrict__ in, float* __
     if (blockIdx.x == 0 && threadIdx.x < n - rest) out[rest + threadIdx.x] = in[rest + threadIdx.x];
     return;
   }
-  const unsigned long long tid = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  const unsigned long long tid =
+      blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
 
   unsigned long long i = tid;

@@ -42,24 +42,38 @@
 #undef MATMUL_LAUNCH_BOUNDS
 #if defined(KTUNE_BLOCK_X) && (!defined(LAUNCH_BOUNDS) || LAUNCH_BOUNDS == 0) && \
     (!defined(MAXRREGCOUNT) || MAXRREGCOUNT == 0)
-#define MATMUL_LAUNCH_BOUNDS __launch_bounds__(KTUNE_BLOCK_X * KTUNE_BLOCK_Y * KTUNE_BLOCK_Z)
+#define MATMUL_LAUNCH_BOUNDS __launch_bounds__(KTUNE_BLOCK_X* KTUNE_BLOCK_Y* KTUNE_BLOCK_Z)
 #else
 #define MATMUL_LAUNCH_BOUNDS KTUNE_LAUNCH_BOUNDS
 #endif
 
-template <int Width> struct MatmulVec;
-template <> struct MatmulVec<1> { using type = float; };
-template <> struct MatmulVec<2> { using type = float2; };
-template <> struct MatmulVec<4> { using type = float4; };
+template <int Width>
+struct MatmulVec;
+template <>
+struct MatmulVec<1> {
+  using type = float;
+};
+template <>
+struct MatmulVec<2> {
+  using type = float2;
+};
+template <>
+struct MatmulVec<4> {
+  using type = float4;
+};
 
 template <int Width>
 __device__ __forceinline__ void matmul_unpack(const typename MatmulVec<Width>::type& v, float* x) {
   if constexpr (Width == 1) {
     x[0] = v;
   } else if constexpr (Width == 2) {
-    x[0] = v.x; x[1] = v.y;
+    x[0] = v.x;
+    x[1] = v.y;
   } else {
-    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+    x[0] = v.x;
+    x[1] = v.y;
+    x[2] = v.z;
+    x[3] = v.w;
   }
 }
 
@@ -77,8 +91,9 @@ __device__ __forceinline__ typename MatmulVec<Width>::type matmul_pack(const flo
 // Reads Width floats of a row, starting at column `col` of a row with `len` columns, zero past
 // its end; `vector_ok` says the row length keeps vectors aligned.
 template <int Width>
-__device__ __forceinline__ void matmul_load(const float* __restrict__ row, unsigned col, unsigned len,
-                                            bool row_valid, bool vector_ok, float* x) {
+__device__ __forceinline__ void matmul_load(const float* __restrict__ row, unsigned col,
+                                            unsigned len, bool row_valid, bool vector_ok,
+                                            float* x) {
   using V = typename MatmulVec<Width>::type;
   if (Width > 1 && vector_ok && row_valid && col < len) {
     // col is a multiple of Width and so is len: the whole vector is inside the row.
@@ -105,18 +120,20 @@ __device__ __forceinline__ void matmul_tile_vectors(unsigned tid, F&& f) {
 
 template <int Variant, int BlockM, int BlockN, int BlockK, int ThreadM, int ThreadN, int Padding,
           int VectorWidth>
-__global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const float* __restrict__ b,
-                                           float* __restrict__ c, unsigned m, unsigned n,
-                                           unsigned k) {
+__global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a,
+                                            const float* __restrict__ b, float* __restrict__ c,
+                                            unsigned m, unsigned n, unsigned k) {
   using u64 = unsigned long long;
   extern __shared__ float4 matmul_smem[];
   float* const smem = reinterpret_cast<float*>(matmul_smem);
 
   if constexpr (Variant == 3) {
-    static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0, "thread tiles divide the block tile");
+    static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0,
+                  "thread tiles divide the block tile");
     static_assert(ThreadM % 4 == 0 && ThreadN % 4 == 0 && Padding % 4 == 0,
                   "4 x 4 pieces read as float4 from 16-byte aligned rows");
-    static_assert(BlockK % VectorWidth == 0 && BlockN % VectorWidth == 0, "vectors stay inside a tile row");
+    static_assert(BlockK % VectorWidth == 0 && BlockN % VectorWidth == 0,
+                  "vectors stay inside a tile row");
     constexpr int kThreadsX = BlockN / ThreadN, kThreadsY = BlockM / ThreadM;
     constexpr int kThreads = kThreadsX * kThreadsY;
     constexpr int kPitchA = BlockM + Padding;  // as[kk][row]: A's tile transposed
@@ -135,25 +152,29 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
     // The next tiles, on their way from global memory to the other stage.
     float ga[kPassesA][VectorWidth], gb[kPassesB][VectorWidth];
     const auto fetch = [&](unsigned k0) {
-      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(tid, [&](int pass, unsigned r,
+                                                                          unsigned cc) {
         matmul_load<VectorWidth>(a + u64(m0 + r) * k, k0 + cc, k, m0 + r < m, a_vectors, ga[pass]);
       });
-      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(tid, [&](int pass, unsigned r,
+                                                                          unsigned cc) {
         matmul_load<VectorWidth>(b + u64(k0 + r) * n, n0 + cc, n, k0 + r < k, b_vectors, gb[pass]);
       });
     };
     const auto stash = [&](float* stage) {
       float* const as = stage;
       float* const bs = stage + kSizeA;
-      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
+      matmul_tile_vectors<BlockM, BlockK, VectorWidth, kThreads>(
+          tid, [&](int pass, unsigned r, unsigned cc) {
 #pragma unroll
-        for (int j = 0; j < VectorWidth; ++j) as[(cc + j) * kPitchA + r] = ga[pass][j];
-      });
+            for (int j = 0; j < VectorWidth; ++j) as[(cc + j) * kPitchA + r] = ga[pass][j];
+          });
       // cc is a multiple of the width and the pitch one of 4: the vector store is aligned.
-      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(tid, [&](int pass, unsigned r, unsigned cc) {
-        *reinterpret_cast<typename MatmulVec<VectorWidth>::type*>(bs + r * kPitchB + cc) =
-            matmul_pack<VectorWidth>(gb[pass]);
-      });
+      matmul_tile_vectors<BlockK, BlockN, VectorWidth, kThreads>(
+          tid, [&](int pass, unsigned r, unsigned cc) {
+            *reinterpret_cast<typename MatmulVec<VectorWidth>::type*>(bs + r * kPitchB + cc) =
+                matmul_pack<VectorWidth>(gb[pass]);
+          });
     };
 
     float acc[ThreadM][ThreadN];
@@ -177,10 +198,14 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
         float ra[ThreadM], rb[ThreadN];
 #pragma unroll
         for (int g = 0; g < ThreadM / 4; ++g)
-          matmul_unpack<4>(*reinterpret_cast<const float4*>(as + kk * kPitchA + g * kStrideM + ty * 4), ra + 4 * g);
+          matmul_unpack<4>(
+              *reinterpret_cast<const float4*>(as + kk * kPitchA + g * kStrideM + ty * 4),
+              ra + 4 * g);
 #pragma unroll
         for (int h = 0; h < ThreadN / 4; ++h)
-          matmul_unpack<4>(*reinterpret_cast<const float4*>(bs + kk * kPitchB + h * kStrideN + tx * 4), rb + 4 * h);
+          matmul_unpack<4>(
+              *reinterpret_cast<const float4*>(bs + kk * kPitchB + h * kStrideN + tx * 4),
+              rb + 4 * h);
 #pragma unroll
         for (int i = 0; i < ThreadM; ++i) {
 #pragma unroll
@@ -211,13 +236,12 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
       }
     }
   } else if constexpr (Variant == 1) {
-
     static_assert(BlockM == BlockN && BlockN == BlockK && ThreadM == 1 && ThreadN == 1,
                   "the tiled kernel has square tiles and one element per thread");
     constexpr int kTile = BlockK;
     constexpr int kPitch = kTile + Padding;
-    float* const as = smem;                                  // as[row][kk]
-    float* const bs = smem + (kTile * kPitch + 3) / 4 * 4;   // bs[kk][col]
+    float* const as = smem;                                 // as[row][kk]
+    float* const bs = smem + (kTile * kPitch + 3) / 4 * 4;  // bs[kk][col]
     const unsigned tx = threadIdx.x, ty = threadIdx.y;
     const unsigned row = blockIdx.y * kTile + ty;
     const unsigned col = blockIdx.x * kTile + tx;
@@ -232,8 +256,10 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a, const f
     }
     if (row < m && col < n) c[u64(row) * n + col] = acc;
   } else {
-    static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0, "thread tiles divide the block tile");
-    static_assert(BlockK % VectorWidth == 0 && BlockN % VectorWidth == 0, "vectors stay inside a tile row");
+    static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0,
+                  "thread tiles divide the block tile");
+    static_assert(BlockK % VectorWidth == 0 && BlockN % VectorWidth == 0,
+                  "vectors stay inside a tile row");
     constexpr int kThreadsX = BlockN / ThreadN;
     constexpr int kThreads = kThreadsX * (BlockM / ThreadM);
     constexpr int kPitchA = BlockM + Padding;  // as[kk][row]: A's tile transposed

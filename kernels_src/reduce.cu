@@ -32,21 +32,62 @@
 template <typename T>
 __device__ __forceinline__ void warp_reduce(volatile T* s, unsigned tid, unsigned block_size) {
   T v = s[tid];
-  if (block_size >= 64) { v += s[tid + 32]; __syncwarp(); s[tid] = v; __syncwarp(); }
-  if (block_size >= 32) { v += s[tid + 16]; __syncwarp(); s[tid] = v; __syncwarp(); }
-  if (block_size >= 16) { v += s[tid + 8]; __syncwarp(); s[tid] = v; __syncwarp(); }
-  if (block_size >= 8) { v += s[tid + 4]; __syncwarp(); s[tid] = v; __syncwarp(); }
-  if (block_size >= 4) { v += s[tid + 2]; __syncwarp(); s[tid] = v; __syncwarp(); }
-  if (block_size >= 2) { v += s[tid + 1]; __syncwarp(); s[tid] = v; }
+  if (block_size >= 64) {
+    v += s[tid + 32];
+    __syncwarp();
+    s[tid] = v;
+    __syncwarp();
+  }
+  if (block_size >= 32) {
+    v += s[tid + 16];
+    __syncwarp();
+    s[tid] = v;
+    __syncwarp();
+  }
+  if (block_size >= 16) {
+    v += s[tid + 8];
+    __syncwarp();
+    s[tid] = v;
+    __syncwarp();
+  }
+  if (block_size >= 8) {
+    v += s[tid + 4];
+    __syncwarp();
+    s[tid] = v;
+    __syncwarp();
+  }
+  if (block_size >= 4) {
+    v += s[tid + 2];
+    __syncwarp();
+    s[tid] = v;
+    __syncwarp();
+  }
+  if (block_size >= 2) {
+    v += s[tid + 1];
+    __syncwarp();
+    s[tid] = v;
+  }
 }
 
 // Tree reduction of s[0, BlockSize) with the loop fully unrolled at compile time (steps 6, 7).
 template <unsigned BlockSize, typename T>
 __device__ __forceinline__ void block_reduce_unrolled(T* s, unsigned tid) {
-  if (BlockSize >= 1024) { if (tid < 512) s[tid] += s[tid + 512]; __syncthreads(); }
-  if (BlockSize >= 512) { if (tid < 256) s[tid] += s[tid + 256]; __syncthreads(); }
-  if (BlockSize >= 256) { if (tid < 128) s[tid] += s[tid + 128]; __syncthreads(); }
-  if (BlockSize >= 128) { if (tid < 64) s[tid] += s[tid + 64]; __syncthreads(); }
+  if (BlockSize >= 1024) {
+    if (tid < 512) s[tid] += s[tid + 512];
+    __syncthreads();
+  }
+  if (BlockSize >= 512) {
+    if (tid < 256) s[tid] += s[tid + 256];
+    __syncthreads();
+  }
+  if (BlockSize >= 256) {
+    if (tid < 128) s[tid] += s[tid + 128];
+    __syncthreads();
+  }
+  if (BlockSize >= 128) {
+    if (tid < 64) s[tid] += s[tid + 64];
+    __syncthreads();
+  }
   if (tid < 32) warp_reduce<T>(s, tid, BlockSize);
 }
 
@@ -68,16 +109,31 @@ __device__ __forceinline__ T block_sum_shuffle(T v, T* s, unsigned tid) {
   return v;
 }
 
-template <typename T, int Width> struct Vec;
-template <> struct Vec<int, 2> { using type = int2; };
-template <> struct Vec<int, 4> { using type = int4; };
-template <> struct Vec<float, 2> { using type = float2; };
-template <> struct Vec<float, 4> { using type = float4; };
+template <typename T, int Width>
+struct Vec;
+template <>
+struct Vec<int, 2> {
+  using type = int2;
+};
+template <>
+struct Vec<int, 4> {
+  using type = int4;
+};
+template <>
+struct Vec<float, 2> {
+  using type = float2;
+};
+template <>
+struct Vec<float, 4> {
+  using type = float4;
+};
 
 template <typename V, typename T>
 __device__ __forceinline__ T lane_sum(const V& x) {
-  if constexpr (sizeof(V) / sizeof(T) == 4) return x.x + x.y + x.z + x.w;
-  else return x.x + x.y;
+  if constexpr (sizeof(V) / sizeof(T) == 4)
+    return x.x + x.y + x.z + x.w;
+  else
+    return x.x + x.y;
 }
 
 template <unsigned BlockSize, int Variant, int ElementsPerThread, typename T>

@@ -95,7 +95,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
   if (x0 >= nx || y >= ny) return;
   const bool fast = nx % 4 == 0;
   const bool row_interior = y > 0 && y < ny - 1;
-  const auto load4 = [&](long long at, float (&r)[4]) {
+  const auto load4 = [&](long long at, float(&r)[4]) {
     if (fast) {
       const float4 t = *reinterpret_cast<const float4*>(in + at);
       r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;

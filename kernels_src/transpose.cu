@@ -45,7 +45,8 @@ __global__ void KTUNE_LAUNCH_BOUNDS transpose(const float* __restrict__ in, floa
 #pragma unroll
     for (int j = 0; j < Tile; j += RowsPerBlock) {
       if (ox < rows && oy + j < cols)
-        out[static_cast<unsigned long long>(oy + j) * rows + ox] = tile[threadIdx.x][threadIdx.y + j];
+        out[static_cast<unsigned long long>(oy + j) * rows + ox] =
+            tile[threadIdx.x][threadIdx.y + j];
     }
   }
 }

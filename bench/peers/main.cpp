@@ -50,14 +50,30 @@ std::vector<Case> all_cases() {
       {"copy 2^28 fp32", "copy", {{"n", n28}}, Peer::kMemcpy, "cudaMemcpy D2D", 0.98},
       {"reduce int32 2^28", "reduce", {{"n", n28}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
       {"reduce int32 2^25", "reduce", {{"n", n25}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
-      {"transpose 8192^2 fp32", "transpose", {{"rows", 8192}, {"cols", 8192}}, Peer::kSgeam,
-       "cublasSgeam", 1.0},
-      {"matmul 4096^3 fp32", "matmul", {{"m", 4096}, {"n", 4096}, {"k", 4096}}, Peer::kSgemm,
-       "cublasSgemm (pedantic fp32)", 0.8},
-      {"stencil3d 512^3 fp32", "stencil3d", {{"nx", 512}, {"ny", 512}, {"nz", 512}},
-       Peer::kMemcpy, "cudaMemcpy D2D of the grid", 0.85},
-      {"convolution2d 4096^2 f=15", "convolution2d", {{"h", 4096}, {"w", 4096}, {"f", 15}},
-       Peer::kMemcpy, "cudaMemcpy D2D of the image", std::nullopt},
+      {"transpose 8192^2 fp32",
+       "transpose",
+       {{"rows", 8192}, {"cols", 8192}},
+       Peer::kSgeam,
+       "cublasSgeam",
+       1.0},
+      {"matmul 4096^3 fp32",
+       "matmul",
+       {{"m", 4096}, {"n", 4096}, {"k", 4096}},
+       Peer::kSgemm,
+       "cublasSgemm (pedantic fp32)",
+       0.8},
+      {"stencil3d 512^3 fp32",
+       "stencil3d",
+       {{"nx", 512}, {"ny", 512}, {"nz", 512}},
+       Peer::kMemcpy,
+       "cudaMemcpy D2D of the grid",
+       0.85},
+      {"convolution2d 4096^2 f=15",
+       "convolution2d",
+       {{"h", 4096}, {"w", 4096}, {"f", 15}},
+       Peer::kMemcpy,
+       "cudaMemcpy D2D of the image",
+       std::nullopt},
   };
 }
 
@@ -85,7 +101,9 @@ Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* st
   if (!store) return c;
   std::optional<BestRecord> pick;
   for (const BestRecord& b : store->bests(inst.kernel().name)) {
-    if (b.problem_key != inst.problem_key() || b.device.name != dev.name || b.device.arch != dev.arch) continue;
+    if (b.problem_key != inst.problem_key() || b.device.name != dev.name ||
+        b.device.arch != dev.arch)
+      continue;
     if (!pick || b.updated_at > pick->updated_at) pick = b;
   }
   if (!pick) return c;
@@ -141,7 +159,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   MeasureOptions m;
   m.samples = samples;
   m.warmup = 3;
-  m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers run the same way
+  m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers
+                                        // run the same way
 
   // A kernel whose reference is a configuration's output needs that configuration compiled.
   std::optional<CompileResult> reference;
@@ -149,7 +168,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
     const KernelInstance probe(spec, c.problem, dev.limits);
     const Config ref = probe.space().from_assignments(spec.reference_assignments());
     reference = compile(render(probe, ref, dev.arch));
-    if (!reference->ok) throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
+    if (!reference->ok)
+      throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
   }
   GpuEvaluator ev(spec, c.problem, dev.ordinal, m, reference ? &*reference : nullptr);
   const KernelInstance& inst = ev.instance();
@@ -205,7 +225,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
         std::size_t one = 0;
         const auto want = to_host<std::int32_t>(ev.buffer("out", &one), 1);
         const auto got = to_host<std::int32_t>(out, 1);
-        return got[0] == want[0] ? std::string() : fmt::format("CUB sum {} vs ktune {}", got[0], want[0]);
+        return got[0] == want[0] ? std::string()
+                                 : fmt::format("CUB sum {} vs ktune {}", got[0], want[0]);
       };
       peer.version = "CUB (CUDA toolkit)";
       break;
@@ -219,13 +240,15 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
       peer.launch = [=] { return blas->transpose(in, out, rows, cols); };
       peer.check = [&ev, out, count] {
         std::size_t n = 0;
-        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("out", &n), count), 0, 0);
+        return compare_floats(to_host<float>(out, count),
+                              to_host<float>(ev.buffer("out", &n), count), 0, 0);
       };
       peer.version = "cuBLAS " + blas->version();
       break;
     }
     case Peer::kSgemm: {
-      const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")), kk = int(c.problem.at("k"));
+      const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")),
+                kk = int(c.problem.at("k"));
       std::size_t na = 0, nb = 0;
       auto* a = static_cast<const float*>(ev.buffer("a", &na));
       auto* b = static_cast<const float*>(ev.buffer("b", &nb));
@@ -237,7 +260,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
       // Both sum 4096 products in fp32, in different orders: as close as the kernel's own check.
       peer.check = [&ev, out, count] {
         std::size_t n = 0;
-        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count), 1e-4, 5e-3);
+        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count),
+                              1e-4, 5e-3);
       };
       peer.version = "cuBLAS " + blas->version();
       break;
@@ -300,11 +324,13 @@ std::string fmt_num(double v, int digits) {
 int run(int argc, char** argv) {
   po::options_description opts("ktune_peers [options]");
   opts.add_options()("help,h", "this help")(
-      "db", po::value<std::string>(), "ktune results database with the stored bests (default: kernel defaults)")(
+      "db", po::value<std::string>(),
+      "ktune results database with the stored bests (default: kernel defaults)")(
       "device", po::value<int>()->default_value(0), "CUDA device ordinal")(
       "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
-      "only", po::value<std::string>(), "comma-separated kernels (copy,reduce,transpose,matmul,stencil3d,convolution2d)")(
+      "only", po::value<std::string>(),
+      "comma-separated kernels (copy,reduce,transpose,matmul,stencil3d,convolution2d)")(
       "json", po::value<std::string>(), "write the results as JSON here");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -314,20 +340,25 @@ int run(int argc, char** argv) {
     return 0;
   }
   const int rounds = vm["rounds"].as<int>(), samples = vm["samples"].as<int>();
-  if (rounds < 1 || samples < 1) throw Error(ErrorKind::kUsage, "--rounds and --samples must be at least 1");
+  if (rounds < 1 || samples < 1)
+    throw Error(ErrorKind::kUsage, "--rounds and --samples must be at least 1");
   const DeviceInfo dev = require_device(vm["device"].as<int>());
   std::optional<Store> store;
-  if (vm.count("db")) store.emplace(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly));
+  if (vm.count("db"))
+    store.emplace(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly));
   Registry registry;
   register_builtin_kernels(registry);
 
   std::vector<Case> cases = all_cases();
   if (vm.count("only")) {
     const std::string only = "," + vm["only"].as<std::string>() + ",";
-    std::erase_if(cases, [&](const Case& c) { return only.find("," + c.kernel + ",") == std::string::npos; });
-    if (cases.empty()) throw Error(ErrorKind::kUsage, "--only names none of the benchmark's kernels");
+    std::erase_if(
+        cases, [&](const Case& c) { return only.find("," + c.kernel + ",") == std::string::npos; });
+    if (cases.empty())
+      throw Error(ErrorKind::kUsage, "--only names none of the benchmark's kernels");
   }
-  std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch, rounds, samples);
+  std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch,
+                           rounds, samples);
   std::vector<Row> rows;
   for (const Case& c : cases) {
     std::cerr << "  " << c.label << " ..." << std::endl;
@@ -339,8 +370,9 @@ int run(int argc, char** argv) {
       rows.push_back(r);
     }
     const Row& r = rows.back();
-    std::cerr << fmt::format("    {} [{}]: ktune {} ms, peer {} ms{}\n", r.config_key, r.source, fmt_num(r.ktune_ms, 4),
-                             fmt_num(r.peer_ms, 4), r.error.empty() ? "" : "  ERROR " + r.error);
+    std::cerr << fmt::format("    {} [{}]: ktune {} ms, peer {} ms{}\n", r.config_key, r.source,
+                             fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+                             r.error.empty() ? "" : "  ERROR " + r.error);
   }
 
   json out;
@@ -353,17 +385,22 @@ int run(int argc, char** argv) {
   out["rounds"] = rounds;
   out["samples"] = samples;
   json list = json::array();
-  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case", "peer", "ktune ms",
-                           "peer ms", "ktune", "peer", "ratio", "target", "config");
+  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case",
+                           "peer", "ktune ms", "peer ms", "ktune", "peer", "ratio", "target",
+                           "config");
   for (const Row& r : rows) {
     const bool ok = r.error.empty() && r.peer_error.empty();
     const double ratio = ok ? r.ratio() : std::nan("");
-    std::string verdict = !ok ? "error" : !r.c.target ? "" : ratio >= *r.c.target ? "met" : "MISSED";
-    std::cout << fmt::format("{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n", r.c.label,
-                             r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
-                             fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
-                             fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"), fmt_num(ratio, 3),
-                             r.c.target ? fmt_num(*r.c.target, 2) : "-", r.config_key, r.source, verdict);
+    std::string verdict = !ok                    ? "error"
+                          : !r.c.target          ? ""
+                          : ratio >= *r.c.target ? "met"
+                                                 : "MISSED";
+    std::cout << fmt::format(
+        "{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n", r.c.label,
+        r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+        fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
+        fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"), fmt_num(ratio, 3),
+        r.c.target ? fmt_num(*r.c.target, 2) : "-", r.config_key, r.source, verdict);
     if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
     if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
     json j;

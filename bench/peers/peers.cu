@@ -78,7 +78,8 @@ std::string Blas::sgemm(const float* a, const float* b, float* c, int m, int n, 
 
 std::string Blas::version() const {
   int v = 0;
-  if (!handle_ || cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v) != CUBLAS_STATUS_SUCCESS)
+  if (!handle_ ||
+      cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v) != CUBLAS_STATUS_SUCCESS)
     return "unknown";
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
          std::to_string(v % 100);
@@ -103,8 +104,8 @@ double EventTimer::stop() {
   cudaEventRecord(static_cast<cudaEvent_t>(end_), 0);
   if (cudaEventSynchronize(static_cast<cudaEvent_t>(end_)) != cudaSuccess) return -1;
   float ms = 0;
-  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_),
-                           static_cast<cudaEvent_t>(end_)) != cudaSuccess)
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_), static_cast<cudaEvent_t>(end_)) !=
+      cudaSuccess)
     return -1;
   return ms;
 }

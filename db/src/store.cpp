@@ -7,14 +7,13 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
-
 #include <unistd.h>
 
 #include <array>
 #include <cctype>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -765,11 +764,11 @@ std::optional<TrialRecord> Store::find_trial(std::int64_t kernel_id, std::int64_
   return impl_->guard("find_trial", [&]() -> std::optional<TrialRecord> {
     // Walks the (kernel, device, problem, config_key) index from the newest trial, passing over
     // re-timings and trials of the other kind of run.
-    Cached q = impl_->statement(select_from(
-        kTrialColumns, "trials",
-        "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND config_key = ? "
-        "AND kind != 1 AND run_id IN (SELECT id FROM runs WHERE replayed = ?) "
-        "ORDER BY id DESC LIMIT 1"));
+    Cached q = impl_->statement(
+        select_from(kTrialColumns, "trials",
+                    "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND config_key = ? "
+                    "AND kind != 1 AND run_id IN (SELECT id FROM runs WHERE replayed = ?) "
+                    "ORDER BY id DESC LIMIT 1"));
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);
@@ -1019,8 +1018,8 @@ ProcessIdentity ProcessIdentity::current() {
 bool ProcessIdentity::alive() const {
   if (pid <= 0 || boot_id.empty()) return true;  // nothing to check it by
   static const ProcessIdentity self = current();
-  if (host != self.host) return true;            // another machine's process: cannot tell
-  if (boot_id != self.boot_id) return false;     // this machine has rebooted since
+  if (host != self.host) return true;         // another machine's process: cannot tell
+  if (boot_id != self.boot_id) return false;  // this machine has rebooted since
   return start != 0 && process_start_time(pid) == start;
 }
 

@@ -162,23 +162,30 @@ const ktune_arg_desc kArgs[] = {
 const char* const kOptions[] = {"-std=c++17"};
 
 const ktune_kernel_desc kConvolution2d =
-    KernelDesc("convolution2d", ktune_kernel_src_convolution2d, "convolution2d.cu",
-               "convolution2d")
-    .description("same-size 2-D convolution, fp32, F x F filter in constant memory, global or shared-memory " "input")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(w, block_size_x * tile_size_x)", "div_up(h, block_size_y * tile_size_y)")
-    .block("block_size_x", "block_size_y")
-    // The input tile with its halo, rows padded to the stride the kernel uses (convolution2d.cu).
-    .shared_mem("4 * (block_size_y * tile_size_y + filter_size - 1) * " "(block_size_x * tile_size_x + filter_size - 1 + " "use_padding * ((block_size_x - block_size_x * tile_size_x - filter_size + 1) % 32)) " "if use_shmem == 1 else 0")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(convolution2d_reference)
-    .bytes("(2 * h * w + f * f) * 4")
-    .flops("2 * h * w * f * f")
-    .run(convolution2d_run);
+    KernelDesc("convolution2d", ktune_kernel_src_convolution2d, "convolution2d.cu", "convolution2d")
+        .description(
+            "same-size 2-D convolution, fp32, F x F filter in constant memory, global or "
+            "shared-memory "
+            "input")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(w, block_size_x * tile_size_x)", "div_up(h, block_size_y * tile_size_y)")
+        .block("block_size_x", "block_size_y")
+        // The input tile with its halo, rows padded to the stride the kernel uses
+        // (convolution2d.cu).
+        .shared_mem(
+            "4 * (block_size_y * tile_size_y + filter_size - 1) * "
+            "(block_size_x * tile_size_x + filter_size - 1 + "
+            "use_padding * ((block_size_x - block_size_x * tile_size_x - filter_size + 1) % 32)) "
+            "if use_shmem == 1 else 0")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(convolution2d_reference)
+        .bytes("(2 * h * w + f * f) * 4")
+        .flops("2 * h * w * f * f")
+        .run(convolution2d_run);
 
 }  // namespace
 

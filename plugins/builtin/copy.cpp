@@ -37,7 +37,8 @@ const ktune_param_desc kParams[] = {
      "0: grid-stride loads and stores; 1: bulk copies through shared memory (cp.async.bulk, "
      "sm_90 and later); 2: one pass, a block per piece of block_size * unroll vectors"},
     {"chunk_kb", "4, 8, 16, 32", "16", "KiB moved by one bulk copy (variant 1)"},
-    {"stages", "2, 4, 8", "4", "bulk copies in flight per block, one shared-memory stage each (variant 1)"},
+    {"stages", "2, 4, 8", "4",
+     "bulk copies in flight per block, one shared-memory stage each (variant 1)"},
 };
 
 const char* const kRestrictions[] = {
@@ -71,21 +72,24 @@ const ktune_arg_desc kArgs[] = {
 const char* const kOptions[] = {"-std=c++17"};
 
 const ktune_kernel_desc kCopy =
-    KernelDesc("copy", ktune_kernel_src_copy, "copy.cu",
-               "copy<VECTOR_WIDTH>")
-    .description("copy of float32 (grid-stride, bulk copy engine, one pass): the memory-bandwidth yardstick")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    // Variants 0 and 1: one resident wave; variant 2: a block per piece.
-    .grid("div_up(n, block_size * vector_width * unroll) if variant == 2 else blocks_per_sm * multiprocessor_count")
-    .block("block_size")
-    .shared_mem("stages * chunk_kb * 1024 if variant == 1 else 0")  // the bulk variant's stages
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(copy_reference)
-    .bytes("2 * 4 * n");
+    KernelDesc("copy", ktune_kernel_src_copy, "copy.cu", "copy<VECTOR_WIDTH>")
+        .description(
+            "copy of float32 (grid-stride, bulk copy engine, one pass): the memory-bandwidth "
+            "yardstick")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        // Variants 0 and 1: one resident wave; variant 2: a block per piece.
+        .grid(
+            "div_up(n, block_size * vector_width * unroll) if variant == 2 else blocks_per_sm * "
+            "multiprocessor_count")
+        .block("block_size")
+        .shared_mem("stages * chunk_kb * 1024 if variant == 1 else 0")  // the bulk variant's stages
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(copy_reference)
+        .bytes("2 * 4 * n");
 
 }  // namespace
 

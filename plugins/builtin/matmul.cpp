@@ -26,7 +26,8 @@ const ktune_param_desc kParams[] = {
     {"padding", "0, 1, 4", "4", "floats added to each shared-memory row against bank conflicts"},
     {"unroll", "1, 2, 4, 8, 16, 32", "8", "unroll depth of the k loop over a tile"},
     {"vector_width", "1, 2, 4", "4",
-     "floats per global load (float, float2, float4) where the row length allows it (variants 2, 3)"},
+     "floats per global load (float, float2, float4) where the row length allows it (variants 2, "
+     "3)"},
     {"maxrregcount", "0, 64, 128", "0",
      "register limit per thread (0: none; the kernel then leaves out __launch_bounds__, which "
      "would override it)"},
@@ -43,8 +44,7 @@ const char* const kRestrictions[] = {
     "block_m % thread_m == 0 and block_n % thread_n == 0",
     // Variants 2 and 3: at least a warp, and at most 64 accumulators of a thread's 255 registers.
     "variant == 1 or (block_m // thread_m) * (block_n // thread_n) >= 32",
-    "thread_m * thread_n <= 64",
-    "block_k % vector_width == 0 and block_n % vector_width == 0",
+    "thread_m * thread_n <= 64", "block_k % vector_width == 0 and block_n % vector_width == 0",
     "unroll <= block_k",
     // __launch_bounds__ overrides -maxrregcount in ptxas: a space with both would hold configs
     // whose register limit silently is not the one named.
@@ -52,7 +52,8 @@ const char* const kRestrictions[] = {
     "maxrregcount == 0 or "
     "maxrregcount * (block_m // thread_m) * (block_n // thread_n) <= max_registers_per_block",
     "launch_bounds == 0 or "
-    "launch_bounds * (block_m // thread_m) * (block_n // thread_n) <= max_threads_per_multiprocessor",
+    "launch_bounds * (block_m // thread_m) * (block_n // thread_n) <= "
+    "max_threads_per_multiprocessor",
     "m < 2**31 and n < 2**31 and k < 2**31",  // 32-bit arguments and tile indices
 };
 
@@ -87,25 +88,32 @@ const ktune_arg_desc kArgs[] = {
 const char* const kOptions[] = {"-std=c++17"};
 
 const ktune_kernel_desc kMatmul =
-    KernelDesc("matmul", ktune_kernel_src_matmul, "matmul.cu",
-               "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>")
-    .description("float32 matrix multiply C = A B: the lecture's shared-memory tiles and register-blocked kernels")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(n, block_n)", "div_up(m, block_m)")
-    .block("block_n // thread_n", "block_m // thread_m")
-    // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has two
-    // such stages.
-    .shared_mem("4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * (block_n + padding))")
-    .buffers(kBuffers)
-    .args(kArgs)
-    // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
-    // opt-in needed, which the reference run does not do).
-    .reference_config("variant=1,block_m=32,block_n=32,block_k=32,thread_m=1,thread_n=1,padding=0,unroll=8," "vector_width=1,maxrregcount=0,launch_bounds=0")
-    .bytes("4 * (m * k + k * n + m * n)")
-    .flops("2 * m * n * k");
+    KernelDesc(
+        "matmul", ktune_kernel_src_matmul, "matmul.cu",
+        "matmul<VARIANT, BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, PADDING, VECTOR_WIDTH>")
+        .description(
+            "float32 matrix multiply C = A B: the lecture's shared-memory tiles and "
+            "register-blocked kernels")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(n, block_n)", "div_up(m, block_m)")
+        .block("block_n // thread_n", "block_m // thread_m")
+        // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has
+        // two such stages.
+        .shared_mem(
+            "4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * "
+            "(block_n + padding))")
+        .buffers(kBuffers)
+        .args(kArgs)
+        // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
+        // opt-in needed, which the reference run does not do).
+        .reference_config(
+            "variant=1,block_m=32,block_n=32,block_k=32,thread_m=1,thread_n=1,padding=0,unroll=8,"
+            "vector_width=1,maxrregcount=0,launch_bounds=0")
+        .bytes("4 * (m * k + k * n + m * n)")
+        .flops("2 * m * n * k");
 
 }  // namespace
 

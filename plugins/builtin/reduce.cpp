@@ -65,7 +65,8 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   // int32 or float: only the element size (4 bytes) matters here.
   auto* partial = static_cast<std::int32_t*>(ctx->buffer(ctx, "partial", &partial_count));
   if (block_size <= 0 || per_thread <= 0 || n0 <= 0 || !in || !out || !partial) {
-    std::snprintf(error, error_size, "reduce: missing block_size, elements_per_thread, n or a buffer");
+    std::snprintf(error, error_size,
+                  "reduce: missing block_size, elements_per_thread, n or a buffer");
     return 1;
   }
   const std::int64_t tile = block_size * per_thread;
@@ -79,7 +80,8 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   for (int level = 0;; ++level) {
     const std::int64_t grid = (n + tile - 1) / tile;
     void* dst = grid == 1 ? out : static_cast<void*>(halves[level % 2]);
-    if (grid > 1 && (level % 2 == 0 ? grid : second + grid) > static_cast<std::int64_t>(partial_count)) {
+    if (grid > 1 &&
+        (level % 2 == 0 ? grid : second + grid) > static_cast<std::int64_t>(partial_count)) {
       std::snprintf(error, error_size, "reduce: partial buffer too small at level %d", level);
       return 1;
     }
@@ -88,7 +90,8 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
     const unsigned g[3] = {static_cast<unsigned>(grid), 1, 1};
     const int rc = ctx->launch(ctx, nullptr, g, ctx->block, ctx->shared_mem, args);
     if (rc != 0) {
-      std::snprintf(error, error_size, "reduce: launch of level %d failed (CUDA error %d)", level, rc);
+      std::snprintf(error, error_size, "reduce: launch of level %d failed (CUDA error %d)", level,
+                    rc);
       return rc;
     }
     if (grid == 1) return 0;
@@ -105,7 +108,8 @@ const ktune_param_desc kParams[] = {
      "input elements each thread adds before the tree (1 for steps 1-3, 2 for 4-6)"},
     {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (steps 7-9)"},
     {"maxrregcount", "0, 32, 64, 128", "0", "register limit per thread (0: none)"},
-    {"launch_bounds", "0, 1, 2, 4", "0", "minimum blocks per multiprocessor (0: no __launch_bounds__)"},
+    {"launch_bounds", "0, 1, 2, 4", "0",
+     "minimum blocks per multiprocessor (0: no __launch_bounds__)"},
 };
 
 const char* const kRestrictions[] = {
@@ -158,25 +162,28 @@ const char* const kOptions[] = {"-std=c++17"};
 const ktune_kernel_desc kReduce =
     KernelDesc("reduce", ktune_kernel_src_reduce, "reduce.cu",
                "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>")
-    .description("sum of int32 values: the seven steps of the parallel-reduction lecture, plus warp-shuffle and vector-load steps")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(n, block_size * elements_per_thread)")
-    .block("block_size")
-    .shared_mem("max(block_size, 64) * 4")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(reduce_reference)
-    .bytes("4 * n")
-    .run(reduce_run);
+        .description(
+            "sum of int32 values: the seven steps of the parallel-reduction lecture, plus "
+            "warp-shuffle and vector-load steps")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(n, block_size * elements_per_thread)")
+        .block("block_size")
+        .shared_mem("max(block_size, 64) * 4")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(reduce_reference)
+        .bytes("4 * n")
+        .run(reduce_run);
 
 const ktune_kernel_desc kReduceF32 = [] {
   ktune_kernel_desc d = kReduce;
   d.name = "reduce_f32";
-  d.description = "sum of float32 values: the reduction lecture's steps over floats, checked "
-                  "against a double-precision sum";
+  d.description =
+      "sum of float32 values: the reduction lecture's steps over floats, checked "
+      "against a double-precision sum";
   d.entry = "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, float>";
   d.buffers = kBuffersF32;
   d.buffer_count = std::size(kBuffersF32);

@@ -107,19 +107,20 @@ const char* const kOptions[] = {"-std=c++17"};
 const ktune_kernel_desc kSoaAos =
     KernelDesc("soa_aos", ktune_kernel_src_soa_aos, "soa_aos.cu",
                "soa_aos")
-    .description("particle update (Euler step), fp32, array of structures vs structure of arrays")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(n, block_size * elements_per_thread)")
-    .block("block_size")
-    .shared_mem("block_size * elements_per_thread * (10 + 6) * 4 if use_shmem == 1 else 0")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(soa_aos_reference)
-    .bytes("(10 + 6) * 4 * n")  // ten floats read and six written per particle
-    .flops("16 * n");  // a division, then 3 x (2 + 3) multiplies and adds
+        .description(
+            "particle update (Euler step), fp32, array of structures vs structure of arrays")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(n, block_size * elements_per_thread)")
+        .block("block_size")
+        .shared_mem("block_size * elements_per_thread * (10 + 6) * 4 if use_shmem == 1 else 0")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(soa_aos_reference)
+        .bytes("(10 + 6) * 4 * n")  // ten floats read and six written per particle
+        .flops("16 * n");           // a division, then 3 x (2 + 3) multiplies and adds
 
 }  // namespace
 

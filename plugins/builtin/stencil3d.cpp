@@ -97,21 +97,23 @@ const ktune_arg_desc kArgs[] = {
 const char* const kOptions[] = {"-std=c++17"};
 
 const ktune_kernel_desc kStencil3d =
-    KernelDesc("stencil3d", ktune_kernel_src_stencil3d, "stencil3d.cu",
-               "stencil3d")
-    .description("7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory plane, float4 rows")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(nx, block_size_x * (4 if variant == 'vector' else 1))", "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector: 4 points a thread
-    .block("block_size_x", "block_size_y")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(stencil3d_reference)
-    // Every point read once and written once is the ideal: compare GB/s with the copy kernel's.
-    .bytes("8 * nx * ny * nz")
-    .flops("8 * max(nx - 2, 0) * max(ny - 2, 0) * max(nz - 2, 0)");
+    KernelDesc("stencil3d", ktune_kernel_src_stencil3d, "stencil3d.cu", "stencil3d")
+        .description(
+            "7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory "
+            "plane, float4 rows")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(nx, block_size_x * (4 if variant == 'vector' else 1))",
+              "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector: 4 points a thread
+        .block("block_size_x", "block_size_y")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(stencil3d_reference)
+        // Every point read once and written once is the ideal: compare GB/s with the copy kernel's.
+        .bytes("8 * nx * ny * nz")
+        .flops("8 * max(nx - 2, 0) * max(ny - 2, 0) * max(nz - 2, 0)");
 
 }  // namespace
 

@@ -276,19 +276,21 @@ const char* const kOptions[] = {"-std=c++17"};
 const ktune_kernel_desc kStreams =
     KernelDesc("streams", ktune_kernel_src_streams, "streams.cu",
                "streams_axpb")
-    .description("host->device copy, y = a*x + b, device->host copy on pinned memory, chunked over CUDA " "streams")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(n, block_size)")  // of one chunk as large as the data; chunks use fewer
-    .block("block_size")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(streams_reference)
-    .bytes("8 * n")  // over PCIe: x in, y out
-    .flops("2 * n")
-    .run(streams_run);
+        .description(
+            "host->device copy, y = a*x + b, device->host copy on pinned memory, chunked over CUDA "
+            "streams")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(n, block_size)")  // of one chunk as large as the data; chunks use fewer
+        .block("block_size")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(streams_reference)
+        .bytes("8 * n")  // over PCIe: x in, y out
+        .flops("2 * n")
+        .run(streams_run);
 
 }  // namespace
 

@@ -29,8 +29,9 @@ int transpose_reference(const ktune_reference_ctx* ctx, char* error, std::size_t
   const std::int64_t cols = problem_value(ctx, "cols");
   if (in == nullptr || out == nullptr || rows < 1 || cols < 1 ||
       in->count != static_cast<std::size_t>(rows * cols) || out->count != in->count) {
-    std::snprintf(error, error_size,
-                  "transpose: reference needs rows, cols and buffers 'in' and 'out' of rows * cols floats");
+    std::snprintf(
+        error, error_size,
+        "transpose: reference needs rows, cols and buffers 'in' and 'out' of rows * cols floats");
     return 1;
   }
   const auto* x = static_cast<const float*>(in->data);
@@ -53,12 +54,13 @@ const ktune_param_desc kParams[] = {
     {"rows_per_block", "1, 2, 4, 8, 16, 32", "8",
      "thread rows per block; threads per block = tile * rows_per_block, each thread handles "
      "tile / rows_per_block elements"},
-    {"padding", "0, 1", "1", "extra column of the shared tile (1: the lecture's 32 x 33, no bank conflicts)"},
+    {"padding", "0, 1", "1",
+     "extra column of the shared tile (1: the lecture's 32 x 33, no bank conflicts)"},
 };
 
 const char* const kRestrictions[] = {
     "tile % rows_per_block == 0",
-    "variant == 2 or padding == 0",  // the naive kernel has no shared memory to pad
+    "variant == 2 or padding == 0",   // the naive kernel has no shared memory to pad
     "rows < 2**31 and cols < 2**31",  // 32-bit arguments and indices within a row
 };
 
@@ -84,17 +86,19 @@ const char* const kOptions[] = {"-std=c++17"};
 const ktune_kernel_desc kTranspose =
     KernelDesc("transpose", ktune_kernel_src_transpose, "transpose.cu",
                "transpose<TILE, ROWS_PER_BLOCK, PADDING, VARIANT>")
-    .description("float32 matrix transpose: naive, shared-memory tile, and padded tile against bank conflicts")
-    .options(kOptions)
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(cols, tile)", "div_up(rows, tile)")
-    .block("tile", "rows_per_block")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(transpose_reference)
-    .bytes("2 * 4 * rows * cols");
+        .description(
+            "float32 matrix transpose: naive, shared-memory tile, and padded tile against bank "
+            "conflicts")
+        .options(kOptions)
+        .params(kParams)
+        .restrictions(kRestrictions)
+        .problem(kProblem)
+        .grid("div_up(cols, tile)", "div_up(rows, tile)")
+        .block("tile", "rows_per_block")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(transpose_reference)
+        .bytes("2 * 4 * rows * cols");
 
 }  // namespace
 

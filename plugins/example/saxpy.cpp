@@ -81,21 +81,20 @@ const ktune_arg_desc kArgs[] = {
     {nullptr, "n", KTUNE_TYPE_U32},
 };
 
-const ktune_kernel_desc kSaxpy =
-    ktune::KernelDesc("saxpy", kSource, "saxpy.cu",
-               "saxpy")
-    .description("y = a * x + y over float32 (example plugin)")
-    .params(kParams)
-    .restrictions(kRestrictions)
-    .problem(kProblem)
-    .grid("div_up(n, block_size * elements_per_thread)")
-    .block("block_size")
-    .buffers(kBuffers)
-    .args(kArgs)
-    .reference(saxpy_reference)
-    .bytes("12 * n")  // read x and y, write y
-    .flops("2 * n")
-    .user_data(const_cast<float*>(&kAlpha));
+const ktune_kernel_desc kSaxpy = ktune::KernelDesc("saxpy", kSource, "saxpy.cu",
+                                                   "saxpy")
+                                     .description("y = a * x + y over float32 (example plugin)")
+                                     .params(kParams)
+                                     .restrictions(kRestrictions)
+                                     .problem(kProblem)
+                                     .grid("div_up(n, block_size * elements_per_thread)")
+                                     .block("block_size")
+                                     .buffers(kBuffers)
+                                     .args(kArgs)
+                                     .reference(saxpy_reference)
+                                     .bytes("12 * n")  // read x and y, write y
+                                     .flops("2 * n")
+                                     .user_data(const_cast<float*>(&kAlpha));
 
 const ktune_kernel_desc* const kKernels[] = {&kSaxpy};
 

@@ -14,10 +14,10 @@
 #include <map>
 #include <string>
 
+#include "common/test_files.h"
 #include "ktune/client.h"
 #include "ktune/error.h"
 #include "ktune/store.h"
-#include "common/test_files.h"
 
 namespace ktune::test {
 

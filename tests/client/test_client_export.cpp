@@ -111,9 +111,10 @@ TEST_F(Export, HeaderCompilesAndItsLookupFallsThroughAsTheClientDoes) {
 #include <cstdio>
 #include <string_view>
                              namespace r = my_tuning::reduce;
-                             static_assert(sizeof(r::kConfigs) / sizeof(r::kConfigs[0]) == 5, "five"
-                                                                                              " row"
-                                                                                              "s");
+                             static_assert(sizeof(r::kConfigs) / sizeof(r::kConfigs[0]) == 5,
+                                           "five"
+                                           " row"
+                                           "s");
                              static_assert(r::kConfigs[0].cc == 90, "newest architecture first");
                              int check(const r::Config* c, long long block, const char* arch, const char* what) {
                                if (c == nullptr || c->block_size != block || std::string_view(c->arch) != arch) {

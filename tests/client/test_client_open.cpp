@@ -90,9 +90,10 @@ TEST_F(Open, NewerSchemaIsRefused) {
   fill();
   exec("UPDATE ktune_meta SET value = '7' WHERE key = 'schema_version'");
   const std::string before = read_bytes(db_path_);
-  open_error(
-      "was written by a newer ktune (schema 7, this client reads up to " + std::to_string(Client::kSchemaVersion) + "); upgrade the ktune "
-      "client");
+  open_error("was written by a newer ktune (schema 7, this client reads up to " +
+             std::to_string(Client::kSchemaVersion) +
+             "); upgrade the ktune "
+             "client");
   EXPECT_EQ(read_bytes(db_path_), before);
 }
 

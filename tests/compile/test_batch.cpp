@@ -25,8 +25,11 @@ __global__ void KTUNE_LAUNCH_BOUNDS k(float* out) {
 
 CompileRequest request(int block, int unroll, int bad, const std::string& group = "g") {
   CompileRequest r;
-  r.defines = {{"BLOCK", std::to_string(block)}, {"UNROLL", std::to_string(unroll)}, {"BAD", std::to_string(bad)},
-               {"KTUNE_LAUNCH_BOUNDS", block >= 256 ? "__launch_bounds__(" + std::to_string(block) + ", 1)" : ""}};
+  r.defines = {{"BLOCK", std::to_string(block)},
+               {"UNROLL", std::to_string(unroll)},
+               {"BAD", std::to_string(bad)},
+               {"KTUNE_LAUNCH_BOUNDS",
+                block >= 256 ? "__launch_bounds__(" + std::to_string(block) + ", 1)" : ""}};
   r.body = std::string("#line 1 \"k.cu\"\n") + kBody;
   for (const auto& [name, value] : r.defines) r.source += "#define " + name + " " + value + "\n";
   r.source += r.body;
@@ -39,13 +42,15 @@ CompileRequest request(int block, int unroll, int bad, const std::string& group 
 }
 
 TEST(CompileBatch, OneProgramGivesEveryConfigItsOwnEntry) {
-  std::vector<CompileRequest> requests = {request(64, 1, 0), request(128, 2, 0), request(256, 4, 0)};
+  std::vector<CompileRequest> requests = {request(64, 1, 0), request(128, 2, 0),
+                                          request(256, 4, 0)};
   const auto results = compile_batch(requests);
   ASSERT_EQ(results.size(), 3u);
   std::set<std::string> names;
   for (std::size_t i = 0; i < results.size(); ++i) {
     ASSERT_TRUE(results[i].ok) << results[i].error << results[i].log;
-    EXPECT_NE(results[i].lowered_name.find("ktune_cfg_" + std::to_string(i)), std::string::npos) << results[i].lowered_name;
+    EXPECT_NE(results[i].lowered_name.find("ktune_cfg_" + std::to_string(i)), std::string::npos)
+        << results[i].lowered_name;
     EXPECT_EQ(results[i].key, requests[i].key());
     EXPECT_EQ(results[i].cubin, results[0].cubin);  // one CUBIN holds them all
     names.insert(results[i].lowered_name);

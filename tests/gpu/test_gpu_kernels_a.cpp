@@ -56,18 +56,20 @@ class GpuKernelsA : public ::testing::Test {
       const Config c = instance.space().from_assignments(sets);
       const std::string key = instance.space().key(c);
       if (!instance.space().is_valid(c)) {
-        ADD_FAILURE() << kernel << ": " << key << " is not valid: " << instance.space().violated(c).value_or("");
+        ADD_FAILURE() << kernel << ": " << key
+                      << " is not valid: " << instance.space().violated(c).value_or("");
         continue;
       }
-      const CompileResult r = compile_cached(render(instance, c, backend.device().arch), cache_.get());
+      const CompileResult r =
+          compile_cached(render(instance, c, backend.device().arch), cache_.get());
       if (!r.ok) {
         ADD_FAILURE() << kernel << " " << key << ": " << r.error << "\n" << r.log;
         continue;
       }
       const Measurement meas = backend.evaluate(c, &r);
       EXPECT_EQ(meas.status, TrialStatus::kOk)
-          << kernel << " " << problem_key(instance.problem(), instance.kernel().problem) << " " << key << ": "
-          << meas.error;
+          << kernel << " " << problem_key(instance.problem(), instance.kernel().problem) << " "
+          << key << ": " << meas.error;
       EXPECT_GT(meas.time_ms, 0) << key;
       ++checked;
     }
@@ -81,7 +83,8 @@ class GpuKernelsA : public ::testing::Test {
     const SearchSpace& space = instance.space();
     space.for_each_valid([&](const Config& c) {
       Sets s;
-      for (std::size_t p = 0; p < space.size(); ++p) s[space.params()[p].name] = space.value(c, p).to_string();
+      for (std::size_t p = 0; p < space.size(); ++p)
+        s[space.params()[p].name] = space.value(c, p).to_string();
       out.push_back(std::move(s));
       return true;
     });
@@ -97,8 +100,9 @@ TEST_F(GpuKernelsA, TransposeWholeSpaceVerifiesAtThreeShapes) {
   const std::vector<Sets> all = whole_space("transpose", {});
   ASSERT_GE(all.size(), 40u);  // every variant, tile, rows per block and padding
   // Square and tiled evenly; tall with both sides odd; a single row (one tile row, mostly guards).
-  for (const Problem& p : {Problem{{"rows", 1024}, {"cols", 2048}}, Problem{{"rows", 1000}, {"cols", 777}},
-                           Problem{{"rows", 1}, {"cols", 333}}}) {
+  for (const Problem& p :
+       {Problem{{"rows", 1024}, {"cols", 2048}}, Problem{{"rows", 1000}, {"cols", 777}},
+        Problem{{"rows", 1}, {"cols", 333}}}) {
     EXPECT_EQ(verify(backend, "transpose", p, all), static_cast<int>(all.size()));
   }
 }
@@ -110,29 +114,46 @@ TEST_F(GpuKernelsA, CopyVerifiesEveryVariantWidthUnrollAndHintWithTails) {
     for (const char* unroll : {"1", "2", "4", "8"}) {
       for (const auto& [block, per_sm] : std::vector<std::pair<const char*, const char*>>{
                {"64", "1"}, {"256", "8"}, {"1024", "2"}, {"128", "16"}}) {
-        configs.push_back({{"vector_width", width}, {"unroll", unroll}, {"block_size", block}, {"blocks_per_sm", per_sm}});
+        configs.push_back({{"vector_width", width},
+                           {"unroll", unroll},
+                           {"block_size", block},
+                           {"blocks_per_sm", per_sm}});
       }
     }
   }
   // Every cache hint; the bulk variant with small and large chunks, shallow and deep rings.
-  for (const char* hint : {"1", "2"}) configs.push_back({{"cache_hint", hint}, {"vector_width", "4"}, {"unroll", "4"}});
-  for (const auto& [chunk, stages, per_sm] : std::vector<std::tuple<const char*, const char*, const char*>>{
-           {"4", "2", "1"}, {"16", "4", "2"}, {"32", "2", "2"}, {"8", "8", "2"}, {"4", "2", "16"}}) {
-    configs.push_back({{"variant", "1"}, {"block_size", "128"}, {"chunk_kb", chunk}, {"stages", stages},
+  for (const char* hint : {"1", "2"})
+    configs.push_back({{"cache_hint", hint}, {"vector_width", "4"}, {"unroll", "4"}});
+  for (const auto& [chunk, stages, per_sm] :
+       std::vector<std::tuple<const char*, const char*, const char*>>{{"4", "2", "1"},
+                                                                      {"16", "4", "2"},
+                                                                      {"32", "2", "2"},
+                                                                      {"8", "8", "2"},
+                                                                      {"4", "2", "16"}}) {
+    configs.push_back({{"variant", "1"},
+                       {"block_size", "128"},
+                       {"chunk_kb", chunk},
+                       {"stages", stages},
                        {"blocks_per_sm", per_sm}});
   }
   // The one-pass variant: every width, a whole and a partial last piece, every hint.
   for (const char* width : {"1", "2", "4"}) {
-    for (const auto& [block, unroll, hint] : std::vector<std::tuple<const char*, const char*, const char*>>{
+    for (const auto& [block, unroll, hint] :
+         std::vector<std::tuple<const char*, const char*, const char*>>{
              {"64", "1", "0"}, {"1024", "8", "1"}, {"256", "4", "2"}}) {
-      configs.push_back({{"variant", "2"}, {"vector_width", width}, {"block_size", block}, {"unroll", unroll},
-                         {"cache_hint", hint}, {"blocks_per_sm", "1"}});
+      configs.push_back({{"variant", "2"},
+                         {"vector_width", width},
+                         {"block_size", block},
+                         {"unroll", unroll},
+                         {"cache_hint", hint},
+                         {"blocks_per_sm", "1"}});
     }
   }
   // 2^22 divides into every vector and chunk; 3000017 leaves a tail of 1 (width 2, 4) and a
   // partial chunk; 7 is a tail and one float4 only, far fewer elements than threads, and no
   // whole chunk; 2^24 + 5 gives each block of the bulk variant several rounds of its ring.
-  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{7}, (std::int64_t{1} << 24) + 5}) {
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{7},
+                         (std::int64_t{1} << 24) + 5}) {
     EXPECT_EQ(verify(backend, "copy", {{"n", n}}, configs), static_cast<int>(configs.size()));
   }
 }
@@ -145,14 +166,16 @@ TEST_F(GpuKernelsA, ReduceF32EveryVariantVerifiesAtTwoSizes) {
     for (int variant = 1; variant <= 9; ++variant) {
       for (int block : {32, 64, 256, 1024}) {
         for (int per_thread : {1, 2, 8, 32}) {
-          const Sets s{{"variant", std::to_string(variant)}, {"block_size", std::to_string(block)},
+          const Sets s{{"variant", std::to_string(variant)},
+                       {"block_size", std::to_string(block)},
                        {"elements_per_thread", std::to_string(per_thread)}};
           if (instance.space().is_valid(instance.space().from_assignments(s))) configs.push_back(s);
         }
       }
     }
     configs.push_back({{"variant", "9"}, {"elements_per_thread", "16"}, {"unroll", "4"}});
-    configs.push_back({{"variant", "7"}, {"unroll", "8"}, {"maxrregcount", "32"}, {"launch_bounds", "2"}});
+    configs.push_back(
+        {{"variant", "7"}, {"unroll", "8"}, {"maxrregcount", "32"}, {"launch_bounds", "2"}});
     ASSERT_GE(configs.size(), 9u * 4);
     EXPECT_EQ(verify(backend, "reduce_f32", {{"n", n}}, configs), static_cast<int>(configs.size()));
   }
@@ -165,16 +188,19 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
   out.push_back(k.reference_assignments());  // variant 1, 32 x 32
   out.push_back({});                         // the default: 128 x 128 x 8, 8 x 8 per thread, float4
   const auto tiled = [](const char* tile, const char* padding, const char* unroll) {
-    return Sets{{"variant", "1"}, {"block_m", tile}, {"block_n", tile}, {"block_k", tile}, {"thread_m", "1"},
-                {"thread_n", "1"}, {"vector_width", "1"}, {"padding", padding}, {"unroll", unroll}};
+    return Sets{{"variant", "1"},      {"block_m", tile},    {"block_n", tile},
+                {"block_k", tile},     {"thread_m", "1"},    {"thread_n", "1"},
+                {"vector_width", "1"}, {"padding", padding}, {"unroll", unroll}};
   };
   out.push_back(tiled("16", "1", "16"));
   out.push_back(tiled("16", "4", "2"));
   out.push_back(tiled("32", "1", "1"));
-  const auto blocked = [](const char* bm, const char* bn, const char* bk, const char* tm, const char* tn,
-                          const char* padding, const char* unroll, const char* width) {
-    return Sets{{"variant", "2"}, {"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"thread_m", tm},
-                {"thread_n", tn}, {"padding", padding}, {"unroll", unroll}, {"vector_width", width}};
+  const auto blocked = [](const char* bm, const char* bn, const char* bk, const char* tm,
+                          const char* tn, const char* padding, const char* unroll,
+                          const char* width) {
+    return Sets{{"variant", "2"},     {"block_m", bm},    {"block_n", bn},
+                {"block_k", bk},      {"thread_m", tm},   {"thread_n", tn},
+                {"padding", padding}, {"unroll", unroll}, {"vector_width", width}};
   };
   out.push_back(blocked("64", "64", "8", "4", "4", "1", "8", "4"));
   out.push_back(blocked("128", "64", "16", "8", "4", "0", "4", "2"));
@@ -190,8 +216,9 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
   bounded["launch_bounds"] = "2";
   out.push_back(bounded);
   // Variant 3: two stages, 4 x 4 pieces; every vector width, no padding, 48 KiB and more.
-  const auto staged = [&](const char* bm, const char* bn, const char* bk, const char* tm, const char* tn,
-                          const char* padding, const char* unroll, const char* width) {
+  const auto staged = [&](const char* bm, const char* bn, const char* bk, const char* tm,
+                          const char* tn, const char* padding, const char* unroll,
+                          const char* width) {
     Sets s = blocked(bm, bn, bk, tm, tn, padding, unroll, width);
     s["variant"] = "3";
     return s;
@@ -208,8 +235,9 @@ TEST_F(GpuKernelsA, MatmulVerifiesAgainstItsReferenceConfiguration) {
   CudaBackend backend(backend_options());
   const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
   // Tiles evenly; guards with vectors still aligned (k, n multiples of 4); guards and no vectors.
-  for (const Problem& p : {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
-                           Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
+  for (const Problem& p :
+       {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
+        Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
     EXPECT_EQ(verify(backend, "matmul", p, configs), static_cast<int>(configs.size()));
   }
 }
@@ -239,7 +267,8 @@ int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {
       double s = 0;
-      for (std::int64_t kk = 0; kk < k; ++kk) s += static_cast<double>(a[i * k + kk]) * b[kk * n + j];
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        s += static_cast<double>(a[i * k + kk]) * b[kk * n + j];
       c[i * n + j] = static_cast<float>(s);
     }
   }
@@ -248,8 +277,9 @@ int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size
 
 TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
   const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
-  for (const Problem& p : {Problem{{"m", 128}, {"n", 256}, {"k", 64}}, Problem{{"m", 200}, {"n", 100}, {"k", 68}},
-                           Problem{{"m", 131}, {"n", 97}, {"k", 75}}}) {
+  for (const Problem& p :
+       {Problem{{"m", 128}, {"n", 256}, {"k", 64}}, Problem{{"m", 200}, {"n", 100}, {"k", 68}},
+        Problem{{"m", 131}, {"n", 97}, {"k", 75}}}) {
     // matmul with the host product as its reference. A fp32 dot product of length k (FMA or
     // not) is off by at most gamma_k sum |a_i b_i| <= 1.01 k u * k here (|a|, |b| < 1,
     // u = 2^-24), plus u |c| for rounding the exact value: a rigorous bound, yet far below the
@@ -272,11 +302,13 @@ TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
     for (const Sets& sets : configs) {
       const Config c = space.from_assignments(sets);
       ASSERT_TRUE(space.is_valid(c)) << space.key(c);
-      const CompileResult r = compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
+      const CompileResult r =
+          compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
       ASSERT_TRUE(r.ok) << space.key(c) << ": " << r.error << "\n" << r.log;
       const Measurement meas = evaluator.evaluate(c, r);
       EXPECT_EQ(meas.status, TrialStatus::kOk)
-          << problem_key(evaluator.instance().problem(), spec.problem) << " " << space.key(c) << ": " << meas.error;
+          << problem_key(evaluator.instance().problem(), spec.problem) << " " << space.key(c)
+          << ": " << meas.error;
     }
   }
 }

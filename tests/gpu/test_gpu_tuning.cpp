@@ -58,10 +58,12 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
       for (int block : {32, 64, 256, 1024}) {
         for (int per_thread : {1, 2, 8, 32}) {
           const Config c = instance.space().from_assignments(
-              {{"variant", std::to_string(variant)}, {"block_size", std::to_string(block)},
+              {{"variant", std::to_string(variant)},
+               {"block_size", std::to_string(block)},
                {"elements_per_thread", std::to_string(per_thread)}});
           if (!instance.space().is_valid(c)) continue;
-          const CompileResult r = compile_cached(render(instance, c, backend.device().arch), cache_.get());
+          const CompileResult r =
+              compile_cached(render(instance, c, backend.device().arch), cache_.get());
           ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
           const Measurement meas = backend.evaluate(c, &r);
           EXPECT_EQ(meas.status, TrialStatus::kOk)
@@ -102,23 +104,25 @@ TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
     if (t.status != TrialStatus::kOk) {
       EXPECT_FALSE(t.error.empty()) << t.config_key;
     }
-    std::printf("  %-28s %-14s %s\n", t.config_key.c_str(), status.c_str(), t.error.substr(0, 110).c_str());
+    std::printf("  %-28s %-14s %s\n", t.config_key.c_str(), status.c_str(),
+                t.error.substr(0, 110).c_str());
   }
   EXPECT_EQ(by_fault["0"], "ok");
-  EXPECT_EQ(by_fault["1"], "crashed");        // out-of-bounds write: illegal address
-  EXPECT_EQ(by_fault["2"], "crashed");        // __trap()
-  EXPECT_EQ(by_fault["3"], "timeout");        // endless loop
-  EXPECT_EQ(by_fault["4"], "wrong_result");   // one element off
-  EXPECT_EQ(by_fault["5"], "crashed");        // misaligned access
-  EXPECT_EQ(by_fault["6"], "wrong_result");   // one element never written: caught by poisoning
+  EXPECT_EQ(by_fault["1"], "crashed");       // out-of-bounds write: illegal address
+  EXPECT_EQ(by_fault["2"], "crashed");       // __trap()
+  EXPECT_EQ(by_fault["3"], "timeout");       // endless loop
+  EXPECT_EQ(by_fault["4"], "wrong_result");  // one element off
+  EXPECT_EQ(by_fault["5"], "crashed");       // misaligned access
+  EXPECT_EQ(by_fault["6"], "wrong_result");  // one element never written: caught by poisoning
   ASSERT_TRUE(s.best.has_value());
   EXPECT_EQ(s.best->config_key.rfind("fault=0,", 0), 0u);
-  EXPECT_GE(backend.worker_starts(), 5);     // one at the start, one after each fatal fault
+  EXPECT_GE(backend.worker_starts(), 5);  // one at the start, one after each fatal fault
 }
 
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {
   CudaBackend backend(backend_options());
-  KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}}, backend.device().limits);
+  KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}},
+                          backend.device().limits);
   Store store = Store::open(dir_ / "reduce.db");
   CompilePool pool(4, cache_);
   TuneOptions options;

@@ -42,9 +42,9 @@ const std::string& optuna_missing() {
   return reason;
 }
 
-#define SKIP_WITHOUT_OPTUNA()                                              \
-  do {                                                                     \
-    if (!optuna_missing().empty()) GTEST_SKIP() << optuna_missing();       \
+#define SKIP_WITHOUT_OPTUNA()                                        \
+  do {                                                               \
+    if (!optuna_missing().empty()) GTEST_SKIP() << optuna_missing(); \
   } while (0)
 
 class EnvGuard {
@@ -54,8 +54,10 @@ class EnvGuard {
     ::setenv(name, value.c_str(), 1);
   }
   ~EnvGuard() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
 
  private:
@@ -65,7 +67,8 @@ class EnvGuard {
 
 fs::path temp_dir(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string("ktune-optuna-") + std::to_string(::getpid()) + "-" + info->name() + "-" + tag;
+  std::string name =
+      std::string("ktune-optuna-") + std::to_string(::getpid()) + "-" + info->name() + "-" + tag;
   std::replace(name.begin(), name.end(), '/', '_');
   const fs::path dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
@@ -91,16 +94,20 @@ SearchSpace scattered_space() {  // about 1% valid, scattered like a hash
 SearchSpace restricted_space() {  // about 30% valid, with a categorical parameter
   std::vector<Value> block;
   for (int b = 32; b <= 1024; b *= 2) block.emplace_back(static_cast<std::int64_t>(b));
-  return SearchSpace({{"block", block}, {"unroll", {Value(1), Value(2), Value(4), Value(8)}},
-                      {"tile", ints(8)}, {"layout", {Value(std::string("soa")), Value(std::string("aos"))}}},
-                     {"128 <= block * unroll <= 1024", "tile % 2 == 0 or layout == 'soa'", "block >= 64 or tile < 4"});
+  return SearchSpace({{"block", block},
+                      {"unroll", {Value(1), Value(2), Value(4), Value(8)}},
+                      {"tile", ints(8)},
+                      {"layout", {Value(std::string("soa")), Value(std::string("aos"))}}},
+                     {"128 <= block * unroll <= 1024", "tile % 2 == 0 or layout == 'soa'",
+                      "block >= 64 or tile < 4"});
 }
 
 // A smooth objective with one optimum, defined on every configuration.
 double objective(const SearchSpace& space, const Config& c) {
   double t = 1.0;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    const double x = static_cast<double>(c[i]) / std::max<double>(1.0, space.params()[i].values.size() - 1);
+    const double x =
+        static_cast<double>(c[i]) / std::max<double>(1.0, space.params()[i].values.size() - 1);
     const double target = i % 2 ? 0.3 : 0.6;
     t += (x - target) * (x - target);
   }
@@ -130,7 +137,8 @@ Drive drive(Strategy& s, const SearchSpace& space, std::uint64_t budget,
   while (trials < budget) {
     while (queue.size() < lookahead && !s.exhausted()) {
       const std::uint64_t left = budget - trials;
-      const std::size_t want = std::min<std::uint64_t>(lookahead - queue.size(), left > queue.size() ? left - queue.size() : 0);
+      const std::size_t want = std::min<std::uint64_t>(
+          lookahead - queue.size(), left > queue.size() ? left - queue.size() : 0);
       if (want == 0) break;
       const std::vector<Config> configs = s.ask(want);
       if (configs.empty()) break;
@@ -205,20 +213,22 @@ StrategyContext context_for(const SearchSpace& space, std::uint64_t seed,
 TEST(OptunaState, OnlyOkIsComplete) {
   for (int i = 0; i < kTrialStatusCount; ++i) {
     const TrialStatus s = *trial_status_from_int(i);
-    EXPECT_EQ(optuna::trial_state(s), s == TrialStatus::kOk ? KTUNE_OPTUNA_COMPLETE : KTUNE_OPTUNA_FAIL)
+    EXPECT_EQ(optuna::trial_state(s),
+              s == TrialStatus::kOk ? KTUNE_OPTUNA_COMPLETE : KTUNE_OPTUNA_FAIL)
         << to_string(s);
   }
 }
 
 TEST(OptunaRegistry, EverySamplerIsAStrategy) {
   const std::vector<std::string> names = strategy_names();
-  for (const char* n : {"optuna", "optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc", "optuna:random",
-                        "optuna:grid"})
+  for (const char* n : {"optuna", "optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc",
+                        "optuna:random", "optuna:grid"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
 TEST(OptunaModule, MissingModuleSaysWhatToInstall) {
-  const std::string bogus = (fs::temp_directory_path() / "no-such-dir" / "libktune_optuna.so").string();
+  const std::string bogus =
+      (fs::temp_directory_path() / "no-such-dir" / "libktune_optuna.so").string();
   EnvGuard env("KTUNE_OPTUNA_MODULE", bogus);
   try {
     (void)make_strategy("optuna");
@@ -293,15 +303,17 @@ TEST_P(EverySampler, ProposesOnlyValidConfigsOnARestrictedSpace) {
   std::set<std::string> in_study;
   for (const StudyTrial& t : s->study_trials()) {
     EXPECT_NE(t.state, KTUNE_OPTUNA_RUNNING) << "trial " << t.number << " was never told";
-    if (t.config) in_study.insert(*t.config);
-    else if (t.params && space.is_valid(*t.params)) in_study.insert(space.key(*t.params));
+    if (t.config)
+      in_study.insert(*t.config);
+    else if (t.params && space.is_valid(*t.params))
+      in_study.insert(space.key(*t.params));
   }
   for (const Config& c : r.evaluated) EXPECT_TRUE(in_study.count(space.key(c))) << space.key(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optuna, EverySampler,
-                         ::testing::Values("optuna", "optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc",
-                                           "optuna:random", "optuna:grid"),
+                         ::testing::Values("optuna", "optuna:tpe", "optuna:cmaes", "optuna:nsgaii",
+                                           "optuna:qmc", "optuna:random", "optuna:grid"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
@@ -333,7 +345,8 @@ TEST(Optuna, FailuresAreToldAsFailNeverAsTimes) {
   const Drive r = drive(*s, space, 45, [&](const Config& c) {
     Outcome o;
     if (++n % 3 == 0) {
-      o.status = *trial_status_from_int(2 + static_cast<int>(n / 3) % 6);  // compile_failed .. crashed
+      o.status =
+          *trial_status_from_int(2 + static_cast<int>(n / 3) % 6);  // compile_failed .. crashed
       failed[space.key(c)] = o.status;
     } else {
       o.time_ms = objective(space, c);
@@ -384,7 +397,8 @@ class OnePercentValid : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnePercentValid, MakesProgress) {
   SKIP_WITHOUT_OPTUNA();
-  for (const auto& [label, space] : {std::pair{"diagonal", diagonal_space()}, std::pair{"scattered", scattered_space()}}) {
+  for (const auto& [label, space] :
+       {std::pair{"diagonal", diagonal_space()}, std::pair{"scattered", scattered_space()}}) {
     const std::size_t valid = space.enumerate().size();
     ASSERT_LE(valid * 50, space.cartesian_size()) << label;  // at most 2% valid
     auto s = make(GetParam());
@@ -392,12 +406,13 @@ TEST_P(OnePercentValid, MakesProgress) {
     if (!start_or_missing(*s, context_for(space, 9), &why)) GTEST_SKIP() << why;
     const Drive r = drive(*s, space, 50, timed(space));
     const auto& st = s->stats();
-    const double per_proposal = static_cast<double>(st.asks) / static_cast<double>(std::max<std::uint64_t>(1, st.proposed));
-    std::cout << GetParam() << " " << label << " (" << valid << " valid of " << space.cartesian_size()
-              << "): " << r.evaluated.size() << " new of 50 tells, " << st.asks << " Optuna asks ("
-              << per_proposal << " per proposal; " << st.projected << " projected, " << st.answered
-              << " answered at once, " << st.waited << " waited, " << st.neighbours << " neighbours), " << r.seconds
-              << " s, best " << r.best << "\n";
+    const double per_proposal =
+        static_cast<double>(st.asks) / static_cast<double>(std::max<std::uint64_t>(1, st.proposed));
+    std::cout << GetParam() << " " << label << " (" << valid << " valid of "
+              << space.cartesian_size() << "): " << r.evaluated.size() << " new of 50 tells, "
+              << st.asks << " Optuna asks (" << per_proposal << " per proposal; " << st.projected
+              << " projected, " << st.answered << " answered at once, " << st.waited << " waited, "
+              << st.neighbours << " neighbours), " << r.seconds << " s, best " << r.best << "\n";
     EXPECT_EQ(r.invalid, 0u) << label;
     EXPECT_EQ(r.evaluated.size(), 50u) << label;
     EXPECT_LE(per_proposal, 2.0) << label;
@@ -405,7 +420,8 @@ TEST_P(OnePercentValid, MakesProgress) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optuna, OnePercentValid,
-                         ::testing::Values("optuna:tpe", "optuna:cmaes", "optuna:nsgaii", "optuna:qmc", "optuna:random"),
+                         ::testing::Values("optuna:tpe", "optuna:cmaes", "optuna:nsgaii",
+                                           "optuna:qmc", "optuna:random"),
                          [](const auto& info) { return info.param.substr(7); });
 
 TEST(Optuna, RejectionTellsInvalidProposalsAsFailed) {
@@ -516,10 +532,17 @@ TEST(Optuna, BadOptionsAreUsageErrors) {
   m = error_of("optuna:tpe", {{"study_storage", "nowhere"}});
   EXPECT_NE(m.find("journal:PATH"), std::string::npos) << m;
   // Accepted options of each sampler.
-  for (const auto& [name, options] : std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
-           {"optuna:tpe", {{"n_startup_trials", "3"}, {"multivariate", "true"}, {"group", "true"}, {"constant_liar", "true"}}},
-           {"optuna:cmaes", {{"popsize", "6"}, {"with_margin", "true"}, {"restart_strategy", "ipop"}}},
-           {"optuna:nsgaii", {{"population_size", "8"}, {"crossover", "uniform"}, {"mutation_prob", "0.2"}}},
+  for (const auto& [name, options] :
+       std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+           {"optuna:tpe",
+            {{"n_startup_trials", "3"},
+             {"multivariate", "true"},
+             {"group", "true"},
+             {"constant_liar", "true"}}},
+           {"optuna:cmaes",
+            {{"popsize", "6"}, {"with_margin", "true"}, {"restart_strategy", "ipop"}}},
+           {"optuna:nsgaii",
+            {{"population_size", "8"}, {"crossover", "uniform"}, {"mutation_prob", "0.2"}}},
            {"optuna:qmc", {{"qmc_type", "halton"}, {"scramble", "true"}}},
        }) {
     auto s = make(name);
@@ -542,8 +565,8 @@ TEST_P(StudyStorage, ContinuesAStudyAcrossStrategyInstances) {
   const fs::path dir = temp_dir(GetParam());
   const std::string url = GetParam() == "journal" ? "journal:" + (dir / "study.log").string()
                                                   : "sqlite:///" + (dir / "study.db").string();
-  const std::map<std::string, std::string> options{{"study_storage", url}, {"study_name", "reduce-h100"},
-                                                   {"n_startup_trials", "5"}};
+  const std::map<std::string, std::string> options{
+      {"study_storage", url}, {"study_name", "reduce-h100"}, {"n_startup_trials", "5"}};
   std::set<Config> first;
   std::size_t trials_after_first = 0;
   {
@@ -558,7 +581,8 @@ TEST_P(StudyStorage, ContinuesAStudyAcrossStrategyInstances) {
   s->start(context_for(space, 2, options));
   EXPECT_EQ(s->study_trials().size(), trials_after_first) << "the study was not loaded";
   const Drive r = drive(*s, space, 20, timed(space));
-  for (const Config& c : r.evaluated) EXPECT_FALSE(first.count(c)) << "re-measured " << space.key(c);
+  for (const Config& c : r.evaluated)
+    EXPECT_FALSE(first.count(c)) << "re-measured " << space.key(c);
   EXPECT_EQ(s->study_trials().size(), trials_after_first + s->stats().asks);
   // Another study name in the same storage is another study.
   auto other = make("optuna:tpe");
@@ -593,8 +617,8 @@ TEST(Optuna, GridWorkersSharingAStudySplitTheWork) {
   SKIP_WITHOUT_OPTUNA();
   const SearchSpace space = diagonal_space();
   const fs::path dir = temp_dir("grid");
-  const std::map<std::string, std::string> options{{"study_storage", "journal:" + (dir / "grid.log").string()},
-                                                   {"study_name", "grid"}};
+  const std::map<std::string, std::string> options{
+      {"study_storage", "journal:" + (dir / "grid.log").string()}, {"study_name", "grid"}};
   auto a = make("optuna:grid");
   auto b = make("optuna:grid");
   a->start(context_for(space, 1, options));
@@ -614,7 +638,8 @@ TEST(Optuna, GridWorkersSharingAStudySplitTheWork) {
     if (!any) break;
   }
   EXPECT_EQ(done.size(), 100u);
-  EXPECT_EQ(std::set<Config>(done.begin(), done.end()).size(), 100u) << "a configuration was measured twice";
+  EXPECT_EQ(std::set<Config>(done.begin(), done.end()).size(), 100u)
+      << "a configuration was measured twice";
   a.reset();
   b.reset();
   fs::remove_all(dir);
@@ -639,11 +664,15 @@ TEST(Optuna, IgnoresThePythonFirstOnPath) {
   fs::create_directories(dir / "lib" / ("python" KTUNE_TEST_PYTHON_VERSION));
   std::ofstream(dir / "bin" / "python3") << "#!/bin/sh\nexit 1\n";
   fs::permissions(dir / "bin" / "python3", fs::perms::owner_all);
-  std::ofstream(dir / "lib" / ("python" KTUNE_TEST_PYTHON_VERSION) / "os.py") << "raise ImportError('wrong python')\n";
+  std::ofstream(dir / "lib" / ("python" KTUNE_TEST_PYTHON_VERSION) / "os.py")
+      << "raise ImportError('wrong python')\n";
   const std::string path = (dir / "bin").string() + ":" + std::getenv("PATH");
   const std::string out = (dir / "out.txt").string();
-  const std::string cmd = "env PATH='" + path + "' KTUNE_OPTUNA_CHILD=1 '" + fs::read_symlink("/proc/self/exe").string() +
-                          "' --gtest_also_run_disabled_tests --gtest_filter=OptunaChild.DISABLED_StartsAStudy > '" + out + "' 2>&1";
+  const std::string cmd =
+      "env PATH='" + path + "' KTUNE_OPTUNA_CHILD=1 '" +
+      fs::read_symlink("/proc/self/exe").string() +
+      "' --gtest_also_run_disabled_tests --gtest_filter=OptunaChild.DISABLED_StartsAStudy > '" +
+      out + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -31,7 +31,8 @@ std::string optuna_missing() {
 }
 
 const std::string& conv() {
-  static const std::string path = std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  static const std::string path =
+      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
   return path;
 }
 
@@ -61,10 +62,9 @@ TEST_P(OptunaCli, ContinuesAStudyFromItsStorageWithoutTheResultsDatabase) {
                                                   : "sqlite:///" + (dir_ / "study.db").string();
   const auto tune = [&](const std::string& db) {
     // The same seed both times: a study started afresh would propose the same configurations.
-    return run({"tune", "convolution_kernel", "--replay", conv(), "--strategy", "optuna:tpe", "--study-storage", url,
-                "--strategy-option", "n_startup_trials=5", "--budget-evals", "15", "--seed", "3", "--retime-top", "0",
-                "--db", db,
-                "--json"});
+    return run({"tune", "convolution_kernel", "--replay", conv(), "--strategy", "optuna:tpe",
+                "--study-storage", url, "--strategy-option", "n_startup_trials=5", "--budget-evals",
+                "15", "--seed", "3", "--retime-top", "0", "--db", db, "--json"});
   };
   auto r = tune("first.db");
   ASSERT_EQ(r.code, 0) << r;
@@ -83,11 +83,13 @@ TEST_P(OptunaCli, ContinuesAStudyFromItsStorageWithoutTheResultsDatabase) {
   EXPECT_EQ(j.at("measured"), 15);
   const std::vector<std::string> second = trial_keys(dir_ / "second.db");
   ASSERT_EQ(second.size(), 15u);
-  for (const std::string& key : second) EXPECT_FALSE(first_set.count(key)) << "proposed again: " << key;
+  for (const std::string& key : second)
+    EXPECT_FALSE(first_set.count(key)) << "proposed again: " << key;
 
   // The run records the storage among its strategy options.
   Store store = Store::open(dir_ / "second.db", Store::Mode::kReadOnly);
-  EXPECT_TRUE(contains(store.runs().at(0).strategy_options, url)) << store.runs().at(0).strategy_options;
+  EXPECT_TRUE(contains(store.runs().at(0).strategy_options, url))
+      << store.runs().at(0).strategy_options;
 }
 
 INSTANTIATE_TEST_SUITE_P(Optuna, OptunaCli, ::testing::Values("journal", "sqlite"));
@@ -95,12 +97,13 @@ INSTANTIATE_TEST_SUITE_P(Optuna, OptunaCli, ::testing::Values("journal", "sqlite
 class OptunaCliOptions : public OptunaCli {};
 
 TEST_F(OptunaCliOptions, StudyStorageIsOnlyForOptunaAndMustAgreeWithTheOption) {
-  auto r = run({"tune", "--replay", conv(), "--strategy", "annealing", "--study-storage", "journal:x.log",
-                "--budget-evals", "5", "--db", "a.db"});
+  auto r = run({"tune", "--replay", conv(), "--strategy", "annealing", "--study-storage",
+                "journal:x.log", "--budget-evals", "5", "--db", "a.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "--study-storage is for the Optuna strategies")) << r;
-  r = run({"tune", "--replay", conv(), "--strategy", "optuna:random", "--study-storage", "journal:x.log",
-           "--strategy-option", "study_storage=journal:y.log", "--budget-evals", "5", "--db", "a.db"});
+  r = run({"tune", "--replay", conv(), "--strategy", "optuna:random", "--study-storage",
+           "journal:x.log", "--strategy-option", "study_storage=journal:y.log", "--budget-evals",
+           "5", "--db", "a.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "disagree")) << r;
   r = run({"tune", "--replay", conv(), "--strategy", "optuna:random", "--study-storage", "nowhere",
@@ -114,13 +117,13 @@ TEST_F(OptunaCliOptions, WarmStartProposesTheBestOfAnotherDeviceFirst) {
   for (const std::string strategy : {"optuna:tpe", "optuna:cmaes", "auto"}) {
     const std::string db = "w" + std::to_string(i++) + ".db";
     // Device A: a short random search stores a best configuration.
-    auto r = run({"tune", "--replay", conv(), "--replay-device", "GPU A", "--strategy", "random", "--budget-evals",
-                  "30", "--db", db, "--json"});
+    auto r = run({"tune", "--replay", conv(), "--replay-device", "GPU A", "--strategy", "random",
+                  "--budget-evals", "30", "--db", db, "--json"});
     ASSERT_EQ(r.code, 0) << r;
     const std::string best_a = nlohmann::json::parse(r.out).at("best").at("key");
     // Device B, the same recording under another name: the search starts from A's best.
-    r = run({"tune", "--replay", conv(), "--replay-device", "GPU B", "--strategy", strategy, "--warm-start",
-             "--budget-evals", "6", "--db", db, "--json"});
+    r = run({"tune", "--replay", conv(), "--replay-device", "GPU B", "--strategy", strategy,
+             "--warm-start", "--budget-evals", "6", "--db", db, "--json"});
     ASSERT_EQ(r.code, 0) << r;
     Store store = Store::open(dir_ / db, Store::Mode::kReadOnly);
     const auto runs = store.runs();

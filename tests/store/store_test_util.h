@@ -14,9 +14,9 @@
 #include <limits>
 #include <string>
 
+#include "common/test_files.h"
 #include "ktune/error.h"
 #include "ktune/store.h"
-#include "common/test_files.h"
 
 namespace ktune::test {
 

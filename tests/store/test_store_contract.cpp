@@ -133,7 +133,7 @@ TEST_F(StoreContract, RunsRoundTripEveryField) {
   run.strategy_options = R"({"n_startup_trials": 10})";
   run.budget = R"({"evaluations": 200, "seconds": 600})";
   run.status = RunStatus::kFinished;  // ignored: a new run is running
-  run.started_at = "yesterday";  // ignored: set by the store
+  run.started_at = "yesterday";       // ignored: set by the store
   run.ktune_version = "0.1.0";
   run.nvrtc_version = "13.0";
   run.driver_version = 13000;

@@ -61,9 +61,8 @@ TEST_F(StoreMigrate, RunnerBuildsSchemaOneAndOpenMigratesIt) {
   SQLite::Database db(db_path_.string(), SQLite::OPEN_READONLY);
   EXPECT_EQ(count(db, "SELECT count(*) FROM schema_migrations"), kLatest);
   // Step 1 was not applied again.
-  EXPECT_EQ(
-      db.execAndGet("SELECT applied_at FROM schema_migrations WHERE version = 1").getString(),
-      applied_at);
+  EXPECT_EQ(db.execAndGet("SELECT applied_at FROM schema_migrations WHERE version = 1").getString(),
+            applied_at);
 }
 
 TEST_F(StoreMigrate, ReopeningACurrentDatabaseChangesNoByte) {
@@ -159,9 +158,8 @@ TEST_F(StoreMigrate, SchemaTwoTypesWhatSchemaOneKeptInText) {
                           "registers, local_bytes, spill_bytes, static_shared_bytes, "
                           "dynamic_shared_bytes, max_threads_per_block, arch, compile_options, "
                           "compile_log, cubin_hash, created_at) VALUES (") +
-              std::to_string(id) + ", 1, 1, 1, 1, '" + key + "', '{}', " +
-              std::to_string(status) + ", '" + error +
-              "', 0, '[]', -1, -1, -1, -1, -1, -1, '', '', '', '', 'x')");
+              std::to_string(id) + ", 1, 1, 1, 1, '" + key + "', '{}', " + std::to_string(status) +
+              ", '" + error + "', 0, '[]', -1, -1, -1, -1, -1, -1, '', '', '', '', 'x')");
     };
     const char* copied = "re-timed interleaved with the other finalists";
     trial(1, "a", 0, "");

@@ -170,7 +170,8 @@ TEST_F(StoreOpen, ReadOnlyReadsButNeverWrites) {
     expect_error(ErrorKind::kDatabase, ro, [&] { store.upsert_kernel(reduce_kernel()); });
     expect_error(ErrorKind::kDatabase, ro, [&] { store.upsert_problem(problem_n(1)); });
     expect_error(ErrorKind::kDatabase, ro, [&] { store.begin_run(RunRecord{}); });
-    expect_error(ErrorKind::kDatabase, ro, [&] { store.finish_run(1, RunStatus::kFinished, "{}"); });
+    expect_error(ErrorKind::kDatabase, ro,
+                 [&] { store.finish_run(1, RunStatus::kFinished, "{}"); });
     expect_error(ErrorKind::kDatabase, ro, [&] { store.add_trial(make_trial(s, "x", 1)); });
     expect_error(ErrorKind::kDatabase, ro, [&] { store.set_best(1); });
     expect_error(ErrorKind::kDatabase, ro, [&] { store.put_binary("k", "sm_90", "f", "b"); });

@@ -73,8 +73,9 @@ inline RecordedSpace load_recorded_space(const std::string& file) {
 
 // A synthetic space without restrictions: `dims` parameters of `values` integers each; time
 // and failure are functions of the configuration.
-inline RecordedSpace synthetic_space(const std::string& name, std::size_t dims, std::size_t values,
-                                     const std::function<std::optional<double>(const Config&)>& time) {
+inline RecordedSpace synthetic_space(
+    const std::string& name, std::size_t dims, std::size_t values,
+    const std::function<std::optional<double>(const Config&)>& time) {
   RecordedSpace r;
   r.name = name;
   for (std::size_t d = 0; d < dims; ++d) {
@@ -116,10 +117,10 @@ struct Trace {
   std::vector<Config> asked;  // in proposal order
   std::uint64_t told = 0;
   std::set<Config> distinct;
-  std::size_t invalid = 0;      // proposals that are not valid configurations
-  std::size_t over_asked = 0;   // asks answered with more than max_count configurations
+  std::size_t invalid = 0;     // proposals that are not valid configurations
+  std::size_t over_asked = 0;  // asks answered with more than max_count configurations
   bool exhausted = false;
-  bool stalled = false;         // nothing proposed, nothing outstanding, not exhausted, budget left
+  bool stalled = false;  // nothing proposed, nothing outstanding, not exhausted, budget left
   std::optional<double> best_ms;
   std::string best_key;
 };
@@ -160,7 +161,8 @@ inline Trace drive(Strategy& strategy, const RecordedSpace& r, const DriveOption
     }
     std::size_t pick = 0;
     if (o.order == TellOrder::kLifo) pick = queue.size() - 1;
-    if (o.order == TellOrder::kShuffled) pick = static_cast<std::size_t>(order_rng() % queue.size());
+    if (o.order == TellOrder::kShuffled)
+      pick = static_cast<std::size_t>(order_rng() % queue.size());
     const Config c = queue[pick];
     queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(pick));
     Outcome out;

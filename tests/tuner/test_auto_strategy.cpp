@@ -54,7 +54,8 @@ TEST(AutoStrategy, ChoosesTheSearchStrategyWhenTheBudgetIsSmallerThanTheSpace) {
   for (const std::uint64_t budget : {std::uint64_t{1}, std::uint64_t{20}, valid - 1}) {
     const AutoChoice c = choose_auto_strategy(subset().space, budget, kNoTime);
     EXPECT_EQ(c.strategy, kAutoSearchStrategy) << budget;
-    EXPECT_TRUE(contains(c.reason, "budget of " + std::to_string(budget) + " evaluations")) << c.reason;
+    EXPECT_TRUE(contains(c.reason, "budget of " + std::to_string(budget) + " evaluations"))
+        << c.reason;
   }
   // Only a time budget: how many evaluations fit is unknown, so search.
   const AutoChoice t = choose_auto_strategy(subset().space, UINT64_MAX, 600.0);
@@ -70,7 +71,8 @@ TEST(AutoStrategy, TheSearchStrategyIsANativeOneThatIsRegistered) {
 }
 
 // Runs `name` and auto with the same seed, budget and tells: the proposals must be the same.
-void expect_same_proposals(const std::string& name, std::uint64_t budget, double seconds = kNoTime) {
+void expect_same_proposals(const std::string& name, std::uint64_t budget,
+                           double seconds = kNoTime) {
   const RecordedSpace& r = subset();
   DriveOptions o;
   o.budget = budget;
@@ -151,7 +153,9 @@ class AutoStrategyCli : public ::testing::Test {
   test::CliResult run(const std::vector<std::string>& args) {
     return test::run_ktune(args, dir_.path(), dir_ / "cache");
   }
-  static std::string conv() { return std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz"; }
+  static std::string conv() {
+    return std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  }
 };
 
 TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
@@ -180,29 +184,35 @@ TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
   // A budget the space fits in: all of it, in random order.
   r = run({"tune", "--replay", conv(), "--budget-evals", "274", "--db", "c.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, "strategy auto (random: all 274 valid configurations fit within the budget of "
-                              "274 evaluations: each is measured, in a seeded random order)"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "strategy auto (random: all 274 valid configurations fit within the budget of "
+               "274 evaluations: each is measured, in a seeded random order)"))
       << r;
   EXPECT_TRUE(contains(r.out, "274 trials")) << r;
   // Options go to a named strategy.
-  r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--strategy-option", "popsize=8", "--db", "d.db"});
+  r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--strategy-option", "popsize=8",
+           "--db", "d.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "strategy 'auto' has no option 'popsize'")) << r;
 }
 
 TEST_F(AutoStrategyCli, AJobFileMayNameItAndAnUnknownNameIsAnInputError) {
   // The replay job's restrictions, so that the space is the recorded one, plus strategy and budget.
-  const std::string restrictions =
-      test::read_file(fs::path(KTUNE_SOURCE_DIR) / "configs" / "replay" / "convolution_kernel.toml");
+  const std::string restrictions = test::read_file(fs::path(KTUNE_SOURCE_DIR) / "configs" /
+                                                   "replay" / "convolution_kernel.toml");
   test::write_file(dir_ / "auto.toml",
                    restrictions + "[strategy]\nname = \"auto\"\n[budget]\nevaluations = 25\n");
   EXPECT_EQ(load_job((dir_ / "auto.toml").string()).strategy, "auto");
   auto r = run({"tune", "--config", "auto.toml", "--replay", conv(), "--db", "j.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, std::string("strategy auto (") + kAutoSearchStrategy + ": a budget of 25")) << r;
+  EXPECT_TRUE(
+      contains(r.err, std::string("strategy auto (") + kAutoSearchStrategy + ": a budget of 25"))
+      << r;
   EXPECT_TRUE(contains(r.out, "25 trials")) << r;
 
-  test::write_file(dir_ / "bad.toml", "kernel = \"reduce\"\n[strategy]\nname = \"simulated_anealing\"\n");
+  test::write_file(dir_ / "bad.toml",
+                   "kernel = \"reduce\"\n[strategy]\nname = \"simulated_anealing\"\n");
   try {
     load_job((dir_ / "bad.toml").string());
     FAIL() << "an unknown strategy was accepted";

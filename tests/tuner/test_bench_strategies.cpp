@@ -222,9 +222,8 @@ TEST_F(BenchCli, RunsAndWritesJson) {
   const auto j = nlohmann::json::parse(test::read_file(dir_ / "out.json"));
   EXPECT_EQ(j.at("results").size(), 6u);
   EXPECT_EQ(j.at("options").at("budgets"), nlohmann::json::array({5, 20}));
-  const auto stdout_json =
-      run({"bench-strategies", "--strategies", "random", "--replay",
-           fixture("pnpoly_small.json.gz"), "--seeds", "2", "--json"});
+  const auto stdout_json = run({"bench-strategies", "--strategies", "random", "--replay",
+                                fixture("pnpoly_small.json.gz"), "--seeds", "2", "--json"});
   ASSERT_EQ(stdout_json.code, 0) << stdout_json;
   EXPECT_EQ(nlohmann::json::parse(stdout_json.out).at("results").size(), 2u);
   EXPECT_TRUE(stdout_json.err.empty()) << stdout_json;

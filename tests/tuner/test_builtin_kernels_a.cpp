@@ -30,7 +30,8 @@ using Dim3 = std::array<std::uint32_t, 3>;
 class BuiltinA : public ::testing::Test {
  protected:
   void SetUp() override { register_builtin_kernels(registry_); }
-  KernelInstance instance(const std::string& kernel, const std::map<std::string, std::int64_t>& problem = {},
+  KernelInstance instance(const std::string& kernel,
+                          const std::map<std::string, std::int64_t>& problem = {},
                           const DeviceLimits& limits = DeviceLimits::for_arch(90)) const {
     return KernelInstance(registry_.get(kernel), problem, limits);
   }
@@ -50,8 +51,13 @@ struct HostCall {
   int run(const KernelSpec& k) {
     std::vector<const char*> name_ptrs;
     for (const auto& n : names) name_ptrs.push_back(n.c_str());
-    ktune_reference_ctx ctx{sizeof(ktune_reference_ctx), names.size(), name_ptrs.data(), values.data(),
-                            buffers.size(), buffers.data(), k.user_data};
+    ktune_reference_ctx ctx{sizeof(ktune_reference_ctx),
+                            names.size(),
+                            name_ptrs.data(),
+                            values.data(),
+                            buffers.size(),
+                            buffers.data(),
+                            k.user_data};
     char buf[512] = {0};
     const int rc = k.reference(&ctx, buf, sizeof(buf));
     error = buf;
@@ -100,14 +106,16 @@ TEST_F(BuiltinA, ReduceF32SharesTheReductionButNotItsTypes) {
   EXPECT_EQ(i32.entry, "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>");
   EXPECT_EQ(f32.restrictions, i32.restrictions);
   ASSERT_EQ(f32.params.size(), i32.params.size());
-  for (std::size_t p = 0; p < f32.params.size(); ++p) EXPECT_EQ(f32.params[p].name, i32.params[p].name);
+  for (std::size_t p = 0; p < f32.params.size(); ++p)
+    EXPECT_EQ(f32.params[p].name, i32.params[p].name);
   EXPECT_EQ(f32.run, i32.run);
   EXPECT_NE(f32.reference, i32.reference);
   for (const BufferSpec& b : f32.buffers) EXPECT_EQ(b.type, ElemType::kF32) << b.name;
   for (const BufferSpec& b : i32.buffers) EXPECT_EQ(b.type, ElemType::kI32) << b.name;
   // Floats need a tolerance; the int32 sum stays exact.
   const auto out = [](const KernelSpec& k) {
-    return *std::find_if(k.buffers.begin(), k.buffers.end(), [](const BufferSpec& b) { return b.name == "out"; });
+    return *std::find_if(k.buffers.begin(), k.buffers.end(),
+                         [](const BufferSpec& b) { return b.name == "out"; });
   };
   EXPECT_GT(out(f32).abs_tol, 0);
   EXPECT_LT(out(f32).abs_tol, 0.5);  // below the average |x| of one dropped element
@@ -120,8 +128,8 @@ TEST_F(BuiltinA, ReduceF32SharesTheReductionButNotItsTypes) {
 
 struct SampleCase {
   const char* kernel;
-  std::size_t random;             // seeded picks from the valid space
-  const char* variant_param;      // one config per value of it (nullptr: none)
+  std::size_t random;         // seeded picks from the valid space
+  const char* variant_param;  // one config per value of it (nullptr: none)
 };
 
 class BuiltinASample : public BuiltinA, public ::testing::WithParamInterface<SampleCase> {};
@@ -148,16 +156,22 @@ TEST_P(BuiltinASample, CompilesForSm90) {
         return true;
       });
       if (it == valid.end())
-        it = std::find_if(valid.begin(), valid.end(), [&](const Config& c) { return space.value(c, v) == value; });
-      ASSERT_NE(it, valid.end()) << "no valid config with " << sc.variant_param << "=" << value.to_string();
+        it = std::find_if(valid.begin(), valid.end(),
+                          [&](const Config& c) { return space.value(c, v) == value; });
+      ASSERT_NE(it, valid.end()) << "no valid config with " << sc.variant_param << "="
+                                 << value.to_string();
       picked.push_back(*it);
     }
   }
   if (std::string(sc.kernel) == "matmul") {
     picked.push_back(space.from_assignments(registry_.get("matmul").reference_assignments()));
     // The largest tiles: dynamic shared memory above 48 KiB.
-    picked.push_back(space.from_assignments({{"block_m", "256"}, {"block_n", "256"}, {"block_k", "32"},
-                                             {"thread_m", "16"}, {"thread_n", "4"}, {"unroll", "4"}}));
+    picked.push_back(space.from_assignments({{"block_m", "256"},
+                                             {"block_n", "256"},
+                                             {"block_k", "32"},
+                                             {"thread_m", "16"},
+                                             {"thread_n", "4"},
+                                             {"unroll", "4"}}));
   }
   for (const Config& c : picked) ASSERT_TRUE(space.is_valid(c)) << space.key(c);
 
@@ -180,7 +194,8 @@ TEST_P(BuiltinASample, CompilesForSm90) {
     if (std::string(sc.kernel) == "matmul") {
       // The kernel declares its block size, so every block can launch: at 1024 threads, 64
       // registers a thread at most.
-      EXPECT_LE(std::int64_t{r.resources.registers} * std::int64_t(inst.geometry(picked[i]).threads_per_block()),
+      EXPECT_LE(std::int64_t{r.resources.registers} *
+                    std::int64_t(inst.geometry(picked[i]).threads_per_block()),
                 inst.limits().max_registers_per_block)
           << key;
     }
@@ -213,8 +228,10 @@ TEST_F(BuiltinA, TransposeReferenceTransposes) {
   const KernelSpec& k = registry_.get("transpose");
   std::vector<float> in(3 * 5), out(3 * 5, -1.0f);
   std::iota(in.begin(), in.end(), 0.0f);  // in[r][c] = 5 r + c
-  HostCall call{{"rows", "cols"}, {3, 5},
-                {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
+  HostCall call{
+      {"rows", "cols"},
+      {3, 5},
+      {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
   ASSERT_EQ(call.run(k), 0) << call.error;
   // out is 5 x 3: out[c][r] = in[r][c].
   EXPECT_EQ(out, (std::vector<float>{0, 5, 10, 1, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14}));
@@ -223,15 +240,20 @@ TEST_F(BuiltinA, TransposeReferenceTransposes) {
   const std::int64_t rows = 70, cols = 131;
   std::vector<float> big(rows * cols), big_out(rows * cols, -1.0f);
   std::iota(big.begin(), big.end(), 0.0f);
-  HostCall call2{{"rows", "cols"}, {rows, cols},
-                 {host_buffer("in", KTUNE_BUFFER_INPUT, big), host_buffer("out", KTUNE_BUFFER_OUTPUT, big_out)}};
+  HostCall call2{{"rows", "cols"},
+                 {rows, cols},
+                 {host_buffer("in", KTUNE_BUFFER_INPUT, big),
+                  host_buffer("out", KTUNE_BUFFER_OUTPUT, big_out)}};
   ASSERT_EQ(call2.run(k), 0) << call2.error;
   for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(big_out[c * rows + r], big[r * cols + c]) << r << "," << c;
+    for (std::int64_t c = 0; c < cols; ++c)
+      ASSERT_EQ(big_out[c * rows + r], big[r * cols + c]) << r << "," << c;
 
   // Sizes that do not match the problem are an error with a message, not a crash.
-  HostCall bad{{"rows", "cols"}, {4, 5},
-               {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
+  HostCall bad{
+      {"rows", "cols"},
+      {4, 5},
+      {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
   EXPECT_NE(bad.run(k), 0);
   EXPECT_NE(bad.error.find("transpose"), std::string::npos) << bad.error;
 }
@@ -239,7 +261,10 @@ TEST_F(BuiltinA, TransposeReferenceTransposes) {
 TEST_F(BuiltinA, CopyReferenceCopies) {
   const KernelSpec& k = registry_.get("copy");
   std::vector<float> in{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 1e-30f, 7.0f}, out(7, 42.0f);
-  HostCall call{{"n"}, {7}, {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
+  HostCall call{
+      {"n"},
+      {7},
+      {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
   ASSERT_EQ(call.run(k), 0) << call.error;
   EXPECT_EQ(std::memcmp(in.data(), out.data(), in.size() * sizeof(float)), 0);
   // The copy is exact: no tolerance on its output.
@@ -248,7 +273,10 @@ TEST_F(BuiltinA, CopyReferenceCopies) {
     EXPECT_EQ(b.rel_tol, 0) << b.name;
   }
   std::vector<float> short_out(3);
-  HostCall bad{{"n"}, {7}, {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, short_out)}};
+  HostCall bad{{"n"},
+               {7},
+               {host_buffer("in", KTUNE_BUFFER_INPUT, in),
+                host_buffer("out", KTUNE_BUFFER_OUTPUT, short_out)}};
   EXPECT_NE(bad.run(k), 0);
 }
 
@@ -256,7 +284,10 @@ TEST_F(BuiltinA, ReduceF32ReferenceSumsInDouble) {
   const KernelSpec& k = registry_.get("reduce_f32");
   // In float, 1e8 + 1 is 1e8 (its spacing there is 8), so a float sum gives 1, not 2.
   std::vector<float> in{1e8f, 1.0f, -1e8f, 1.0f}, out{-5.0f};
-  HostCall call{{"n"}, {4}, {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
+  HostCall call{
+      {"n"},
+      {4},
+      {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
   ASSERT_EQ(call.run(k), 0) << call.error;
   EXPECT_EQ(out[0], 2.0f);
 
@@ -264,15 +295,19 @@ TEST_F(BuiltinA, ReduceF32ReferenceSumsInDouble) {
   for (std::size_t i = 0; i < seq.size(); ++i) seq[i] = 0.001f * static_cast<float>(i % 7) - 0.002f;
   double want = 0;
   for (float x : seq) want += x;
-  HostCall call2{{"n"}, {1000}, {host_buffer("in", KTUNE_BUFFER_INPUT, seq), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
+  HostCall call2{
+      {"n"},
+      {1000},
+      {host_buffer("in", KTUNE_BUFFER_INPUT, seq), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
   ASSERT_EQ(call2.run(k), 0) << call2.error;
   EXPECT_EQ(out[0], static_cast<float>(want));
 }
 
 TEST_F(BuiltinA, MatmulReferenceIsTheLectureKernelWithoutOptIn) {
   const KernelSpec& k = registry_.get("matmul");
-  for (const auto& problem : {std::map<std::string, std::int64_t>{},
-                              std::map<std::string, std::int64_t>{{"m", 1000}, {"n", 777}, {"k", 513}}}) {
+  for (const auto& problem :
+       {std::map<std::string, std::int64_t>{},
+        std::map<std::string, std::int64_t>{{"m", 1000}, {"n", 777}, {"k", 513}}}) {
     const KernelInstance inst = instance("matmul", problem);
     const Config ref = inst.space().from_assignments(k.reference_assignments());
     ASSERT_TRUE(inst.space().is_valid(ref)) << inst.space().violated(ref).value_or("");
@@ -308,7 +343,7 @@ TEST_F(BuiltinA, TransposeGeometryForANonMultipleSize) {
   LaunchGeometry g = inst.geometry(def);
   EXPECT_EQ(g.grid, (Dim3{25, 32, 1}));  // ceil(777 / 32), ceil(1000 / 32)
   EXPECT_EQ(g.block, (Dim3{32, 8, 1}));
-  EXPECT_EQ(g.shared_mem, 0u);          // static
+  EXPECT_EQ(g.shared_mem, 0u);  // static
   EXPECT_EQ(inst.buffer_sizes(def), (std::vector<std::uint64_t>{777000, 777000}));
   EXPECT_DOUBLE_EQ(inst.bytes(def), 2.0 * 4 * 777000);
   const std::vector<ScalarArg> args = inst.scalar_args(def);
@@ -333,7 +368,8 @@ TEST_F(BuiltinA, MatmulGeometryForANonMultipleSize) {
   EXPECT_EQ(g.grid, (Dim3{7, 8, 1}));
   EXPECT_EQ(g.block, (Dim3{16, 16, 1}));
   EXPECT_EQ(g.shared_mem, 4u * (8 * 132 + 8 * 132));
-  EXPECT_EQ(inst.buffer_sizes(def), (std::vector<std::uint64_t>{1000 * 513, 513 * 777, 1000 * 777}));
+  EXPECT_EQ(inst.buffer_sizes(def),
+            (std::vector<std::uint64_t>{1000 * 513, 513 * 777, 1000 * 777}));
   EXPECT_DOUBLE_EQ(inst.flops(def), 2.0 * 1000 * 777 * 513);
   EXPECT_DOUBLE_EQ(inst.bytes(def), 4.0 * (1000 * 513 + 513 * 777 + 1000 * 777));
   const std::vector<ScalarArg> args = inst.scalar_args(def);
@@ -345,12 +381,20 @@ TEST_F(BuiltinA, MatmulGeometryForANonMultipleSize) {
   EXPECT_EQ(v[2], 513u);
 
   // Odd padding: tile A's rows still start the tile of B 16 bytes aligned.
-  const Config odd = inst.space().from_assignments({{"block_m", "64"}, {"block_n", "32"}, {"block_k", "8"},
-                                                    {"thread_m", "4"}, {"thread_n", "4"}, {"padding", "1"}});
+  const Config odd = inst.space().from_assignments({{"block_m", "64"},
+                                                    {"block_n", "32"},
+                                                    {"block_k", "8"},
+                                                    {"thread_m", "4"},
+                                                    {"thread_n", "4"},
+                                                    {"padding", "1"}});
   ASSERT_TRUE(inst.space().is_valid(odd)) << inst.space().violated(odd).value_or("");
   EXPECT_EQ(inst.geometry(odd).shared_mem, 4u * (8 * 65 /* 520, a multiple of 4 */ + 8 * 33));
-  const Config odd2 = inst.space().from_assignments({{"block_m", "16"}, {"block_n", "128"}, {"block_k", "8"},
-                                                     {"thread_m", "1"}, {"thread_n", "8"}, {"padding", "1"},
+  const Config odd2 = inst.space().from_assignments({{"block_m", "16"},
+                                                     {"block_n", "128"},
+                                                     {"block_k", "8"},
+                                                     {"thread_m", "1"},
+                                                     {"thread_n", "8"},
+                                                     {"padding", "1"},
                                                      {"vector_width", "4"}});
   ASSERT_TRUE(inst.space().is_valid(odd2)) << inst.space().violated(odd2).value_or("");
   EXPECT_EQ(inst.geometry(odd2).shared_mem, 4u * (136 /* 8 * 17 rounded up */ + 8 * 129));
@@ -407,18 +451,30 @@ TEST_F(BuiltinA, RestrictionsEncodeTheLimits) {
 
   const KernelInstance m = instance("matmul");
   const Sets big{{"block_m", "256"}, {"block_n", "256"}, {"block_k", "32"}, {"thread_m", "16"},
-                 {"thread_n", "4"}, {"padding", "4"}, {"unroll", "4"}};
+                 {"thread_n", "4"},  {"padding", "4"},   {"unroll", "4"}};
   EXPECT_TRUE(valid(m, big));  // 66.5 KiB of shared memory: fits sm_90's 227 KiB with opt-in
   const KernelInstance turing = instance("matmul", {}, DeviceLimits::for_arch(75));
-  EXPECT_FALSE(valid(turing, big));  // but not the 64 KiB of sm_75
-  EXPECT_FALSE(valid(m, {{"thread_m", "1"}, {"thread_n", "1"}}));  // 128 x 128 threads
+  EXPECT_FALSE(valid(turing, big));                                 // but not the 64 KiB of sm_75
+  EXPECT_FALSE(valid(m, {{"thread_m", "1"}, {"thread_n", "1"}}));   // 128 x 128 threads
   EXPECT_FALSE(valid(m, {{"thread_m", "16"}, {"thread_n", "8"}}));  // 128 accumulators
   EXPECT_FALSE(valid(m, {{"unroll", "16"}}));                       // deeper than block_k 8
   EXPECT_FALSE(valid(m, {{"variant", "1"}}));  // the tiled kernel needs square tiles
-  EXPECT_TRUE(valid(m, {{"variant", "1"}, {"block_m", "16"}, {"block_n", "16"}, {"block_k", "16"},
-                        {"thread_m", "1"}, {"thread_n", "1"}, {"vector_width", "1"}, {"unroll", "4"}}));
-  EXPECT_FALSE(valid(m, {{"variant", "1"}, {"block_m", "16"}, {"block_n", "16"}, {"block_k", "16"},
-                         {"thread_m", "1"}, {"thread_n", "1"}, {"vector_width", "4"}, {"unroll", "4"}}));
+  EXPECT_TRUE(valid(m, {{"variant", "1"},
+                        {"block_m", "16"},
+                        {"block_n", "16"},
+                        {"block_k", "16"},
+                        {"thread_m", "1"},
+                        {"thread_n", "1"},
+                        {"vector_width", "1"},
+                        {"unroll", "4"}}));
+  EXPECT_FALSE(valid(m, {{"variant", "1"},
+                         {"block_m", "16"},
+                         {"block_n", "16"},
+                         {"block_k", "16"},
+                         {"thread_m", "1"},
+                         {"thread_n", "1"},
+                         {"vector_width", "4"},
+                         {"unroll", "4"}}));
   // 256 threads with a 128-register limit fit the 64 Ki registers of a block; 1024 do not.
   EXPECT_TRUE(valid(m, {{"maxrregcount", "128"}}));
   EXPECT_FALSE(valid(m, {{"maxrregcount", "128"}, {"thread_m", "4"}, {"thread_n", "4"}}));
@@ -427,7 +483,8 @@ TEST_F(BuiltinA, RestrictionsEncodeTheLimits) {
 
   const KernelInstance c = instance("copy");
   EXPECT_TRUE(valid(c, {{"block_size", "1024"}, {"blocks_per_sm", "2"}}));
-  EXPECT_FALSE(valid(c, {{"block_size", "1024"}, {"blocks_per_sm", "4"}}));  // > 2048 threads per SM
+  EXPECT_FALSE(
+      valid(c, {{"block_size", "1024"}, {"blocks_per_sm", "4"}}));  // > 2048 threads per SM
   EXPECT_TRUE(valid(c, {{"block_size", "64"}, {"blocks_per_sm", "32"}}));
 }
 

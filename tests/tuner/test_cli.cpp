@@ -109,9 +109,9 @@ TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
         "Problem:", "Target:", "Kernels:", "Output:"}},
       {"devices", {"Output:", "--json"}},
       {"tune",
-       {"Search:", "--strategy", "--budget-evals", "--budget-time", "--progress", "Measurement:",
-        "--samples", "--flush-l2", "--timeout", "Problem:", "Device:", "--device", "Database:",
-        "--db", "Kernels:", "Output:"}},
+       {"Search:", "--strategy", "--budget-evals", "--budget-time", "--progress",
+        "Measurement:", "--samples", "--flush-l2", "--timeout", "Problem:", "Device:", "--device",
+        "Database:", "--db", "Kernels:", "Output:"}},
       {"best", {"Query:", "Problem:", "Target:", "Database:", "--db", "Kernels:", "Output:"}},
   };
   for (const auto& [command, needles] : groups) {
@@ -124,8 +124,8 @@ TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
 
 // Help names what each option takes, and shows no option the command would then refuse.
 TEST_F(Cli, HelpShowsValueNamesAndNoOptionTheCommandRejects) {
-  for (const auto& c : {"list", "space", "compile", "devices", "tune", "best", "export",
-                        "report", "bench-strategies"}) {
+  for (const auto& c : {"list", "space", "compile", "devices", "tune", "best", "export", "report",
+                        "bench-strategies"}) {
     const CliResult r = run({c, "--help"});
     EXPECT_EQ(r.code, 0) << r;
     EXPECT_FALSE(contains(r.out, " arg ")) << c << "\n" << r;

@@ -44,7 +44,8 @@ const RecordedSpace& chain() {
   return r;
 }
 
-void expect_usage_error(const std::string& strategy, const std::map<std::string, std::string>& options,
+void expect_usage_error(const std::string& strategy,
+                        const std::map<std::string, std::string>& options,
                         const std::vector<std::string>& fragments) {
   auto s = make_strategy(strategy);
   StrategyContext context;
@@ -56,7 +57,8 @@ void expect_usage_error(const std::string& strategy, const std::map<std::string,
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
     for (const auto& f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "'" << f << "' not in: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos)
+          << "'" << f << "' not in: " << e.what();
   }
 }
 
@@ -125,8 +127,8 @@ TEST_P(NativeStrategyTest, WorksOnASpaceTooLargeToKeepInMemory) {
     if ((c[2] + c[3]) % 5 == 0) {
       out.status = TrialStatus::kLaunchFailed;
     } else {
-      out.time_ms = 1.0 + std::abs(static_cast<double>(c[0]) - 20) + std::abs(static_cast<double>(c[1]) - 3) +
-                    0.5 * c[2] + 0.25 * c[3];
+      out.time_ms = 1.0 + std::abs(static_cast<double>(c[0]) - 20) +
+                    std::abs(static_cast<double>(c[1]) - 3) + 0.5 * c[2] + 0.25 * c[3];
     }
     return out;
   };
@@ -166,10 +168,12 @@ TEST(NativeOptions, EachOptionIsCheckedAndNamedInTheError) {
   expect_usage_error("annealing", {{"alpha", "1.5"}}, {"'alpha'", "1.5"});
   expect_usage_error("annealing", {{"hamming", "-0.1"}}, {"'hamming'"});
   expect_usage_error("annealing", {{"T", "1"}, {"T_min", "2"}}, {"'T_min'"});
-  expect_usage_error("greedy_ils", {{"neighbour", "diagonal"}}, {"'neighbour'", "hamming, adjacent"});
+  expect_usage_error("greedy_ils", {{"neighbour", "diagonal"}},
+                     {"'neighbour'", "hamming, adjacent"});
   expect_usage_error("greedy_ils", {{"restart", "perhaps"}}, {"'restart'", "true or false"});
   expect_usage_error("greedy_ils", {{"no_improvement", "0"}}, {"'no_improvement'"});
-  expect_usage_error("mls", {{"random_walk", "0.3"}}, {"'random_walk'"});  // only the iterated search
+  expect_usage_error("mls", {{"random_walk", "0.3"}},
+                     {"'random_walk'"});  // only the iterated search
   expect_usage_error("genetic_algorithm", {{"method", "two_points"}}, {"'method'", "uniform"});
   expect_usage_error("genetic_algorithm", {{"mutation_chance", "0"}}, {"'mutation_chance'"});
   expect_usage_error("genetic_algorithm", {{"popsize", "-3"}}, {"'popsize'"});
@@ -177,15 +181,31 @@ TEST(NativeOptions, EachOptionIsCheckedAndNamedInTheError) {
 
 TEST(NativeOptions, EveryDocumentedOptionIsAccepted) {
   const std::map<std::string, std::map<std::string, std::string>> all = {
-      {"annealing", {{"T", "2"}, {"T_min", "0.01"}, {"alpha", "0.99"}, {"hamming", "0.2"},
-                     {"sample", "0"}, {"parallel", "1"}, {"schedule", "100"}}},
-      {"greedy_ils", {{"neighbour", "Adjacent"}, {"restart", "false"}, {"sample", "5"},
-                      {"parallel", "0"}, {"no_improvement", "50"}, {"random_walk", "0.5"},
-                      {"accept", "latest"}}},
+      {"annealing",
+       {{"T", "2"},
+        {"T_min", "0.01"},
+        {"alpha", "0.99"},
+        {"hamming", "0.2"},
+        {"sample", "0"},
+        {"parallel", "1"},
+        {"schedule", "100"}}},
+      {"greedy_ils",
+       {{"neighbour", "Adjacent"},
+        {"restart", "false"},
+        {"sample", "5"},
+        {"parallel", "0"},
+        {"no_improvement", "50"},
+        {"random_walk", "0.5"},
+        {"accept", "latest"}}},
       {"mls", {{"neighbour", "hamming"}, {"restart", "true"}, {"sample", "0"}, {"parallel", "4"}}},
-      {"greedy_mls", {{"neighbour", "hamming"}, {"restart", "no"}, {"sample", "1"}, {"parallel", "2"}}},
-      {"genetic_algorithm", {{"popsize", "10"}, {"maxiter", "3"}, {"method", "disruptive_uniform"},
-                             {"mutation_chance", "5"}, {"elitism", "0"}}},
+      {"greedy_mls",
+       {{"neighbour", "hamming"}, {"restart", "no"}, {"sample", "1"}, {"parallel", "2"}}},
+      {"genetic_algorithm",
+       {{"popsize", "10"},
+        {"maxiter", "3"},
+        {"method", "disruptive_uniform"},
+        {"mutation_chance", "5"},
+        {"elitism", "0"}}},
   };
   for (const auto& [name, options] : all) {
     DriveOptions o;
@@ -244,10 +264,11 @@ TEST(NativeFailures, AreNeverReadAsTimes) {
 
 TEST(NativeFailures, GeneticAlgorithmRanksFailuresLast) {
   // Every configuration but the diagonal crashes; the search still ends on the best.
-  const RecordedSpace r = test::synthetic_space("sparse", 2, 6, [](const Config& c) -> std::optional<double> {
-    if (c[0] != c[1]) return std::nullopt;
-    return 10.0 - static_cast<double>(c[0]);
-  });
+  const RecordedSpace r =
+      test::synthetic_space("sparse", 2, 6, [](const Config& c) -> std::optional<double> {
+        if (c[0] != c[1]) return std::nullopt;
+        return 10.0 - static_cast<double>(c[0]);
+      });
   DriveOptions o;
   o.budget = 1000;
   o.options = {{"popsize", "6"}};
@@ -270,7 +291,8 @@ TEST(NativeLocalSearch, ProposesItsNeighbourhoodAndWaitsForIt) {
   s->tell(start[0], r.outcome(start[0]));
   const auto batch = s->ask(1000);
   auto expected = r.space.neighbours(start[0], Neighbourhood::kHamming);
-  EXPECT_EQ(std::set<Config>(batch.begin(), batch.end()), std::set<Config>(expected.begin(), expected.end()));
+  EXPECT_EQ(std::set<Config>(batch.begin(), batch.end()),
+            std::set<Config>(expected.begin(), expected.end()));
   EXPECT_TRUE(s->ask(100).empty()) << "best improvement decides once every neighbour is told";
   // Tell in reverse; the next proposals come only after the last tell.
   for (std::size_t i = batch.size(); i-- > 1;) {

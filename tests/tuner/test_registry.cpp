@@ -70,7 +70,8 @@ TEST(Registry, UnknownKernelIsAUsageErrorListingKnownKernels) {
   expect_error(ErrorKind::kUsage, {"unknown kernel 'nope'", "(none)"}, [&] { r.get("nope"); });
   register_builtin_kernels(r);
   r.load_library(test::good_plugin());
-  expect_error(ErrorKind::kUsage, {"unknown kernel 'nope'", "known kernels: ", "reduce, reduce_f32, saxpy, "},
+  expect_error(ErrorKind::kUsage,
+               {"unknown kernel 'nope'", "known kernels: ", "reduce, reduce_f32, saxpy, "},
                [&] { r.get("nope"); });
 }
 

@@ -316,14 +316,16 @@ TEST(Replay, AParameterTheKernelGainedAfterTheRecordingStaysAtItsDefault) {
   registry.add(grown);
 
   const ReplayTarget t = replay_target(*r, &registry);
-  EXPECT_FALSE(t.kernel.source.empty());  // the registered kernel, not one synthesized from the file
+  EXPECT_FALSE(
+      t.kernel.source.empty());  // the registered kernel, not one synthesized from the file
   const auto z = std::find_if(t.kernel.params.begin(), t.kernel.params.end(),
                               [](const Parameter& p) { return p.name == "z_unroll"; });
   ASSERT_NE(z, t.kernel.params.end());
   ASSERT_EQ(z->values.size(), 1u);
   EXPECT_EQ(z->values[0].to_string(), "2");
-  EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(),
-                          [](const std::string& n) { return contains(n, "'z_unroll'") && contains(n, "kept at 2"); }));
+  EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [](const std::string& n) {
+    return contains(n, "'z_unroll'") && contains(n, "kept at 2");
+  }));
   const KernelInstance inst(t.kernel, t.problem, t.limits);
   EXPECT_EQ(space_keys(inst.space(), *r), recorded_keys(*r));
   ReplayBackend backend(r);

@@ -4,9 +4,9 @@
 // is written directly through the Store with fixed dates, so the output is the same every run.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -31,7 +31,8 @@ struct FixtureConfig {
   int unroll;
 };
 
-const std::vector<FixtureConfig> kGrid = {{64, 1}, {64, 2}, {64, 4}, {128, 1}, {128, 2}, {128, 4}, {256, 1}, {256, 2}, {256, 4}};
+const std::vector<FixtureConfig> kGrid = {{64, 1},  {64, 2},  {64, 4},  {128, 1}, {128, 2},
+                                          {128, 4}, {256, 1}, {256, 2}, {256, 4}};
 
 double factor_block(int bs, bool h200) {
   if (bs == 64) return h200 ? 1.5 : 1.6;
@@ -82,7 +83,8 @@ class ReportDb {
   // One run: evaluates `order` (indices into kGrid) at 1.5 s intervals, re-times the top
   // `retime` and stores the winner. `failures` maps a grid index to its failure.
   std::int64_t run(std::int64_t device, const std::string& strategy, const std::vector<int>& order,
-                   const std::map<int, TrialStatus>& failures, int retime, const std::string& start) {
+                   const std::map<int, TrialStatus>& failures, int retime,
+                   const std::string& start) {
     RunRecord r;
     r.kernel_id = kernel_id_;
     r.device_id = device;
@@ -112,9 +114,11 @@ class ReportDb {
         tr.status = f->second;
         if (f->second == TrialStatus::kCompileFailed) {
           tr.error = "reduce.cu 'reduce<" + std::to_string(c.block_size) +
-                     ", 4>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(12): error: identifier \"UNROL\" is undefined";
-          tr.compile_log = "reduce.cu(12): error: identifier \"UNROL\" is undefined\n\n"
-                           "1 error detected in the compilation of \"reduce.cu\".\n";
+                     ", 4>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(12): error: identifier "
+                     "\"UNROL\" is undefined";
+          tr.compile_log =
+              "reduce.cu(12): error: identifier \"UNROL\" is undefined\n\n"
+              "1 error detected in the compilation of \"reduce.cu\".\n";
           tr.registers = -1;
         } else if (f->second == TrialStatus::kResourcesExceeded) {
           tr.error = "launch: too many resources requested for launch";
@@ -124,13 +128,15 @@ class ReportDb {
           tr.error = "output differs from the reference: out[0] = 12, expected 16";
         }
       } else {
-        const double ms = 0.2 * factor_block(c.block_size, device == h200_) * factor_unroll(c.unroll);
+        const double ms =
+            0.2 * factor_block(c.block_size, device == h200_) * factor_unroll(c.unroll);
         measured(tr, ms);
       }
       tr.id = store_.add_trial(tr);
       if (tr.status == TrialStatus::kOk) ok.push_back(tr);
     }
-    std::sort(ok.begin(), ok.end(), [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+    std::sort(ok.begin(), ok.end(),
+              [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
     ok.resize(std::min<std::size_t>(ok.size(), static_cast<std::size_t>(retime)));
     TrialRecord winner;
     for (std::size_t i = 0; i < ok.size(); ++i) {
@@ -185,7 +191,8 @@ class ReportDb {
     t.device_id = device;
     t.problem_id = problem_id_;
     t.config_key = key_of(c);
-    t.config_json = R"({"block_size": )" + std::to_string(c.block_size) + R"(, "unroll": )" + std::to_string(c.unroll) + "}";
+    t.config_json = R"({"block_size": )" + std::to_string(c.block_size) + R"(, "unroll": )" +
+                    std::to_string(c.unroll) + "}";
     t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops = std::nan("");
     t.arch = "sm_90";
     t.compile_options = "-std=c++17 --gpu-architecture=sm_90";
@@ -225,10 +232,12 @@ class Report_ : public ::testing::Test {
                    "2026-03-14T22:00:00.000Z");
     // Run 2, H100, brute force: all 9, a compile failure and a resource failure.
     run2_ = db.run(db.h100(), "brute_force", {0, 1, 2, 3, 4, 5, 6, 7, 8},
-                   {{2, TrialStatus::kCompileFailed}, {8, TrialStatus::kResourcesExceeded}}, 3, "2026-03-14T23:00:00.000Z");
+                   {{2, TrialStatus::kCompileFailed}, {8, TrialStatus::kResourcesExceeded}}, 3,
+                   "2026-03-14T23:00:00.000Z");
     // Run 3, H200, brute force: all 9, a compile failure and a timeout.
     run3_ = db.run(db.h200(), "brute_force", {0, 1, 2, 3, 4, 5, 6, 7, 8},
-                   {{2, TrialStatus::kCompileFailed}, {3, TrialStatus::kTimeout}}, 3, "2026-03-15T01:00:00.000Z");
+                   {{2, TrialStatus::kCompileFailed}, {3, TrialStatus::kTimeout}}, 3,
+                   "2026-03-15T01:00:00.000Z");
     db.seal();
   }
 
@@ -274,7 +283,8 @@ TEST_F(Report_, ConvergenceFollowsTheBestSoFar) {
   Store store = Store::open(db_path_, Store::Mode::kReadOnly);
   const Report r = build_report(store, {}, options());
   const ReportRun& run1 = r.studies[0].runs[0];
-  // Order 4 (128,2) 2 (failed) 6 (256,1) 0 (64,1) 7 (256,2) 3 (128,1): 0.22, -, 0.26, 0.416, 0.2, 0.286.
+  // Order 4 (128,2) 2 (failed) 6 (256,1) 0 (64,1) 7 (256,2) 3 (128,1): 0.22, -, 0.26, 0.416, 0.2,
+  // 0.286.
   ASSERT_EQ(run1.improvements.size(), 2u);
   EXPECT_EQ(run1.improvements[0].first, 0u);
   EXPECT_NEAR(run1.improvements[0].second, 0.22, 1e-12);
@@ -298,7 +308,9 @@ TEST_F(Report_, ImportanceIsTheShareOfLogTimeVarianceOfEachParameter) {
   const DeviceAnalysis& a = r.studies[0].devices.at(0);
   std::vector<std::pair<FixtureConfig, double>> ok;
   for (std::size_t i = 0; i < kGrid.size(); ++i)
-    if (i != 2 && i != 3) ok.emplace_back(kGrid[i], std::log(0.2 * factor_block(kGrid[i].block_size, true) * factor_unroll(kGrid[i].unroll)));
+    if (i != 2 && i != 3)
+      ok.emplace_back(kGrid[i], std::log(0.2 * factor_block(kGrid[i].block_size, true) *
+                                         factor_unroll(kGrid[i].unroll)));
   double mean = 0;
   for (auto& [c, y] : ok) mean += y;
   mean /= static_cast<double>(ok.size());
@@ -313,7 +325,8 @@ TEST_F(Report_, ImportanceIsTheShareOfLogTimeVarianceOfEachParameter) {
   };
   std::map<std::string, double> got;
   for (const auto& e : a.effects) got[e.name] = e.importance;
-  EXPECT_NEAR(got.at("block_size"), eta2([](const FixtureConfig& c) { return c.block_size; }), 1e-12);
+  EXPECT_NEAR(got.at("block_size"), eta2([](const FixtureConfig& c) { return c.block_size; }),
+              1e-12);
   EXPECT_NEAR(got.at("unroll"), eta2([](const FixtureConfig& c) { return c.unroll; }), 1e-12);
   // Most important first; the value with the lowest median is named.
   EXPECT_EQ(a.effects[0].name, "block_size");
@@ -323,8 +336,8 @@ TEST_F(Report_, ImportanceIsTheShareOfLogTimeVarianceOfEachParameter) {
   ASSERT_EQ(a.effects[1].values.size(), 3u);
   EXPECT_EQ(a.effects[1].values[0].value, "1");
   EXPECT_EQ(a.effects[1].values[2].value, "4");
-  EXPECT_EQ(a.effects[1].values[2].failed, 1u);   // (64,4) failed to compile
-  EXPECT_EQ(a.effects[1].values[0].failed, 1u);   // (128,1) timed out
+  EXPECT_EQ(a.effects[1].values[2].failed, 1u);  // (64,4) failed to compile
+  EXPECT_EQ(a.effects[1].values[0].failed, 1u);  // (128,1) timed out
 }
 
 TEST(ReportAnalysis, ImportanceOfAnAdditiveFullGridSumsToOne) {
@@ -407,13 +420,16 @@ TEST_F(Report_, SelectsRunsAndSaysWhatTheDatabaseHolds) {
   by_problem.problem = {{"n", 16777216}};
   EXPECT_EQ(select_runs(store, by_problem).size(), 3u);
   by_problem.problem = {{"n", 1024}};
-  test::expect_error(ErrorKind::kUsage, {"no run matches", "reduce (3 runs)"}, [&] { select_runs(store, by_problem); });
+  test::expect_error(ErrorKind::kUsage, {"no run matches", "reduce (3 runs)"},
+                     [&] { select_runs(store, by_problem); });
   ReportSelection unknown;
   unknown.runs = {99};
-  test::expect_error(ErrorKind::kUsage, {"--run 99", "has no run 99"}, [&] { select_runs(store, unknown); });
+  test::expect_error(ErrorKind::kUsage, {"--run 99", "has no run 99"},
+                     [&] { select_runs(store, unknown); });
   ReportSelection other_kernel;
   other_kernel.kernel = "saxpy";
-  test::expect_error(ErrorKind::kUsage, {"no run matches (kernel saxpy)"}, [&] { select_runs(store, other_kernel); });
+  test::expect_error(ErrorKind::kUsage, {"no run matches (kernel saxpy)"},
+                     [&] { select_runs(store, other_kernel); });
 }
 
 TEST_F(Report_, MarkdownGolden) {
@@ -429,18 +445,22 @@ TEST_F(Report_, HtmlIsSelfContained) {
   Store store = Store::open(db_path_, Store::Mode::kReadOnly);
   const std::string html = render_html(build_report(store, {}, options()));
   // No fetches: no external scripts, styles, fonts or images; the only URL is the SVG namespace.
-  for (const char* banned : {"<script src", "<link", "@import", "url(", "<img", "<iframe", "https://"})
+  for (const char* banned :
+       {"<script src", "<link", "@import", "url(", "<img", "<iframe", "https://"})
     EXPECT_FALSE(test::contains(html, banned)) << banned;
   std::string rest = html;
-  for (std::size_t at; (at = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;) rest.erase(at, 26);
+  for (std::size_t at; (at = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    rest.erase(at, 26);
   EXPECT_FALSE(test::contains(rest, "http://"));
   // Plots: 2 convergence, per device importance + 2 parameters + status, for two devices.
   std::size_t plots = 0;
-  for (std::size_t at = 0; (at = html.find("<svg class=\"plot\"", at)) != std::string::npos; ++at) ++plots;
+  for (std::size_t at = 0; (at = html.find("<svg class=\"plot\"", at)) != std::string::npos; ++at)
+    ++plots;
   EXPECT_EQ(plots, 2u + 2 * 4);
-  for (const char* section : {"Convergence", "Parameter effects on NVIDIA H200", "Top configurations", "Failures",
-                              "Across devices", "Provenance", "Final interleaved re-timing", "<details>",
-                              "1 error detected in the compilation", "ktune tune reduce -p n=2**24 --strategy random"})
+  for (const char* section :
+       {"Convergence", "Parameter effects on NVIDIA H200", "Top configurations", "Failures",
+        "Across devices", "Provenance", "Final interleaved re-timing", "<details>",
+        "1 error detected in the compilation", "ktune tune reduce -p n=2**24 --strategy random"})
     EXPECT_TRUE(test::contains(html, section)) << section;
   // Text from the database is escaped.
   EXPECT_TRUE(test::contains(html, "identifier &quot;UNROL&quot; is undefined"));
@@ -450,7 +470,8 @@ TEST(ReportHtml, EscapesWhatTheDatabaseSays) {
   test::TempDir dir;
   {
     ReportDb db(dir / "x.db");
-    db.run(db.h100(), "<script>alert(1)</script>", {0, 1}, {{1, TrialStatus::kCrashed}}, 0, "2026-01-01T00:00:00.000Z");
+    db.run(db.h100(), "<script>alert(1)</script>", {0, 1}, {{1, TrialStatus::kCrashed}}, 0,
+           "2026-01-01T00:00:00.000Z");
     db.seal();
   }
   Store store = Store::open(dir / "x.db", Store::Mode::kReadOnly);
@@ -507,7 +528,8 @@ class QuickBackend final : public Backend {
   }
   double time_of(const Config& c) const {
     double t = 1.0;
-    for (std::size_t i = 0; i < c.size(); ++i) t *= 1.0 + 0.1 * static_cast<double>((c[i] * 5 + i) % 4);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      t *= 1.0 + 0.1 * static_cast<double>((c[i] * 5 + i) % 4);
     return t;
   }
 
@@ -519,8 +541,10 @@ KernelSpec small_reduce(const Registry& registry) {
   KernelSpec k = registry.get("reduce");
   for (auto& p : k.params) {
     if (p.name == "variant") p.values = {Value(7), Value(8), Value(9)}, p.default_index = 0;
-    if (p.name == "elements_per_thread") p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
-    if (p.name == "maxrregcount" || p.name == "launch_bounds") p.values = {p.values[0]}, p.default_index = 0;
+    if (p.name == "elements_per_thread")
+      p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
+    if (p.name == "maxrregcount" || p.name == "launch_bounds")
+      p.values = {p.values[0]}, p.default_index = 0;
   }
   return k;
 }
@@ -529,7 +553,8 @@ TEST(ReportOfATuningRun, ReadsTheTunersRetimingAsFinalists) {
   test::TempDir dir;
   Registry registry;
   register_builtin_kernels(registry);
-  const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}}, DeviceLimits::for_arch(90));
+  const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}},
+                                DeviceLimits::for_arch(90));
   std::int64_t run_id = 0;
   {
     Store store = Store::open(dir / "t.db");
@@ -559,7 +584,8 @@ TEST(ReportOfATuningRun, ReadsTheTunersRetimingAsFinalists) {
 // --- T4 export, validated against the vendored schemas. ---
 
 // Validates `doc` against the JSON Schema keywords the T4 schemas use; returns the problems.
-void validate(const json& schema, const json& doc, const std::string& where, std::vector<std::string>& problems) {
+void validate(const json& schema, const json& doc, const std::string& where,
+              std::vector<std::string>& problems) {
   if (schema.contains("type")) {
     std::vector<std::string> types;
     if (schema["type"].is_array())
@@ -577,7 +603,8 @@ void validate(const json& schema, const json& doc, const std::string& where, std
       return false;
     };
     if (std::none_of(types.begin(), types.end(), is)) {
-      problems.push_back(where + ": expected " + schema["type"].dump() + ", got " + doc.dump().substr(0, 80));
+      problems.push_back(where + ": expected " + schema["type"].dump() + ", got " +
+                         doc.dump().substr(0, 80));
       return;
     }
   }
@@ -587,21 +614,26 @@ void validate(const json& schema, const json& doc, const std::string& where, std
   if (schema.contains("pattern") && doc.is_string() &&
       !std::regex_search(doc.get<std::string>(), std::regex(schema["pattern"].get<std::string>())))
     problems.push_back(where + ": " + doc.dump() + " does not match " + schema["pattern"].dump());
-  if (schema.contains("minimum") && doc.is_number() && doc.get<double>() < schema["minimum"].get<double>())
+  if (schema.contains("minimum") && doc.is_number() &&
+      doc.get<double>() < schema["minimum"].get<double>())
     problems.push_back(where + ": below the minimum");
   if (doc.is_object()) {
     if (schema.contains("required"))
       for (const auto& r : schema["required"])
-        if (!doc.contains(r.get<std::string>())) problems.push_back(where + ": missing required '" + r.get<std::string>() + "'");
+        if (!doc.contains(r.get<std::string>()))
+          problems.push_back(where + ": missing required '" + r.get<std::string>() + "'");
     if (schema.contains("properties"))
       for (const auto& [name, sub] : schema["properties"].items())
         if (doc.contains(name)) validate(sub, doc[name], where + "." + name, problems);
   }
   if (doc.is_array() && schema.contains("items"))
-    for (std::size_t i = 0; i < doc.size(); ++i) validate(schema["items"], doc[i], where + "[" + std::to_string(i) + "]", problems);
+    for (std::size_t i = 0; i < doc.size(); ++i)
+      validate(schema["items"], doc[i], where + "[" + std::to_string(i) + "]", problems);
 }
 
-json schema(const char* name) { return json::parse(test::read_file(fs::path(KTUNE_TEST_DATA_DIR) / "t4" / name)); }
+json schema(const char* name) {
+  return json::parse(test::read_file(fs::path(KTUNE_TEST_DATA_DIR) / "t4" / name));
+}
 
 // JSON has no NaN; nlohmann writes NaN as null. No number the export writes may be null.
 void no_nulls(const json& j, const std::string& where) {
@@ -609,7 +641,8 @@ void no_nulls(const json& j, const std::string& where) {
   if (j.is_object())
     for (const auto& [k, v] : j.items()) no_nulls(v, where + "." + k);
   if (j.is_array())
-    for (std::size_t i = 0; i < j.size(); ++i) no_nulls(j[i], where + "[" + std::to_string(i) + "]");
+    for (std::size_t i = 0; i < j.size(); ++i)
+      no_nulls(j[i], where + "[" + std::to_string(i) + "]");
 }
 
 TEST_F(Report_, T4ResultsFollowTheSchema) {
@@ -663,7 +696,8 @@ TEST_F(Report_, T4MetadataFollowsTheSchema) {
 }
 
 TEST(T4, MapsEveryStatus) {
-  std::set<std::string> allowed = {"timeout", "compile", "runtime", "correctness", "constraints", "correct"};
+  std::set<std::string> allowed = {"timeout",     "compile",     "runtime",
+                                   "correctness", "constraints", "correct"};
   for (int i = 0; i < kTrialStatusCount; ++i)
     EXPECT_TRUE(allowed.count(std::string(t4_invalidity(static_cast<TrialStatus>(i))))) << i;
   EXPECT_EQ(t4_invalidity(TrialStatus::kOk), "correct");
@@ -677,29 +711,37 @@ TEST(T4, MapsEveryStatus) {
 TEST_F(Report_, CliWritesHtmlMarkdownAndT4) {
   const fs::path cache = dir_ / "cache";
   const std::string db = db_path_.string();
-  auto r = test::run_ktune({"report", "reduce", "--db", db, "-o", "report.html"}, dir_.path(), cache);
+  auto r =
+      test::run_ktune({"report", "reduce", "--db", db, "-o", "report.html"}, dir_.path(), cache);
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(r.err, "wrote report.html (3 runs, 33 trials)")) << r;
   const std::string html = test::read_file(dir_ / "report.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_TRUE(test::contains(html, "<svg class=\"plot\""));
 
-  r = test::run_ktune({"report", "--db", db, "--format", "md", "--device-name", "H200"}, dir_.path(), cache);
+  r = test::run_ktune({"report", "--db", db, "--format", "md", "--device-name", "H200"},
+                      dir_.path(), cache);
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(r.out, "## reduce [n=16777216]"));
   EXPECT_TRUE(test::contains(r.out, "### Parameter effects"));
   EXPECT_TRUE(test::contains(r.out, "| #3 |")) << r.out;
   EXPECT_FALSE(test::contains(r.out, "| #1 |"));
 
-  r = test::run_ktune({"report", "--db", db, "-o", "r.md", "-p", "n=2**24", "--run", std::to_string(run1_)}, dir_.path(), cache);
+  r = test::run_ktune(
+      {"report", "--db", db, "-o", "r.md", "-p", "n=2**24", "--run", std::to_string(run1_)},
+      dir_.path(), cache);
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(test::read_file(dir_ / "r.md"), "# ktune search report"));
 
   // --t4 exports one run; several matching is a usage error that lists them.
   r = test::run_ktune({"report", "--db", db, "--t4", "t4.json"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(test::contains(r.err, "--t4 exports one run, and 3 runs match (1, 2, 3); pick one with --run ID")) << r;
-  r = test::run_ktune({"report", "--db", db, "--run", "2", "--t4", "t4.json", "--t4-metadata", "meta.json"}, dir_.path(), cache);
+  EXPECT_TRUE(test::contains(
+      r.err, "--t4 exports one run, and 3 runs match (1, 2, 3); pick one with --run ID"))
+      << r;
+  r = test::run_ktune(
+      {"report", "--db", db, "--run", "2", "--t4", "t4.json", "--t4-metadata", "meta.json"},
+      dir_.path(), cache);
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(r.out.empty()) << r;  // only the export: no report unless -o or --format asks
   EXPECT_EQ(json::parse(test::read_file(dir_ / "t4.json"))["results"].size(), 9u);
@@ -713,9 +755,12 @@ TEST_F(Report_, CliErrors) {
   r = test::run_ktune({"report", "--db", db_path_.string(), "--format", "pdf"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(test::contains(r.err, "--format 'pdf': expected html, md or json")) << r;
-  r = test::run_ktune({"report", "--db", db_path_.string(), "--device-name", "MI300"}, dir_.path(), cache);
+  r = test::run_ktune({"report", "--db", db_path_.string(), "--device-name", "MI300"}, dir_.path(),
+                      cache);
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(test::contains(r.err, "no run matches (--device-name MI300); it holds reduce (3 runs)")) << r;
+  EXPECT_TRUE(
+      test::contains(r.err, "no run matches (--device-name MI300); it holds reduce (3 runs)"))
+      << r;
   r = test::run_ktune({"report", "--help"}, dir_.path(), cache);
   EXPECT_EQ(r.code, 0) << r;
   EXPECT_TRUE(test::contains(r.out, "--t4")) << r;

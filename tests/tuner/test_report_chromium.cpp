@@ -26,7 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::optional<std::string> find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
+  for (const char* name :
+       {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
     const char* path = std::getenv("PATH");
     std::string dirs = path ? path : "/usr/bin:/bin";
     std::size_t start = 0;
@@ -97,7 +98,8 @@ struct Image {
 };
 
 std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
 }
 
 std::optional<Image> read_png(const std::string& bytes, std::string& why) {
@@ -134,10 +136,13 @@ std::optional<Image> read_png(const std::string& bytes, std::string& why) {
     }
     at += 12 + len;
   }
-  const std::size_t stride = static_cast<std::size_t>(img.width) * static_cast<std::size_t>(channels);
+  const std::size_t stride =
+      static_cast<std::size_t>(img.width) * static_cast<std::size_t>(channels);
   std::vector<unsigned char> raw((stride + 1) * static_cast<std::size_t>(img.height));
   unsigned long raw_len = raw.size();
-  if (!uncompress || uncompress(raw.data(), &raw_len, reinterpret_cast<const unsigned char*>(idat.data()), idat.size()) != 0 ||
+  if (!uncompress ||
+      uncompress(raw.data(), &raw_len, reinterpret_cast<const unsigned char*>(idat.data()),
+                 idat.size()) != 0 ||
       raw_len != raw.size()) {
     why = "inflate failed";
     return std::nullopt;
@@ -149,27 +154,40 @@ std::optional<Image> read_png(const std::string& bytes, std::string& why) {
     const unsigned char* row = raw.data() + static_cast<std::size_t>(y) * (stride + 1);
     const int filter = row[0];
     for (std::size_t i = 0; i < stride; ++i) {
-      const int a = i >= static_cast<std::size_t>(channels) ? cur[i - static_cast<std::size_t>(channels)] : 0;
+      const int a =
+          i >= static_cast<std::size_t>(channels) ? cur[i - static_cast<std::size_t>(channels)] : 0;
       const int b = prev[i];
-      const int c = i >= static_cast<std::size_t>(channels) ? prev[i - static_cast<std::size_t>(channels)] : 0;
+      const int c = i >= static_cast<std::size_t>(channels)
+                        ? prev[i - static_cast<std::size_t>(channels)]
+                        : 0;
       int v = row[1 + i];
       switch (filter) {
-        case 1: v += a; break;
-        case 2: v += b; break;
-        case 3: v += (a + b) / 2; break;
+        case 1:
+          v += a;
+          break;
+        case 2:
+          v += b;
+          break;
+        case 3:
+          v += (a + b) / 2;
+          break;
         case 4: {
-          const int pp = a + b - c, pa = std::abs(pp - a), pb = std::abs(pp - b), pc = std::abs(pp - c);
+          const int pp = a + b - c, pa = std::abs(pp - a), pb = std::abs(pp - b),
+                    pc = std::abs(pp - c);
           v += (pa <= pb && pa <= pc) ? a : pb <= pc ? b : c;
           break;
         }
-        default: break;
+        default:
+          break;
       }
       cur[i] = static_cast<unsigned char>(v & 0xff);
     }
     for (int x = 0; x < img.width; ++x)
       for (int k = 0; k < 3; ++k)
-        img.rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(img.width) + static_cast<std::size_t>(x)) * 3 + static_cast<std::size_t>(k)] =
-            cur[static_cast<std::size_t>(x * channels + k)];
+        img.rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(img.width) +
+                 static_cast<std::size_t>(x)) *
+                    3 +
+                static_cast<std::size_t>(k)] = cur[static_cast<std::size_t>(x * channels + k)];
     std::swap(cur, prev);
   }
   return img;
@@ -196,7 +214,8 @@ class Fake final : public Backend {
     Measurement m;
     if ((c[0] + 2 * c[1]) % 11 == 3) {
       m.status = (c[0] % 2) ? TrialStatus::kWrongResult : TrialStatus::kResourcesExceeded;
-      m.error = (c[0] % 2) ? "output differs from the reference" : "launch: too many resources requested for launch";
+      m.error = (c[0] % 2) ? "output differs from the reference"
+                           : "launch: too many resources requested for launch";
       return m;
     }
     m.time_ms = time_of(c);
@@ -221,7 +240,8 @@ class Fake final : public Backend {
   }
   double time_of(const Config& c) const {
     double t = scale_;
-    for (std::size_t i = 0; i < c.size(); ++i) t *= 1.0 + 0.35 * static_cast<double>((c[i] * 7 + i * 3) % 5);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      t *= 1.0 + 0.35 * static_cast<double>((c[i] * 7 + i * 3) % 5);
     return t;
   }
 
@@ -235,7 +255,8 @@ fs::path make_report(const fs::path& dir) {
   register_builtin_kernels(registry);
   KernelSpec k = registry.get("reduce");
   for (auto& p : k.params)
-    if (p.name == "maxrregcount" || p.name == "launch_bounds") p.values = {p.values[0]}, p.default_index = 0;
+    if (p.name == "maxrregcount" || p.name == "launch_bounds")
+      p.values = {p.values[0]}, p.default_index = 0;
   const KernelInstance instance(k, Problem{{"n", 1 << 24}}, DeviceLimits::for_arch(90));
   {
     Store store = Store::open(dir / "r.db");
@@ -262,13 +283,15 @@ fs::path make_report(const fs::path& dir) {
 TEST(ReportInChromium, RendersEveryPlotAndAScreenshotThatIsNotBlank) {
   const auto chromium = find_chromium();
   if (!chromium)
-    GTEST_SKIP() << "chromium is not installed (Debian: apt-get install chromium); the HTML report was not "
-                    "opened in a browser";
+    GTEST_SKIP()
+        << "chromium is not installed (Debian: apt-get install chromium); the HTML report was not "
+           "opened in a browser";
   test::TempDir dir;
   const fs::path html = make_report(dir.path());
   const std::string page = test::read_file(html);
   std::size_t plots = 0;
-  for (std::size_t at = 0; (at = page.find("<svg class=\"plot\"", at)) != std::string::npos; ++at) ++plots;
+  for (std::size_t at = 0; (at = page.find("<svg class=\"plot\"", at)) != std::string::npos; ++at)
+    ++plots;
   ASSERT_GT(plots, 5u);
 
   // After load, the page's own check counts the plots laid out with a size.
@@ -276,11 +299,14 @@ TEST(ReportInChromium, RendersEveryPlotAndAScreenshotThatIsNotBlank) {
   args.push_back("--virtual-time-budget=5000");
   args.push_back("--dump-dom");
   args.push_back("file://" + html.string());
-  const int dom_rc = run_process(args, dir / "dom.html", dir / "dom.err", std::chrono::seconds(120));
+  const int dom_rc =
+      run_process(args, dir / "dom.html", dir / "dom.err", std::chrono::seconds(120));
   const std::string dom = test::read_file(dir / "dom.html");
-  ASSERT_EQ(dom_rc, 0) << "chromium --dump-dom failed; stderr:\n" << test::read_file(dir / "dom.err");
+  ASSERT_EQ(dom_rc, 0) << "chromium --dump-dom failed; stderr:\n"
+                       << test::read_file(dir / "dom.err");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("data-plots=\"(\\d+)\" data-rendered=\"(\\d+)\"")))
+  ASSERT_TRUE(
+      std::regex_search(dom, m, std::regex("data-plots=\"(\\d+)\" data-rendered=\"(\\d+)\"")))
       << "no render-check marker in the DOM; stderr:\n"
       << test::read_file(dir / "dom.err") << "\nDOM tail:\n"
       << dom.substr(dom.size() > 2000 ? dom.size() - 2000 : 0);
@@ -292,8 +318,10 @@ TEST(ReportInChromium, RendersEveryPlotAndAScreenshotThatIsNotBlank) {
   args.push_back("--window-size=1280,1600");
   args.push_back("--screenshot=" + (dir / "shot.png").string());
   args.push_back("file://" + html.string());
-  const int shot_rc = run_process(args, dir / "shot.out", dir / "shot.err", std::chrono::seconds(120));
-  ASSERT_EQ(shot_rc, 0) << "chromium --screenshot failed; stderr:\n" << test::read_file(dir / "shot.err");
+  const int shot_rc =
+      run_process(args, dir / "shot.out", dir / "shot.err", std::chrono::seconds(120));
+  ASSERT_EQ(shot_rc, 0) << "chromium --screenshot failed; stderr:\n"
+                        << test::read_file(dir / "shot.err");
   std::string why;
   const auto img = read_png(test::read_file(dir / "shot.png"), why);
   if (!img) GTEST_SKIP() << "screenshot taken but not checked: " << why;

@@ -1,6 +1,7 @@
 // Run and trial state is typed, never read from text: a replayed run keeps its search trials and
 // its re-timing apart, and every way out of a run (finished, Ctrl-C, an exception, a killed
 // process) leaves the status it should.
+#include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "common/test_files.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
 #include "ktune/replay.h"
@@ -16,17 +19,14 @@
 #include "ktune/store.h"
 #include "ktune/strategy.h"
 #include "ktune/tuner.h"
-#include <SQLiteCpp/Database.h>
-#include <nlohmann/json.hpp>
-
-#include "common/test_files.h"
 #include "tuner/cli_test_util.h"
 
 namespace ktune::test {
 namespace {
 
-const std::string kReduceRecording = std::string(KTUNE_SOURCE_DIR) +
-                                     "/db/recordings/reduce-NVIDIA_H100_80GB_HBM3-n=268435456.json.gz";
+const std::string kReduceRecording =
+    std::string(KTUNE_SOURCE_DIR) +
+    "/db/recordings/reduce-NVIDIA_H100_80GB_HBM3-n=268435456.json.gz";
 
 class RunState : public ::testing::Test {
  protected:
@@ -41,8 +41,8 @@ class RunState : public ::testing::Test {
 // copied into the new trials' errors or kinds.
 TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
   const std::string job = std::string(KTUNE_SOURCE_DIR) + "/configs/reduce.toml";
-  CliResult r = run({"tune", "--config", job, "--replay", kReduceRecording, "--db", "r.db",
-                     "--retime-top", "5"});
+  CliResult r = run(
+      {"tune", "--config", job, "--replay", kReduceRecording, "--db", "r.db", "--retime-top", "5"});
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "5874 trials (5874 measured")) << r;
   // The database of that run is itself a recording: replaying it must not count its re-timing
@@ -91,9 +91,9 @@ TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
 
 // A run refused by its strategy (an unknown option) writes no run row that could stay running.
 TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunningRun) {
-  const CliResult r = run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording,
-                           "--strategy", "genetic_algorithm", "--strategy-option", "bogus=1",
-                           "--db", "x.db"});
+  const CliResult r =
+      run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording, "--strategy",
+           "genetic_algorithm", "--strategy-option", "bogus=1", "--db", "x.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "bogus")) << r;
   if (fs::exists(dir_ / "x.db")) {
@@ -111,7 +111,8 @@ class RunStateLoop : public ::testing::Test {
     Registry registry;
     register_builtin_kernels(registry);
     target_ = std::make_unique<ReplayTarget>(replay_target(*recording_, &registry));
-    instance_ = std::make_unique<KernelInstance>(target_->kernel, target_->problem, target_->limits);
+    instance_ =
+        std::make_unique<KernelInstance>(target_->kernel, target_->problem, target_->limits);
     store_ = std::make_unique<Store>(Store::open(dir_ / "loop.db"));
   }
   TempDir dir_;
@@ -196,7 +197,8 @@ TEST_F(RunStateLoop, StopMarksTheRunInterruptedAndBudgetsFinishIt) {
 // interrupted, and the next read-write open writes that down.
 TEST_F(RunStateLoop, ARunWhoseProcessWasKilledIsInterrupted) {
   const std::int64_t kernel = store_->upsert_kernel(kernel_record(*instance_));
-  const std::int64_t device = store_->upsert_device(device_record(ReplayBackend(recording_).device()));
+  const std::int64_t device =
+      store_->upsert_device(device_record(ReplayBackend(recording_).device()));
   ProblemRecord p;
   p.kernel_name = instance_->kernel().name;
   p.key = instance_->problem_key();
@@ -241,8 +243,9 @@ TEST_F(RunStateLoop, ARunWhoseProcessWasKilledIsInterrupted) {
   { Store writer = Store::open(path); }
   SQLite::Database raw(path.string(), SQLite::OPEN_READONLY);
   EXPECT_EQ(raw.execAndGet("SELECT status FROM runs WHERE id = 1").getString(), "interrupted");
-  EXPECT_EQ(raw.execAndGet("SELECT status FROM runs WHERE id = " + std::to_string(live)).getString(),
-            "running");
+  EXPECT_EQ(
+      raw.execAndGet("SELECT status FROM runs WHERE id = " + std::to_string(live)).getString(),
+      "running");
 }
 
 }  // namespace

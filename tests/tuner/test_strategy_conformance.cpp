@@ -280,8 +280,10 @@ std::string printable(const ::testing::TestParamInfo<std::string>& info) {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Every, StrategyConformance, ::testing::ValuesIn(strategy_names()), printable);
-INSTANTIATE_TEST_SUITE_P(Every, StrategyInTheLoop, ::testing::ValuesIn(strategy_names()), printable);
+INSTANTIATE_TEST_SUITE_P(Every, StrategyConformance, ::testing::ValuesIn(strategy_names()),
+                         printable);
+INSTANTIATE_TEST_SUITE_P(Every, StrategyInTheLoop, ::testing::ValuesIn(strategy_names()),
+                         printable);
 
 }  // namespace
 }  // namespace ktune

@@ -58,7 +58,8 @@ class FakeBackend final : public Backend {
     m.timed_ms = 3 * m.time_ms;
     return m;
   }
-  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates, int rounds) override {
+  std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,
+                                  int rounds) override {
     retimed = candidates.size();
     std::vector<Measurement> out;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -72,7 +73,8 @@ class FakeBackend final : public Backend {
   }
   double time_of(const Config& c) const {
     double t = 1.0;
-    for (std::size_t i = 0; i < c.size(); ++i) t += static_cast<double>((c[i] * 7 + i * 3) % 5) * 0.1;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      t += static_cast<double>((c[i] * 7 + i * 3) % 5) * 0.1;
     return t;
   }
 
@@ -109,14 +111,16 @@ class Recording final : public Strategy {
 class TunerLoop : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ktune-loop-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("ktune-loop-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     register_builtin_kernels(registry_);
     registry_.load_manifest(std::string(KTUNE_TEST_DATA_DIR) + "/compile_error/broken.toml");
     // A small reduce space: 6 block sizes x variant 7 x 3 elements per thread.
-    instance_ = std::make_unique<KernelInstance>(restricted_reduce(), Problem{{"n", 1 << 20}}, DeviceLimits::for_arch(90));
+    instance_ = std::make_unique<KernelInstance>(restricted_reduce(), Problem{{"n", 1 << 20}},
+                                                 DeviceLimits::for_arch(90));
     store_ = std::make_unique<Store>(Store::open(dir_ / "t.db"));
   }
   void TearDown() override {
@@ -127,7 +131,8 @@ class TunerLoop : public ::testing::Test {
     KernelSpec k = registry_.get("reduce");
     for (auto& p : k.params) {
       if (p.name == "variant") p.values = {Value(7)}, p.default_index = 0;
-      if (p.name == "elements_per_thread") p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
+      if (p.name == "elements_per_thread")
+        p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
       if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds")
         p.values = {p.values[0]}, p.default_index = 0;
     }
@@ -150,12 +155,14 @@ TEST_F(TunerLoop, BruteForceEvaluatesEveryValidConfigOnceAndStoresTheBest) {
   EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_EQ(s.trials, valid_count());
   EXPECT_EQ(s.measured, valid_count());
-  EXPECT_EQ(std::set<std::string>(backend.evaluated.begin(), backend.evaluated.end()).size(), valid_count());
+  EXPECT_EQ(std::set<std::string>(backend.evaluated.begin(), backend.evaluated.end()).size(),
+            valid_count());
   EXPECT_EQ(strategy.told.size(), valid_count());
   EXPECT_EQ(store_->trials_of_run(s.run_id).size(), valid_count());
   ASSERT_TRUE(s.best.has_value());
   double fastest = 1e9;
-  for (const auto& c : instance_->space().enumerate()) fastest = std::min(fastest, backend.time_of(c));
+  for (const auto& c : instance_->space().enumerate())
+    fastest = std::min(fastest, backend.time_of(c));
   EXPECT_DOUBLE_EQ(s.best->time_ms, fastest);
   const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
   ASSERT_TRUE(stored.has_value());
@@ -170,7 +177,9 @@ TEST_F(TunerLoop, FailuresAreToldAsFailuresAndNeverBecomeTheBest) {
   FakeBackend backend(*instance_);
   std::vector<Config> all = instance_->space().enumerate();
   // Make the fastest config wrong, the second crash.
-  std::sort(all.begin(), all.end(), [&](const Config& a, const Config& b) { return backend.time_of(a) < backend.time_of(b); });
+  std::sort(all.begin(), all.end(), [&](const Config& a, const Config& b) {
+    return backend.time_of(a) < backend.time_of(b);
+  });
   backend.failures[instance_->space().key(all[0])] = TrialStatus::kWrongResult;
   backend.failures[instance_->space().key(all[1])] = TrialStatus::kCrashed;
   Recording strategy(make_strategy("brute_force"));
@@ -217,16 +226,17 @@ TEST_F(TunerLoop, StopFlagEndsCleanlyKeepingWhatWasMeasured) {
   auto strategy = make_strategy("brute_force");
   TuneOptions options;
   std::atomic<bool> stop{false};
-  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr,
-                             [&](const Progress& p) {
-                               if (p.done == 4) stop = true;
-                             },
-                             &stop);
+  const TuneSummary s = tune(
+      *instance_, backend, *store_, *strategy, options, nullptr,
+      [&](const Progress& p) {
+        if (p.done == 4) stop = true;
+      },
+      &stop);
   EXPECT_EQ(s.status, RunStatus::kInterrupted);
   EXPECT_EQ(s.trials, 4u);
   EXPECT_EQ(store_->trials_of_run(s.run_id).size(), 4u);
   EXPECT_EQ(store_->run(s.run_id)->status, RunStatus::kInterrupted);
-  EXPECT_EQ(backend.retimed, 0u);  // no re-timing after Ctrl-C
+  EXPECT_EQ(backend.retimed, 0u);   // no re-timing after Ctrl-C
   EXPECT_TRUE(s.best.has_value());  // the best of what was measured is kept
 }
 
@@ -281,7 +291,9 @@ TEST_F(TunerLoop, RetimingPicksTheWinner) {
   ASSERT_TRUE(s.best.has_value());
   // The fake reverses the ranking: the search's fourth is the re-timed winner.
   std::vector<Config> all = instance_->space().enumerate();
-  std::stable_sort(all.begin(), all.end(), [&](const Config& a, const Config& b) { return backend.time_of(a) < backend.time_of(b); });
+  std::stable_sort(all.begin(), all.end(), [&](const Config& a, const Config& b) {
+    return backend.time_of(a) < backend.time_of(b);
+  });
   EXPECT_DOUBLE_EQ(s.best->time_ms, 7.0);
   EXPECT_EQ(s.best->sample_count, options.retime_rounds);
   const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
@@ -298,7 +310,7 @@ class Misbehaving final : public Strategy {
     if (done_) return {};
     done_ = true;
     Config c = space_->default_config();
-    c[space_->param_index("block_size")] = 5;   // 1024 ...
+    c[space_->param_index("block_size")] = 5;    // 1024 ...
     c[space_->param_index("maxrregcount")] = 3;  // ... with 128 registers: over the register file
     return {c};
   }
@@ -359,7 +371,9 @@ class PipelinedFake final : public Backend {
   DeviceInfo device() const override { return inner_.device(); }
   bool needs_compilation() const override { return false; }
   void prepare(const KernelInstance& i, const MeasureOptions& m) override { inner_.prepare(i, m); }
-  Measurement evaluate(const Config& c, const CompileResult* r) override { return inner_.evaluate(c, r); }
+  Measurement evaluate(const Config& c, const CompileResult* r) override {
+    return inner_.evaluate(c, r);
+  }
   std::size_t pipeline_depth() const override { return 2; }
   void submit(const Config& c, const CompileResult* r) override {
     max_in_flight = std::max(max_in_flight, ++in_flight);

@@ -3,10 +3,9 @@
 #pragma once
 
 #include <boost/program_options.hpp>
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,16 +27,16 @@ const std::vector<Command>& commands();
 
 // Parses args against options (+ positional names); prints help and returns true on --help.
 bool parse(const std::vector<std::string>& args, const char* command, const char* usage,
-           const po::options_description& options, const po::positional_options_description& positional,
-           po::variables_map& vm);
+           const po::options_description& options,
+           const po::positional_options_description& positional, po::variables_map& vm);
 
 // Option groups.
-po::options_description plugin_options();      // --plugin
-po::options_description problem_options();     // --problem
-po::options_description device_options();      // --device
-po::options_description target_options();      // --device, --arch
-po::options_description output_options();      // --json, --quiet
-po::options_description database_options();    // --db
+po::options_description plugin_options();    // --plugin
+po::options_description problem_options();   // --problem
+po::options_description device_options();    // --device
+po::options_description target_options();    // --device, --arch
+po::options_description output_options();    // --json, --quiet
+po::options_description database_options();  // --db
 
 // Registry with built-ins, KTUNE_PLUGIN_PATH and every --plugin.
 std::unique_ptr<Registry> make_registry(const po::variables_map& vm);

@@ -39,14 +39,18 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
   own.add_options()(
       "strategies", po::value<std::string>()->required()->value_name("NAMES"),
       "comma-separated strategy names, or 'all' (ktune bench-strategies --help lists them)")(
-      "replay", po::value<std::vector<std::string>>()->multitoken()->composing()->value_name("FILE..."),
+      "replay",
+      po::value<std::vector<std::string>>()->multitoken()->composing()->value_name("FILE..."),
       "recordings to run on: Kernel Tuner caches or ktune databases (repeatable, or several after "
       "one --replay)")("seeds", po::value<std::uint64_t>()->default_value(50)->value_name("N"),
                        "runs per strategy and space, seeds 1, 2, ...")(
-      "first-seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"), "seed of the first run")(
-      "budgets", po::value<std::string>()->default_value("25,50,100,200,400")->value_name("N,N,..."),
+      "first-seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"),
+      "seed of the first run")(
+      "budgets",
+      po::value<std::string>()->default_value("25,50,100,200,400")->value_name("N,N,..."),
       "evaluation budgets the fraction of the optimum is reported at")(
-      "strategy-option", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
+      "strategy-option",
+      po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
       "option NAME=VALUE given to every strategy (repeatable)")(
       "cutoff", po::value<double>()->default_value(0.96, "0.96")->value_name("X"),
       "score up to the budget where random search is expected to come this far from the median to "
@@ -95,7 +99,8 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
     options.strategy_options =
         parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
   const bool quiet = vm.count("quiet") > 0;
-  if (!quiet && !json_output(vm)) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (!quiet && !json_output(vm))
+    options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
 
   auto registry = make_registry(vm);
   std::vector<BenchSpace> spaces;

@@ -11,22 +11,28 @@
 
 namespace ktune::cli {
 
-
 int cmd_best(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Query");
-  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"), "kernel name");
-  opts.add(own).add(problem_options()).add(target_options()).add(database_options()).add(plugin_options())
+  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
+                    "kernel name");
+  opts.add(own)
+      .add(problem_options())
+      .add(target_options())
+      .add(database_options())
+      .add(plugin_options())
       .add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "best", "KERNEL [--problem NAME=VALUE ...] [--device N | --arch sm_NN] [options]", opts, pos, vm))
+  if (parse(args, "best", "KERNEL [--problem NAME=VALUE ...] [--device N | --arch sm_NN] [options]",
+            opts, pos, vm))
     return 0;
   auto registry = make_registry(vm);
   const KernelSpec& kernel = registry->get(vm["kernel"].as<std::string>());
-  const auto given = vm.count("problem") ? parse_problem(vm["problem"].as<std::vector<std::string>>())
-                                         : std::map<std::string, std::int64_t>{};
+  const auto given = vm.count("problem")
+                         ? parse_problem(vm["problem"].as<std::vector<std::string>>())
+                         : std::map<std::string, std::int64_t>{};
   const std::string key = problem_key(kernel.make_problem(given), kernel.problem);
   const std::string db = vm["db"].as<std::string>();
   Store store = Store::open(db, Store::Mode::kReadOnly);
@@ -46,11 +52,13 @@ int cmd_best(const std::vector<std::string>& args) {
     const int ordinal = vm["device"].as<int>();
     if (!q.devices.empty() && !vm["device"].defaulted() &&
         (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size())))
-      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)", ordinal, q.devices.size()));
+      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)",
+                                                 ordinal, q.devices.size()));
     if (!q.devices.empty() && ordinal >= 0 && ordinal < static_cast<int>(q.devices.size())) {
       const DeviceInfo& here = q.devices[static_cast<std::size_t>(ordinal)];
       for (const auto& d : store.devices())
-        if (d.name == here.name && d.arch == here.arch && d.sm_count == here.sm_count && d.memory_bytes == here.memory_bytes)
+        if (d.name == here.name && d.arch == here.arch && d.sm_count == here.sm_count &&
+            d.memory_bytes == here.memory_bytes)
           devices.push_back(d);
       scope = fmt::format("device {} ({})", ordinal, here.name);
     } else {
@@ -69,27 +77,37 @@ int cmd_best(const std::vector<std::string>& args) {
     out["scope"] = scope;
     out["results"] = nlohmann::json::array();
     for (const auto& b : found) {
-      out["results"].push_back({{"device", b.device.name}, {"arch", b.device.arch},
-                                {"config", nlohmann::json::parse(b.trial.config_json.empty() ? "{}" : b.trial.config_json)},
-                                {"key", b.trial.config_key}, {"time_ms", b.trial.time_ms},
-                                {"gbps", std::isfinite(b.trial.gbps) ? nlohmann::json(b.trial.gbps) : nlohmann::json()},
-                                {"samples", b.trial.sample_count}, {"spread", b.trial.time_spread},
-                                {"run_id", b.trial.run_id}, {"trial_id", b.trial_id}, {"updated_at", b.updated_at},
-                                {"source_hash", b.kernel.source_hash}});
+      out["results"].push_back(
+          {{"device", b.device.name},
+           {"arch", b.device.arch},
+           {"config",
+            nlohmann::json::parse(b.trial.config_json.empty() ? "{}" : b.trial.config_json)},
+           {"key", b.trial.config_key},
+           {"time_ms", b.trial.time_ms},
+           {"gbps", std::isfinite(b.trial.gbps) ? nlohmann::json(b.trial.gbps) : nlohmann::json()},
+           {"samples", b.trial.sample_count},
+           {"spread", b.trial.time_spread},
+           {"run_id", b.trial.run_id},
+           {"trial_id", b.trial_id},
+           {"updated_at", b.updated_at},
+           {"source_hash", b.kernel.source_hash}});
     }
     print_json(out);
   } else if (!found.empty()) {
     for (const auto& b : found) {
-      std::cout << fmt::format("{} [{}] on {} ({})\n  {}\n  {:.4f} ms median of {} runs (spread {:.2f}%)",
-                               kernel.name, key, b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms,
-                               b.trial.sample_count, 100 * b.trial.time_spread);
+      std::cout << fmt::format(
+          "{} [{}] on {} ({})\n  {}\n  {:.4f} ms median of {} runs (spread {:.2f}%)", kernel.name,
+          key, b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms,
+          b.trial.sample_count, 100 * b.trial.time_spread);
       if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
-      std::cout << fmt::format("\n  run {}, trial {}, {}\n", b.trial.run_id, b.trial_id, b.updated_at);
+      std::cout << fmt::format("\n  run {}, trial {}, {}\n", b.trial.run_id, b.trial_id,
+                               b.updated_at);
     }
   }
   if (found.empty()) {
     if (!json_output(vm))
-      std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name, key, scope, db);
+      std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name,
+                               key, scope, db);
     return 1;
   }
   return 0;

@@ -13,33 +13,42 @@ namespace ktune::cli {
 int cmd_compile(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Configuration");
-  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"), "kernel name")(
+  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
+                    "kernel name")(
       "set,s", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
       "parameter values, e.g. block_size=256 (repeatable or comma-separated; others default)")(
       "output,o", po::value<std::string>()->value_name("FILE"), "write the CUBIN to this file")(
       "source", "print the rendered source instead of compiling")(
       "no-cache", "compile even if the cache holds the result");
-  opts.add(own).add(problem_options()).add(target_options()).add(plugin_options()).add(output_options());
+  opts.add(own)
+      .add(problem_options())
+      .add(target_options())
+      .add(plugin_options())
+      .add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "compile", "KERNEL [--set NAME=VALUE ...] [--arch sm_NN] [options]", opts, pos, vm))
+  if (parse(args, "compile", "KERNEL [--set NAME=VALUE ...] [--arch sm_NN] [options]", opts, pos,
+            vm))
     return 0;
 
   auto registry = make_registry(vm);
   const KernelSpec& kernel = registry->get(vm["kernel"].as<std::string>());
   const Target target = resolve_target(vm, true);
-  const auto given = vm.count("problem") ? parse_problem(vm["problem"].as<std::vector<std::string>>())
-                                         : std::map<std::string, std::int64_t>{};
+  const auto given = vm.count("problem")
+                         ? parse_problem(vm["problem"].as<std::vector<std::string>>())
+                         : std::map<std::string, std::int64_t>{};
   KernelInstance instance(kernel, kernel.make_problem(given), target.limits);
   const SearchSpace& space = instance.space();
-  const auto sets = vm.count("set") ? parse_assignments(vm["set"].as<std::vector<std::string>>(), "set")
-                                    : std::map<std::string, std::string>{};
+  const auto sets = vm.count("set")
+                        ? parse_assignments(vm["set"].as<std::vector<std::string>>(), "set")
+                        : std::map<std::string, std::string>{};
   const Config config = space.from_assignments(sets);
   const std::string key = space.key(config);
   if (auto broken = space.violated(config))
-    throw Error(ErrorKind::kUsage, fmt::format("{}[{}] {}: invalid configuration: restriction '{}' does not hold",
-                                               kernel.name, key, target.arch, *broken));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{}[{}] {}: invalid configuration: restriction '{}' does not hold",
+                            kernel.name, key, target.arch, *broken));
 
   const CompileRequest request = render(instance, config, target.arch);
   if (vm.count("source")) {
@@ -72,18 +81,21 @@ int cmd_compile(const std::vector<std::string>& args) {
                       {"constant_bytes", r.resources.constant_bytes}};
     print_json(j);
   } else if (!r.ok) {
-    std::cerr << fmt::format("error: {}[{}] {}: compilation failed: {}\noptions: {}\n{}", kernel.name, key,
-                             target.arch, r.error, fmt::join(r.options, " "), r.log);
+    std::cerr << fmt::format("error: {}[{}] {}: compilation failed: {}\noptions: {}\n{}",
+                             kernel.name, key, target.arch, r.error, fmt::join(r.options, " "),
+                             r.log);
   } else if (!vm.count("quiet")) {
-    std::cout << fmt::format("{}[{}] {}\n  entry      {}\n  options    {}\n  cubin      {} bytes\n"
-                             "  compile    {:.1f} ms{}\n",
-                             kernel.name, key, target.arch, r.lowered_name, fmt::join(r.options, " "),
-                             r.cubin.size(), r.compile_ms, r.from_cache ? " (from cache)" : "");
+    std::cout << fmt::format(
+        "{}[{}] {}\n  entry      {}\n  options    {}\n  cubin      {} bytes\n"
+        "  compile    {:.1f} ms{}\n",
+        kernel.name, key, target.arch, r.lowered_name, fmt::join(r.options, " "), r.cubin.size(),
+        r.compile_ms, r.from_cache ? " (from cache)" : "");
     const auto& res = r.resources;
-    std::cout << fmt::format("  resources  {} registers, {} B stack, {} B spill stores, {} B spill loads, "
-                             "{} B static shared\n",
-                             res.registers, res.stack_frame_bytes, res.spill_store_bytes, res.spill_load_bytes,
-                             res.static_shared_bytes);
+    std::cout << fmt::format(
+        "  resources  {} registers, {} B stack, {} B spill stores, {} B spill loads, "
+        "{} B static shared\n",
+        res.registers, res.stack_frame_bytes, res.spill_store_bytes, res.spill_load_bytes,
+        res.static_shared_bytes);
   }
   if (r.ok && vm.count("output")) {
     const std::string path = vm["output"].as<std::string>();

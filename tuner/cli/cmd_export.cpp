@@ -47,9 +47,9 @@ const ExportFormat kFormats[] = {
 int cmd_export(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Export");
-  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"), "kernel name")(
-      "device-name", po::value<std::string>()->value_name("NAME"),
-      "device name, when the database holds several devices");
+  own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
+                    "kernel name")("device-name", po::value<std::string>()->value_name("NAME"),
+                                   "device name, when the database holds several devices");
   po::options_description formats("Formats (one or more)");
   for (const auto& f : kFormats)
     formats.add_options()(f.flag, po::value<std::string>()->value_name("FILE"), f.help);

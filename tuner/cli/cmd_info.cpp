@@ -33,7 +33,8 @@ int cmd_list(const std::vector<std::string>& args) {
         j["parameters"].push_back(pj);
       }
       for (const auto& p : k->problem)
-        j["problem"].push_back({{"name", p.name}, {"default", p.default_value}, {"description", p.description}});
+        j["problem"].push_back(
+            {{"name", p.name}, {"default", p.default_value}, {"description", p.description}});
       j["restrictions"] = k->restrictions;
       out.push_back(j);
     }
@@ -73,11 +74,16 @@ int cmd_devices(const std::vector<std::string>& args) {
     nlohmann::json out;
     out["devices"] = nlohmann::json::array();
     for (const auto& d : q.devices)
-      out["devices"].push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"arch", d.arch},
-                                {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-                                {"multiprocessors", d.sm_count}, {"memory_bytes", d.memory_bytes},
-                                {"l2_bytes", d.l2_bytes}, {"driver_version", d.driver_version},
-                                {"uuid", d.uuid}});
+      out["devices"].push_back(
+          {{"ordinal", d.ordinal},
+           {"name", d.name},
+           {"arch", d.arch},
+           {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+           {"multiprocessors", d.sm_count},
+           {"memory_bytes", d.memory_bytes},
+           {"l2_bytes", d.l2_bytes},
+           {"driver_version", d.driver_version},
+           {"uuid", d.uuid}});
     if (q.devices.empty()) out["problem"] = q.problem;
     print_json(out);
     return q.devices.empty() ? 7 : 0;
@@ -86,11 +92,11 @@ int cmd_devices(const std::vector<std::string>& args) {
     std::cerr << "no CUDA device: " << q.problem << "\n";
     return 7;
   }
-  std::cout << fmt::format("{:<3} {:<28} {:<6} {:>5} {:>10} {:>8} {}\n", "id", "name", "arch", "SMs",
-                           "memory", "L2", "driver");
+  std::cout << fmt::format("{:<3} {:<28} {:<6} {:>5} {:>10} {:>8} {}\n", "id", "name", "arch",
+                           "SMs", "memory", "L2", "driver");
   for (const auto& d : q.devices)
-    std::cout << fmt::format("{:<3} {:<28} {:<6} {:>5} {:>7.1f}GiB {:>5.1f}MiB {}.{}\n", d.ordinal, d.name,
-                             d.arch, d.sm_count, d.memory_bytes / double(1 << 30),
+    std::cout << fmt::format("{:<3} {:<28} {:<6} {:>5} {:>7.1f}GiB {:>5.1f}MiB {}.{}\n", d.ordinal,
+                             d.name, d.arch, d.sm_count, d.memory_bytes / double(1 << 30),
                              d.l2_bytes / double(1 << 20), d.driver_version / 1000,
                              d.driver_version % 1000 / 10);
   return 0;

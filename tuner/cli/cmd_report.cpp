@@ -33,20 +33,29 @@ void write_output(const std::string& path, const std::string& text) {
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Report");
-  own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "only runs of this kernel")(
-      "run", po::value<std::vector<std::int64_t>>()->composing()->value_name("ID"), "only these runs (repeatable)")(
-      "device-name", po::value<std::string>()->value_name("NAME"), "only runs on this device: a name (or part of one) or an arch (sm_90)")(
-      "output,o", po::value<std::string>()->value_name("FILE"), "write the report here (default: stdout)")(
+  own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"),
+                    "only runs of this kernel")(
+      "run", po::value<std::vector<std::int64_t>>()->composing()->value_name("ID"),
+      "only these runs (repeatable)")(
+      "device-name", po::value<std::string>()->value_name("NAME"),
+      "only runs on this device: a name (or part of one) or an arch (sm_90)")(
+      "output,o", po::value<std::string>()->value_name("FILE"),
+      "write the report here (default: stdout)")(
       "format", po::value<std::string>()->value_name("FORMAT"), "html (default), md or json")(
-      "top", po::value<int>()->default_value(10)->value_name("N"), "configurations in the top table")(
-      "title", po::value<std::string>()->value_name("TEXT"), "title of the report")(
-      "t4", po::value<std::string>()->value_name("FILE"), "also (or only) export the selected run in the T4 results format to FILE")(
-      "t4-metadata", po::value<std::string>()->value_name("FILE"), "write the T4 metadata document of the selected run to FILE");
+      "top", po::value<int>()->default_value(10)->value_name("N"),
+      "configurations in the top table")("title", po::value<std::string>()->value_name("TEXT"),
+                                         "title of the report")(
+      "t4", po::value<std::string>()->value_name("FILE"),
+      "also (or only) export the selected run in the T4 results format to FILE")(
+      "t4-metadata", po::value<std::string>()->value_name("FILE"),
+      "write the T4 metadata document of the selected run to FILE");
   opts.add(own).add(problem_options()).add(database_options()).add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "report", "[KERNEL] [--run ID ...] [--device-name NAME] [--problem ...] [--db DB] [-o report.html] [--format md]",
+  if (parse(args, "report",
+            "[KERNEL] [--run ID ...] [--device-name NAME] [--problem ...] [--db DB] [-o "
+            "report.html] [--format md]",
             opts, pos, vm))
     return 0;
 
@@ -54,7 +63,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (vm.count("kernel")) sel.kernel = vm["kernel"].as<std::string>();
   if (vm.count("run")) sel.runs = vm["run"].as<std::vector<std::int64_t>>();
   if (vm.count("device-name")) sel.device = vm["device-name"].as<std::string>();
-  if (vm.count("problem")) sel.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+  if (vm.count("problem"))
+    sel.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
 
   std::string format = vm.count("format") ? vm["format"].as<std::string>() : "";
   const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
@@ -83,11 +93,14 @@ int cmd_report(const std::vector<std::string>& args) {
     if (runs.size() != 1) {
       std::string ids;
       for (const auto id : runs) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--t4 exports one run, and {} runs match ({}); pick one with --run ID", runs.size(), ids));
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("--t4 exports one run, and {} runs match ({}); pick one with --run ID",
+                      runs.size(), ids));
     }
     if (vm.count("t4")) write_output(vm["t4"].as<std::string>(), t4_results(store, runs.front()));
-    if (vm.count("t4-metadata")) write_output(vm["t4-metadata"].as<std::string>(), t4_metadata(store, runs.front()));
+    if (vm.count("t4-metadata"))
+      write_output(vm["t4-metadata"].as<std::string>(), t4_metadata(store, runs.front()));
   }
   if (!render) return 0;
 
@@ -106,7 +119,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!to_stdout && !vm.count("quiet")) {
     std::size_t runs = 0;
     for (const auto& s : report.studies) runs += s.runs.size();
-    std::cerr << fmt::format("wrote {} ({} run{}, {} trials)\n", output, runs, runs == 1 ? "" : "s", report.trials);
+    std::cerr << fmt::format("wrote {} ({} run{}, {} trials)\n", output, runs, runs == 1 ? "" : "s",
+                             report.trials);
   }
   return 0;
 }

@@ -15,10 +15,16 @@ int cmd_space(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Space");
   own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "kernel name")(
-      "config", po::value<std::string>()->value_name("JOB.toml"), "job file (configs/*.toml) narrowing the space")(
-      "sample", po::value<int>()->default_value(10)->value_name("N"), "number of valid configurations to show")(
+      "config", po::value<std::string>()->value_name("JOB.toml"),
+      "job file (configs/*.toml) narrowing the space")(
+      "sample", po::value<int>()->default_value(10)->value_name("N"),
+      "number of valid configurations to show")(
       "seed", po::value<unsigned>()->default_value(1)->value_name("N"), "seed of the sample");
-  opts.add(own).add(problem_options()).add(target_options()).add(plugin_options()).add(output_options());
+  opts.add(own)
+      .add(problem_options())
+      .add(target_options())
+      .add(plugin_options())
+      .add(output_options());
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
@@ -27,12 +33,14 @@ int cmd_space(const std::vector<std::string>& args) {
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
   const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
-  if (kernel_name.empty()) throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+  if (kernel_name.empty())
+    throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
   const KernelSpec kernel = apply_job(registry->get(kernel_name), job);
   const Target target = resolve_target(vm, false);
   auto given = job.problem;
   if (vm.count("problem"))
-    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>())) given[k] = v;
+    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>()))
+      given[k] = v;
   KernelInstance instance(kernel, kernel.make_problem(given), target.limits);
   const SearchSpace& space = instance.space();
 
@@ -64,11 +72,12 @@ int cmd_space(const std::vector<std::string>& args) {
   }
   std::cout << fmt::format("kernel      {}\nproblem     {}\ntarget      {}\n", kernel.name,
                            instance.problem_key(), target.note);
-  std::cout << fmt::format("cartesian   {}\nvalid       {} ({:.2f}%)\nenumerated  in {:.3f} ms ({:.2f} M candidates/s)\n",
-                           stats.cartesian, stats.valid,
-                           stats.cartesian ? 100.0 * double(stats.valid) / double(stats.cartesian) : 0.0,
-                           stats.seconds * 1e3,
-                           stats.seconds > 0 ? double(stats.cartesian) / stats.seconds / 1e6 : 0.0);
+  std::cout << fmt::format(
+      "cartesian   {}\nvalid       {} ({:.2f}%)\nenumerated  in {:.3f} ms ({:.2f} M "
+      "candidates/s)\n",
+      stats.cartesian, stats.valid,
+      stats.cartesian ? 100.0 * double(stats.valid) / double(stats.cartesian) : 0.0,
+      stats.seconds * 1e3, stats.seconds > 0 ? double(stats.cartesian) / stats.seconds / 1e6 : 0.0);
   std::cout << "restrictions (kernel, then device limits):\n";
   for (const auto& r : space.restrictions()) std::cout << "  " << r << "\n";
   if (!sample.empty()) {

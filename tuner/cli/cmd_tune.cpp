@@ -48,8 +48,8 @@ class ProgressLine {
   void update(const Progress& p) {
     if (mode_ == Mode::kOff) return;
     const auto now = std::chrono::steady_clock::now();
-    const auto every = mode_ == Mode::kTerminal ? std::chrono::milliseconds(100)
-                                                : std::chrono::milliseconds(2000);
+    const auto every =
+        mode_ == Mode::kTerminal ? std::chrono::milliseconds(100) : std::chrono::milliseconds(2000);
     if (p.done < p.total && now - last_ < every) return;
     if (mode_ == Mode::kLines && p.done >= p.total && drawn_) return;  // the summary follows
     last_ = now;
@@ -81,7 +81,8 @@ class ProgressLine {
 ProgressLine::Mode progress_mode(const po::variables_map& vm) {
   const std::string mode = vm["progress"].as<std::string>();
   if (mode != "auto" && mode != "always" && mode != "never")
-    throw Error(ErrorKind::kUsage, fmt::format("--progress '{}': expected auto, always or never", mode));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--progress '{}': expected auto, always or never", mode));
   if (mode == "never" || vm.count("quiet") || json_output(vm)) return ProgressLine::Mode::kOff;
   return ::isatty(STDERR_FILENO) ? ProgressLine::Mode::kTerminal : ProgressLine::Mode::kLines;
 }
@@ -101,7 +102,8 @@ po::options_description tune_options() {
       "strategy", po::value<std::string>()->value_name("NAME"),
       "search strategy (listed below); default auto: brute force when no budget is given or the "
       "valid space fits within it, else the best search strategy")(
-      "strategy-option", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
+      "strategy-option",
+      po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
       "strategy option (repeatable)")(
       "study-storage", po::value<std::string>()->value_name("URL"),
       "Optuna strategies: keep the study in this storage to continue or share it (journal:PATH, "
@@ -110,8 +112,10 @@ po::options_description tune_options() {
       "budget-time", po::value<double>()->value_name("SECONDS"), "stop after this many seconds")(
       "seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"),
       "seed of the strategy and of the input data")(
-      "no-reuse", "measure again what the database already holds for this kernel, device and problem")(
-      "warm-start", "try first the best configurations stored for this kernel on other devices/problems")(
+      "no-reuse",
+      "measure again what the database already holds for this kernel, device and problem")(
+      "warm-start",
+      "try first the best configurations stored for this kernel on other devices/problems")(
       "retime-top", po::value<int>()->default_value(5)->value_name("N"),
       "finalists re-timed interleaved at the end")(
       "compile-threads", po::value<unsigned>()->default_value(0)->value_name("N"),
@@ -133,17 +137,25 @@ po::options_description tune_options() {
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->value_name("N"),
                         "timed runs per configuration (default 0: adaptive, until the spread is "
-                        "under --target-spread)")(
-      "warmup", po::value<int>()->value_name("N"), "untimed runs before timing (default 1)")(
+                        "under --target-spread)")("warmup", po::value<int>()->value_name("N"),
+                                                  "untimed runs before timing (default 1)")(
       "target-spread", po::value<double>()->value_name("X"),
       "adaptive: stop at this IQR/median (default 0.01)")(
-      "max-samples", po::value<int>()->value_name("N"), "adaptive: at most this many timed runs (default 50)")(
-      "flush-l2", po::value<std::string>()->value_name("WHEN"), "auto | always | never (default auto)")(
+      "max-samples", po::value<int>()->value_name("N"),
+      "adaptive: at most this many timed runs (default 50)")(
+      "flush-l2", po::value<std::string>()->value_name("WHEN"),
+      "auto | always | never (default auto)")(
       "timeout", po::value<double>()->value_name("SECONDS"),
       "seconds before a trial is killed (watchdog; default 20)");
   po::options_description all;
-  all.add(own).add(backend).add(measure).add(problem_options()).add(device_options())
-      .add(database_options()).add(plugin_options()).add(output_options());
+  all.add(own)
+      .add(backend)
+      .add(measure)
+      .add(problem_options())
+      .add(device_options())
+      .add(database_options())
+      .add(plugin_options())
+      .add(output_options());
   return all;
 }
 
@@ -187,14 +199,17 @@ void print_notes(const TuningSetup& s) {
   const TuningJob& job = s.job;
   if (job.backend != BackendKind::kReplay) return;
   if (!job.replay_reason.empty())
-    std::cerr << fmt::format("note: {}; replaying recorded measurements from {}, measured on {}{}\n",
-                             job.replay_reason, job.recording->path, job.recording->device_name,
-                             job.no_gpu ? " (nothing is measured here; --backend cuda insists on a GPU)" : "");
-  for (const auto& n : job.notes) std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
+    std::cerr << fmt::format(
+        "note: {}; replaying recorded measurements from {}, measured on {}{}\n", job.replay_reason,
+        job.recording->path, job.recording->device_name,
+        job.no_gpu ? " (nothing is measured here; --backend cuda insists on a GPU)" : "");
+  for (const auto& n : job.notes)
+    std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
   if (s.missing)
-    std::cerr << fmt::format("warning: {} of {} valid configurations of {} are not in the recording; "
-                             "they are answered invalid\n",
-                             s.missing, s.valid, job.kernel.name);
+    std::cerr << fmt::format(
+        "warning: {} of {} valid configurations of {} are not in the recording; "
+        "they are answered invalid\n",
+        s.missing, s.valid, job.kernel.name);
 }
 
 nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
@@ -220,10 +235,14 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["backend"] = setup.backend->name();
   if (setup.cuda) j["worker_starts"] = setup.cuda->worker_starts();
   if (setup.job.recording)
-    j["recording"] = {{"path", setup.job.recording->path}, {"device", setup.job.recording->device_name}};
+    j["recording"] = {{"path", setup.job.recording->path},
+                      {"device", setup.job.recording->device_name}};
   if (s.best)
-    j["best"] = {{"config", nlohmann::json::parse(s.best->config_json)}, {"key", s.best->config_key},
-                 {"time_ms", s.best->time_ms}, {"gbps", s.best->gbps}, {"trial_id", s.best->id}};
+    j["best"] = {{"config", nlohmann::json::parse(s.best->config_json)},
+                 {"key", s.best->config_key},
+                 {"time_ms", s.best->time_ms},
+                 {"gbps", s.best->gbps},
+                 {"trial_id", s.best->id}};
   for (const auto& f : s.finalists)
     j["finalists"].push_back({{"key", f.config_key}, {"time_ms", f.time_ms}, {"gbps", f.gbps}});
   return j;
@@ -231,21 +250,25 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
 
 void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned threads) {
   const double rate = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
-  std::cout << fmt::format("run {} {}: {} trials ({} measured, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
-                           s.run_id, to_string(s.status), s.trials, s.measured, s.from_database,
-                           s.wall_seconds, rate);
+  std::cout << fmt::format(
+      "run {} {}: {} trials ({} measured, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
+      s.run_id, to_string(s.status), s.trials, s.measured, s.from_database, s.wall_seconds, rate);
   std::string statuses;
-  for (const auto& [name, n] : s.by_status) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
+  for (const auto& [name, n] : s.by_status)
+    statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
   std::cout << "  outcomes   " << statuses << "\n";
   if (setup.cuda)
-    std::cout << fmt::format("  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} threads\n",
-                             s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
-                             100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
+    std::cout << fmt::format(
+        "  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} "
+        "threads\n",
+        s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
+        100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
   else
     std::cout << fmt::format("  replayed   from {}, measured on {}\n", setup.job.recording->path,
                              setup.job.recording->device_name);
   if (s.best) {
-    std::cout << fmt::format("  best       {}\n             {:.4f} ms median", s.best->config_key, s.best->time_ms);
+    std::cout << fmt::format("  best       {}\n             {:.4f} ms median", s.best->config_key,
+                             s.best->time_ms);
     if (std::isfinite(s.best->gbps)) std::cout << fmt::format(", {:.1f} GB/s", s.best->gbps);
     std::cout << "\n";
   } else {
@@ -258,8 +281,10 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
 po::options_description database_options() {
   po::options_description o("Database");
   const char* env = std::getenv("KTUNE_DB");
-  o.add_options()("db", po::value<std::string>()->default_value(env && *env ? env : "ktune.db")->value_name("FILE"),
-                  "results database (default $KTUNE_DB or ./ktune.db)");
+  o.add_options()(
+      "db",
+      po::value<std::string>()->default_value(env && *env ? env : "ktune.db")->value_name("FILE"),
+      "results database (default $KTUNE_DB or ./ktune.db)");
   return o;
 }
 
@@ -268,7 +293,9 @@ int cmd_tune(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "tune", "KERNEL [--problem NAME=VALUE ...] [options]\n       ktune tune --config JOB.toml [options]",
+  if (parse(args, "tune",
+            "KERNEL [--problem NAME=VALUE ...] [options]\n       ktune tune --config JOB.toml "
+            "[options]",
             opts, pos, vm)) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
@@ -282,7 +309,8 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (vm.count("plugin")) cuda.plugins = vm["plugin"].as<std::vector<std::string>>();
   cuda.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   const std::shared_ptr<CompileCache> cache = cuda.cache;
-  TuningSetup setup = set_up_tuning(resolve_job(*registry, job, overrides_from(vm, args)), std::move(cuda));
+  TuningSetup setup =
+      set_up_tuning(resolve_job(*registry, job, overrides_from(vm, args)), std::move(cuda));
   print_notes(setup);
 
   Store store = Store::open(vm["db"].as<std::string>());
@@ -298,18 +326,21 @@ int cmd_tune(const std::vector<std::string>& args) {
   const KernelInstance& instance = *setup.instance;
   if (!quiet && !json_output(vm)) {
     if (setup.cuda)
-      std::cerr << fmt::format("tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
-                               instance.kernel().name, instance.problem_key(), setup.backend->device().name,
-                               setup.backend->device().arch, setup.strategy_text, threads, store.path().string());
+      std::cerr << fmt::format(
+          "tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
+          instance.kernel().name, instance.problem_key(), setup.backend->device().name,
+          setup.backend->device().arch, setup.strategy_text, threads, store.path().string());
     else
-      std::cerr << fmt::format("replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n",
-                               instance.kernel().name, instance.problem_key(), setup.backend->device().name,
-                               setup.job.recording->path, setup.strategy_text, store.path().string());
+      std::cerr << fmt::format(
+          "replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n",
+          instance.kernel().name, instance.problem_key(), setup.backend->device().name,
+          setup.job.recording->path, setup.strategy_text, store.path().string());
   }
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  const TuneSummary s = tune(instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
-                             [&](const Progress& p) { line.update(p); }, &g_stop);
+  const TuneSummary s = tune(
+      instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
+      [&](const Progress& p) { line.update(p); }, &g_stop);
   std::signal(SIGINT, SIG_DFL);
   line.finish();
 

@@ -12,8 +12,8 @@
 namespace ktune::cli {
 
 bool parse(const std::vector<std::string>& args, const char* command, const char* usage,
-           const po::options_description& options, const po::positional_options_description& positional,
-           po::variables_map& vm) {
+           const po::options_description& options,
+           const po::positional_options_description& positional, po::variables_map& vm) {
   po::options_description all("");
   all.add_options()("help,h", "show this help");
   all.add(options);
@@ -36,7 +36,8 @@ po::options_description plugin_options() {
 
 po::options_description problem_options() {
   po::options_description o("Problem");
-  o.add_options()("problem,p", po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
+  o.add_options()("problem,p",
+                  po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
                   "problem parameters, e.g. n=268435456 or n=2**28 (repeatable or comma-separated;"
                   " others take the kernel's defaults)");
   return o;
@@ -52,8 +53,9 @@ po::options_description device_options() {
 po::options_description target_options() {
   po::options_description o("Target");
   o.add_options()("device", po::value<int>()->default_value(0)->value_name("N"),
-                  "the CUDA device of this machine, by ordinal (ktune devices lists them)")("arch", po::value<std::string>()->value_name("sm_NN"),
-                  "architecture to compile for, e.g. sm_90, instead of the device's (no GPU needed)");
+                  "the CUDA device of this machine, by ordinal (ktune devices lists them)")(
+      "arch", po::value<std::string>()->value_name("sm_NN"),
+      "architecture to compile for, e.g. sm_90, instead of the device's (no GPU needed)");
   return o;
 }
 
@@ -79,7 +81,8 @@ std::vector<std::string> split_items(const std::vector<std::string>& items) {
     std::size_t start = 0;
     while (start <= item.size()) {
       const auto comma = item.find(',', start);
-      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string part =
+          item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!part.empty()) out.push_back(part);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -108,7 +111,8 @@ std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>
       throw Error(ErrorKind::kUsage, fmt::format("--problem {}: {}", item, e.what()));
     }
     if (!v.is_int() && !(v.is_double() && std::floor(v.as_double()) == v.as_double()))
-      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: '{}' is not an integer", item, text));
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--problem {}: '{}' is not an integer", item, text));
     out[name] = v.as_int();
   }
   return out;
@@ -137,8 +141,8 @@ Target resolve_target(const po::variables_map& vm, bool need_arch) {
   DeviceQuery q = list_devices();
   if (!q.devices.empty()) {
     if (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size()))
-      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)", ordinal,
-                                                 q.devices.size()));
+      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)",
+                                                 ordinal, q.devices.size()));
     t.device = q.devices[static_cast<std::size_t>(ordinal)];
     t.arch = t.device->arch;
     t.limits = t.device->limits;
@@ -146,11 +150,13 @@ Target resolve_target(const po::variables_map& vm, bool need_arch) {
     return t;
   }
   if (need_arch)
-    throw Error(ErrorKind::kDevice,
-                fmt::format("no CUDA device ({}); pass --arch sm_NN to compile without a GPU", q.problem));
+    throw Error(
+        ErrorKind::kDevice,
+        fmt::format("no CUDA device ({}); pass --arch sm_NN to compile without a GPU", q.problem));
   t.arch = "sm_90";
   t.limits = DeviceLimits::for_arch(90);
-  t.note = fmt::format("no CUDA device ({}); assuming sm_90 limits, pass --arch to choose", q.problem);
+  t.note =
+      fmt::format("no CUDA device ({}); assuming sm_90 limits, pass --arch to choose", q.problem);
   return t;
 }
 

@@ -16,12 +16,14 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"list", "list kernels, their parameters and problem parameters", cmd_list},
       {"space", "size of a kernel's search space, valid configurations, a sample", cmd_space},
-      {"compile", "compile one configuration with NVRTC; print size, time and resources", cmd_compile},
+      {"compile", "compile one configuration with NVRTC; print size, time and resources",
+       cmd_compile},
       {"devices", "list CUDA devices", cmd_devices},
       {"tune", "tune a kernel for a problem on a GPU and store the best configuration", cmd_tune},
       {"best", "print the stored best configuration of a kernel for a problem", cmd_best},
       {"export", "write a kernel's trials from the database as a Kernel Tuner cache", cmd_export},
-      {"bench-strategies", "score search strategies on recorded spaces (no GPU)", cmd_bench_strategies},
+      {"bench-strategies", "score search strategies on recorded spaces (no GPU)",
+       cmd_bench_strategies},
       {"report", "render an HTML or Markdown report of tuning runs from the database", cmd_report},
   };
   return kCommands;

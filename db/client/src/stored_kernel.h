@@ -19,9 +19,9 @@ namespace ktune::detail {
 
 struct StoredKernel {
   std::int64_t id = 0;
-  KernelText text;        // name, source, source name, entry, compile options
+  KernelText text;  // name, source, source name, entry, compile options
   StoredSpec spec;
-  Scope scope;            // params, then problem parameters, then DeviceLimits::fields()
+  Scope scope;  // params, then problem parameters, then DeviceLimits::fields()
   std::array<Expr, 3> grid, block;
   Expr shared_mem;
 };

@@ -61,8 +61,8 @@ struct ProcessIdentity {
 
 struct DeviceRecord {
   std::int64_t id = 0;
-  std::string name;               // "NVIDIA H200"
-  std::string arch;               // "sm_90"
+  std::string name;  // "NVIDIA H200"
+  std::string arch;  // "sm_90"
   int cc_major = 0;
   int cc_minor = 0;
   int sm_count = 0;
@@ -70,8 +70,8 @@ struct DeviceRecord {
   std::int64_t l2_bytes = 0;
   // Identity: (name, arch, sm_count, memory_bytes); the fields below are provenance of the
   // last registration and do not split a device.
-  int driver_version = 0;         // CUDA driver API version, e.g. 13000
-  std::string nvrtc_version;      // "13.0"
+  int driver_version = 0;     // CUDA driver API version, e.g. 13000
+  std::string nvrtc_version;  // "13.0"
 };
 
 struct KernelRecord {
@@ -79,16 +79,16 @@ struct KernelRecord {
   std::string name;
   std::string source_hash;
   std::string space_hash;
-  std::string source;             // the template text, so a stored best can be recompiled
+  std::string source;  // the template text, so a stored best can be recompiled
   std::string entry;
-  std::string spec_json;          // parameters, problem, launch ... as JSON (for reports)
+  std::string spec_json;  // parameters, problem, launch ... as JSON (for reports)
 };
 
 struct ProblemRecord {
   std::int64_t id = 0;
   std::string kernel_name;
-  std::string key;                // canonical "n=268435456"
-  std::string json;               // {"n": 268435456}
+  std::string key;   // canonical "n=268435456"
+  std::string json;  // {"n": 268435456}
 };
 
 struct RunRecord {
@@ -96,25 +96,25 @@ struct RunRecord {
   std::int64_t kernel_id = 0;
   std::int64_t device_id = 0;
   std::int64_t problem_id = 0;
-  std::string backend;            // the backend's name: "cuda", "replay" (tests: "fake" ...)
-  bool replayed = false;          // measurements replayed from a recording, not measured here
+  std::string backend;              // the backend's name: "cuda", "replay" (tests: "fake" ...)
+  bool replayed = false;            // measurements replayed from a recording, not measured here
   std::optional<FlushL2> flush_l2;  // nullopt: not recorded (runs before schema 2)
-  std::string strategy;           // "brute_force", "random", "optuna:tpe" ...
-  std::string strategy_options;   // JSON
-  std::string budget;             // JSON: {"evaluations": 200, "seconds": 600}
+  std::string strategy;             // "brute_force", "random", "optuna:tpe" ...
+  std::string strategy_options;     // JSON
+  std::string budget;               // JSON: {"evaluations": 200, "seconds": 600}
   RunStatus status = RunStatus::kRunning;
-  std::string started_at;         // ISO 8601 UTC, set by the store
+  std::string started_at;  // ISO 8601 UTC, set by the store
   std::string finished_at;
   std::string ktune_version;
   std::string nvrtc_version;
   int driver_version = 0;
-  std::string host;               // ProcessIdentity: set by begin_run from the calling process
+  std::string host;  // ProcessIdentity: set by begin_run from the calling process
   std::string boot_id;
   std::int64_t pid = 0;
   std::int64_t process_start = 0;
   std::string command_line;
   std::uint64_t seed = 0;
-  std::string summary;            // JSON written when the run finishes
+  std::string summary;  // JSON written when the run finishes
 };
 
 struct TrialRecord {
@@ -123,20 +123,20 @@ struct TrialRecord {
   std::int64_t kernel_id = 0;
   std::int64_t device_id = 0;
   std::int64_t problem_id = 0;
-  std::string config_key;         // SearchSpace::key
-  std::string config_json;        // {"block_size": 256, ...}
+  std::string config_key;   // SearchSpace::key
+  std::string config_json;  // {"block_size": 256, ...}
   TrialKind kind = TrialKind::kSearch;
   TrialStatus status = TrialStatus::kOk;
-  std::string error;              // short reason for a non-ok status
+  std::string error;  // short reason for a non-ok status
   // Timing in milliseconds per kernel run; NaN where not measured.
-  double time_ms = 0;             // median: what trials are ranked by
+  double time_ms = 0;  // median: what trials are ranked by
   double time_min_ms = 0;
   double time_mean_ms = 0;
-  double time_spread = 0;         // relative spread of the samples (IQR / median)
+  double time_spread = 0;  // relative spread of the samples (IQR / median)
   int sample_count = 0;
   std::vector<double> samples_ms;
-  double gbps = 0;                // NaN when the kernel declares no bytes
-  double gflops = 0;              // NaN when the kernel declares no flops
+  double gbps = 0;    // NaN when the kernel declares no bytes
+  double gflops = 0;  // NaN when the kernel declares no flops
   // Resources of the compiled kernel; -1 where unknown.
   int registers = -1;
   int local_bytes = -1;
@@ -144,15 +144,15 @@ struct TrialRecord {
   int static_shared_bytes = -1;
   int dynamic_shared_bytes = -1;
   int max_threads_per_block = -1;
-  double occupancy = -1;          // active warps / max warps per SM, 0..1
-  int l2_flushed = -1;            // 1: L2 flushed before each timed run, 0: not, -1: unknown
+  double occupancy = -1;  // active warps / max warps per SM, 0..1
+  int l2_flushed = -1;    // 1: L2 flushed before each timed run, 0: not, -1: unknown
   // Compilation.
   std::string arch;
-  std::string compile_options;    // space-separated
+  std::string compile_options;  // space-separated
   std::string compile_log;
-  std::string cubin_hash;         // CompileRequest::key of the binary (see binaries)
+  std::string cubin_hash;  // CompileRequest::key of the binary (see binaries)
   double compile_ms = 0;
-  double eval_ms = 0;             // wall time of the evaluation (GPU side)
+  double eval_ms = 0;  // wall time of the evaluation (GPU side)
   std::string created_at;
 };
 

@@ -61,10 +61,10 @@ typedef enum ktune_type {
 
 /* What a buffer is to the kernel. */
 typedef enum ktune_buffer_role {
-  KTUNE_BUFFER_INPUT = 1,   /* filled once per worker from `init`; must not be written */
-  KTUNE_BUFFER_OUTPUT = 2,  /* poisoned before every run, then compared with the reference */
-  KTUNE_BUFFER_INOUT = 3,   /* filled from `init` before every run, then compared */
-  KTUNE_BUFFER_SCRATCH = 4  /* work space: set from `init` ("zero" or "none") once, not checked */
+  KTUNE_BUFFER_INPUT = 1,  /* filled once per worker from `init`; must not be written */
+  KTUNE_BUFFER_OUTPUT = 2, /* poisoned before every run, then compared with the reference */
+  KTUNE_BUFFER_INOUT = 3,  /* filled from `init` before every run, then compared */
+  KTUNE_BUFFER_SCRATCH = 4 /* work space: set from `init` ("zero" or "none") once, not checked */
 } ktune_buffer_role;
 
 typedef struct ktune_param_desc {
@@ -82,29 +82,29 @@ typedef struct ktune_problem_desc {
 
 typedef struct ktune_buffer_desc {
   const char* name;
-  int type;                  /* ktune_type */
-  int role;                  /* ktune_buffer_role */
-  const char* size;          /* element count: expression over problem and parameters */
+  int type;         /* ktune_type */
+  int role;         /* ktune_buffer_role */
+  const char* size; /* element count: expression over problem and parameters */
   /* Inputs: "random" (default; integers in [-100, 100], floats in [-1, 1)), "random(lo, hi)",
      "iota", "value(x)". Scratch: "zero" (default) or "none". Ignored for outputs. */
   const char* init;
-  double abs_tol;            /* floating-point outputs pass where |out - ref| <= abs_tol + */
-  double rel_tol;            /*   rel_tol * |ref|; integers are compared exactly */
+  double abs_tol; /* floating-point outputs pass where |out - ref| <= abs_tol + */
+  double rel_tol; /*   rel_tol * |ref|; integers are compared exactly */
 } ktune_buffer_desc;
 
 typedef struct ktune_arg_desc {
-  const char* buffer;        /* the buffer passed (its device pointer), or NULL for a scalar */
-  const char* value;         /* scalar: expression over problem and parameters */
-  int type;                  /* scalar: ktune_type */
+  const char* buffer; /* the buffer passed (its device pointer), or NULL for a scalar */
+  const char* value;  /* scalar: expression over problem and parameters */
+  int type;           /* scalar: ktune_type */
 } ktune_arg_desc;
 
 /* A host copy of a buffer, given to reference functions. */
 typedef struct ktune_host_buffer {
   const char* name;
-  int type;                  /* ktune_type */
-  int role;                  /* ktune_buffer_role */
-  size_t count;              /* elements */
-  void* data;                /* inputs: the generated data; outputs: to be filled */
+  int type;     /* ktune_type */
+  int role;     /* ktune_buffer_role */
+  size_t count; /* elements */
+  void* data;   /* inputs: the generated data; outputs: to be filled */
 } ktune_host_buffer;
 
 /* What a reference function sees: the problem, and every buffer on the host. */
@@ -115,7 +115,7 @@ typedef struct ktune_reference_ctx {
   const int64_t* problem_values;
   size_t buffer_count;
   ktune_host_buffer* buffers;
-  void* user_data;           /* ktune_kernel_desc.user_data */
+  void* user_data; /* ktune_kernel_desc.user_data */
 } ktune_reference_ctx;
 
 /* Fills the expected contents of every OUTPUT and INOUT buffer from the inputs. */
@@ -126,12 +126,12 @@ typedef int (*ktune_reference_fn)(const ktune_reference_ctx* ctx, char* error, s
    or be synchronised with it, because the measurement's events are recorded on it. */
 typedef struct ktune_run_ctx {
   size_t struct_size;
-  void* stream;                                   /* cudaStream_t the run is timed on */
-  void* kernel;                                   /* the compiled entry, a cudaKernel_t */
-  const unsigned* grid;                           /* geometry from the kernel's expressions */
+  void* stream;         /* cudaStream_t the run is timed on */
+  void* kernel;         /* the compiled entry, a cudaKernel_t */
+  const unsigned* grid; /* geometry from the kernel's expressions */
   const unsigned* block;
   size_t shared_mem;
-  void** args;                                    /* the kernel's argument array, as launched */
+  void** args; /* the kernel's argument array, as launched */
   /* Launches `kernel` (or the entry when NULL) with this geometry; returns a cudaError_t. */
   int (*launch)(const struct ktune_run_ctx* ctx, void* kernel, const unsigned grid[3],
                 const unsigned block[3], size_t shared_mem, void** args);
@@ -142,8 +142,8 @@ typedef struct ktune_run_ctx {
   /* Address of a CUDA runtime function ktune carries ("cudaMemcpyAsync", "cudaStreamCreate",
      "cudaEventRecord", "cudaMallocHost" ...), so a plugin needs to link no CUDA library. */
   void* (*cuda_function)(const char* name);
-  void* user_data;                                /* ktune_kernel_desc.user_data */
-  void* internal;                                 /* ktune's own state; do not touch */
+  void* user_data; /* ktune_kernel_desc.user_data */
+  void* internal;  /* ktune's own state; do not touch */
   /* Device address and size of a __device__ or __constant__ variable of the compiled program
      (e.g. a filter in constant memory, filled with cudaMemcpyAsync); NULL if there is none. */
   void* (*global)(const struct ktune_run_ctx* ctx, const char* name, size_t* bytes);
@@ -152,39 +152,39 @@ typedef struct ktune_run_ctx {
 typedef int (*ktune_run_fn)(const ktune_run_ctx* ctx, char* error, size_t error_size);
 
 typedef struct ktune_kernel_desc {
-  size_t struct_size;        /* sizeof(ktune_kernel_desc) as the plugin was compiled */
-  const char* name;          /* unique identifier, e.g. "reduce" */
+  size_t struct_size; /* sizeof(ktune_kernel_desc) as the plugin was compiled */
+  const char* name;   /* unique identifier, e.g. "reduce" */
   const char* description;
-  const char* source;        /* the templated CUDA text */
-  const char* source_name;   /* a file name for compiler messages, e.g. "reduce.cu" */
-  const char* entry;         /* NVRTC name expression: "reduce<BLOCK_SIZE, VARIANT>" or "saxpy" */
+  const char* source;      /* the templated CUDA text */
+  const char* source_name; /* a file name for compiler messages, e.g. "reduce.cu" */
+  const char* entry;       /* NVRTC name expression: "reduce<BLOCK_SIZE, VARIANT>" or "saxpy" */
   const char* const* compile_options; /* extra NVRTC options, e.g. "-std=c++17"; may be NULL */
   size_t compile_option_count;
   const ktune_param_desc* params;
   size_t param_count;
-  const char* const* restrictions;    /* expressions that must hold for a valid config */
+  const char* const* restrictions; /* expressions that must hold for a valid config */
   size_t restriction_count;
   const ktune_problem_desc* problem;
   size_t problem_count;
-  const char* grid[3];       /* expressions; NULL entries mean "1" */
+  const char* grid[3]; /* expressions; NULL entries mean "1" */
   const char* block[3];
-  const char* shared_mem;    /* dynamic shared memory in bytes; NULL means 0 */
+  const char* shared_mem; /* dynamic shared memory in bytes; NULL means 0 */
   const ktune_buffer_desc* buffers;
   size_t buffer_count;
-  const ktune_arg_desc* args;          /* kernel arguments in order */
+  const ktune_arg_desc* args; /* kernel arguments in order */
   size_t arg_count;
-  ktune_reference_fn reference;        /* host reference; or NULL and ... */
-  const char* reference_config;        /* ... a config whose output is the reference,
-                                          "variant=1,block_size=256" (others default) */
-  const char* bytes;         /* bytes moved per run (expression; NULL: none) -> GB/s */
-  const char* flops;         /* floating-point operations per run (NULL: none) -> GFLOP/s */
-  ktune_run_fn run;          /* optional: replaces the single launch */
-  void* user_data;           /* passed to reference and run */
+  ktune_reference_fn reference; /* host reference; or NULL and ... */
+  const char* reference_config; /* ... a config whose output is the reference,
+                                   "variant=1,block_size=256" (others default) */
+  const char* bytes;            /* bytes moved per run (expression; NULL: none) -> GB/s */
+  const char* flops;            /* floating-point operations per run (NULL: none) -> GFLOP/s */
+  ktune_run_fn run;             /* optional: replaces the single launch */
+  void* user_data;              /* passed to reference and run */
 } ktune_kernel_desc;
 
 typedef struct ktune_plugin {
-  unsigned abi_version;      /* KTUNE_PLUGIN_ABI_VERSION the plugin was built against */
-  size_t struct_size;        /* sizeof(ktune_plugin) as the plugin was compiled */
+  unsigned abi_version; /* KTUNE_PLUGIN_ABI_VERSION the plugin was built against */
+  size_t struct_size;   /* sizeof(ktune_plugin) as the plugin was compiled */
   const char* name;
   const char* version;
   const ktune_kernel_desc* const* kernels;
@@ -196,7 +196,7 @@ typedef const ktune_plugin* (*ktune_plugin_entry_fn)(void);
 #define KTUNE_PLUGIN_ENTRY_NAME "ktune_plugin_entry"
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* KTUNE_PLUGIN_H */

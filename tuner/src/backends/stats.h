@@ -29,7 +29,8 @@ inline SampleStats sample_stats(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   s.median = quantile_sorted(samples, 0.5);
   s.min = samples.front();
-  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  s.mean =
+      std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
   s.spread = s.median > 0
                  ? (quantile_sorted(samples, 0.75) - quantile_sorted(samples, 0.25)) / s.median
                  : 0.0;

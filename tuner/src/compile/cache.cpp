@@ -72,7 +72,6 @@ std::optional<std::string> read_file(const fs::path& path) {
 
 fs::path entry_path(const fs::path& dir, const std::string& key) { return dir / (key + ".kcubin"); }
 
-
 }  // namespace
 
 CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {}

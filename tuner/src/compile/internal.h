@@ -24,7 +24,8 @@ const std::vector<std::pair<std::string_view, int CompiledResources::*>>& resour
 
 // Compiles a batch in `process` (started with `command` when it is not running); a process that
 // fails or dies fails the batch's configurations, each with the reason.
-std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector<std::string>& command,
+std::vector<CompileResult> remote_compile(Subprocess& process,
+                                          const std::vector<std::string>& command,
                                           const std::vector<CompileRequest>& requests);
 
 }  // namespace ktune::detail

@@ -1,7 +1,5 @@
 // NVRTC compilation of one request (or one batch) into CompileResults, failures kept as data,
 // and what this NVRTC can target.
-#include "ktune/compiler.h"
-
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <string_view>
 
 #include "compile/internal.h"
+#include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -186,7 +185,8 @@ std::string expand_macros(const std::string& text,
     std::size_t end = i;
     while (end < text.size() && is_identifier_char(text[end])) ++end;
     const std::string word = text.substr(i, end - i);
-    const auto it = std::find_if(defines.begin(), defines.end(), [&](const auto& d) { return d.first == word; });
+    const auto it = std::find_if(defines.begin(), defines.end(),
+                                 [&](const auto& d) { return d.first == word; });
     out += it == defines.end() ? word : it->second;
     i = end;
   }
@@ -214,14 +214,16 @@ std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requ
     if (r.batch_group != combined.batch_group) return alone();
     const std::string ns = "ktune_cfg_" + std::to_string(i);
     combined.source += "namespace " + ns + " {\n";
-    for (const auto& [name, value] : r.defines) combined.source += "#define " + name + " " + value + "\n";
+    for (const auto& [name, value] : r.defines)
+      combined.source += "#define " + name + " " + value + "\n";
     combined.source += r.body + "\n}  // namespace " + ns + "\n";
     for (const auto& d : r.defines) combined.source += "#undef " + d.first + "\n";
     entries.push_back(ns + "::" + expand_macros(r.entry, r.defines));
   }
   try {
     Program program(combined);
-    for (const std::string& e : entries) check(nvrtcAddNameExpression(program.get(), e.c_str()), "nvrtcAddNameExpression");
+    for (const std::string& e : entries)
+      check(nvrtcAddNameExpression(program.get(), e.c_str()), "nvrtcAddNameExpression");
     std::vector<const char*> options;
     for (const std::string& option : combined.options) options.push_back(option.c_str());
     const nvrtcResult compiled =
@@ -233,11 +235,12 @@ std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requ
     if (size == 0) return alone();
     std::string cubin(size, '\0');
     check(nvrtcGetCUBIN(program.get(), cubin.data()), "nvrtcGetCUBIN");
-    const double share =
-        std::chrono::duration<double, std::milli>(Clock::now() - start).count() / static_cast<double>(requests.size());
+    const double share = std::chrono::duration<double, std::milli>(Clock::now() - start).count() /
+                         static_cast<double>(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const char* lowered = nullptr;
-      check(nvrtcGetLoweredName(program.get(), entries[i].c_str(), &lowered), "nvrtcGetLoweredName");
+      check(nvrtcGetLoweredName(program.get(), entries[i].c_str(), &lowered),
+            "nvrtcGetLoweredName");
       CompileResult r;
       r.ok = true;
       r.cubin = cubin;

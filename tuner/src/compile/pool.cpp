@@ -14,7 +14,6 @@ namespace ktune {
 
 using Clock = std::chrono::steady_clock;
 
-
 struct CompilePool::Impl {
   struct Task {
     CompileRequest request;
@@ -100,7 +99,8 @@ struct CompilePool::Impl {
     if (requests.empty()) return results;
     Clock::time_point start = Clock::now();
     std::vector<CompileResult> compiled =
-        process_command.empty() ? compile_batch(requests) : detail::remote_compile(process, process_command, requests);
+        process_command.empty() ? compile_batch(requests)
+                                : detail::remote_compile(process, process_command, requests);
     busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     compiles += requests.size();
     for (std::size_t k = 0; k < misses.size(); ++k) {

@@ -1,9 +1,8 @@
 // Compile processes (`ktune __compile`): the same compile_batch(), in a child process, over the
 // ipc framing. Some NVRTC builds serialise compilations inside one process; separate processes
 // always run in parallel.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
@@ -35,9 +34,10 @@ CompiledResources resources_from(const json& j) {
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json request_json(const CompileRequest& r) {
-  return json{{"source", r.source},   {"source_name", r.source_name}, {"entry", r.entry},
-              {"options", r.options}, {"arch", r.arch},               {"batch_group", r.batch_group},
-              {"body", r.body},       {"defines", r.defines}};
+  return json{{"source", r.source}, {"source_name", r.source_name},
+              {"entry", r.entry},   {"options", r.options},
+              {"arch", r.arch},     {"batch_group", r.batch_group},
+              {"body", r.body},     {"defines", r.defines}};
 }
 
 CompileRequest request_from(const json& h) {
@@ -70,10 +70,16 @@ ipc::Message results_message(std::vector<CompileResult>& results) {
         blob += r.cubin;
       }
     }
-    out.push_back({{"ok", r.ok},         {"lowered_name", r.lowered_name}, {"error", r.error},
-                   {"log", r.log},       {"options", r.options},           {"arch", r.arch},
-                   {"key", r.key},       {"resources", resources_json(r.resources)},
-                   {"compile_ms", r.compile_ms}, {"cubin", index}});
+    out.push_back({{"ok", r.ok},
+                   {"lowered_name", r.lowered_name},
+                   {"error", r.error},
+                   {"log", r.log},
+                   {"options", r.options},
+                   {"arch", r.arch},
+                   {"key", r.key},
+                   {"resources", resources_json(r.resources)},
+                   {"compile_ms", r.compile_ms},
+                   {"cubin", index}});
   }
   return {json::parse(dump(json{{"results", out}, {"cubin_sizes", sizes}})), std::move(blob)};
 }
@@ -82,7 +88,8 @@ ipc::Message results_message(std::vector<CompileResult>& results) {
 
 namespace detail {
 
-std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector<std::string>& command,
+std::vector<CompileResult> remote_compile(Subprocess& process,
+                                          const std::vector<std::string>& command,
                                           const std::vector<CompileRequest>& requests) {
   const auto all_failed = [&](const std::string& error, const std::string& log) {
     std::vector<CompileResult> out;
@@ -126,7 +133,8 @@ std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector
     CompileResult r;
     r.ok = h.value("ok", false);
     const int index = h.value("cubin", -1);
-    if (index >= 0 && static_cast<std::size_t>(index) < cubins.size()) r.cubin = cubins[static_cast<std::size_t>(index)];
+    if (index >= 0 && static_cast<std::size_t>(index) < cubins.size())
+      r.cubin = cubins[static_cast<std::size_t>(index)];
     r.lowered_name = h.value("lowered_name", "");
     r.error = h.value("error", "");
     r.log = h.value("log", "");
@@ -137,7 +145,8 @@ std::vector<CompileResult> remote_compile(Subprocess& process, const std::vector
     r.compile_ms = h.value("compile_ms", 0.0);
     out.push_back(std::move(r));
   }
-  if (out.size() != requests.size()) return all_failed("compile process answered a different number of results", "");
+  if (out.size() != requests.size())
+    return all_failed("compile process answered a different number of results", "");
   return out;
 }
 

@@ -31,7 +31,8 @@ const std::array<std::pair<std::string_view, DeviceLimits::Field>, 14>& DeviceLi
 Constants DeviceLimits::constants() const {
   Constants out;
   out.reserve(fields().size());
-  for (const auto& [name, field] : fields()) out.emplace_back(std::string(name), Value(this->*field));
+  for (const auto& [name, field] : fields())
+    out.emplace_back(std::string(name), Value(this->*field));
   return out;
 }
 

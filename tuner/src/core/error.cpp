@@ -5,13 +5,20 @@ namespace ktune {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kUsage: return 2;
-    case ErrorKind::kInput: return 3;
-    case ErrorKind::kPlugin: return 4;
-    case ErrorKind::kDatabase: return 5;
-    case ErrorKind::kCompile: return 6;
-    case ErrorKind::kDevice: return 7;
-    case ErrorKind::kInternal: return 70;
+    case ErrorKind::kUsage:
+      return 2;
+    case ErrorKind::kInput:
+      return 3;
+    case ErrorKind::kPlugin:
+      return 4;
+    case ErrorKind::kDatabase:
+      return 5;
+    case ErrorKind::kCompile:
+      return 6;
+    case ErrorKind::kDevice:
+      return 7;
+    case ErrorKind::kInternal:
+      return 70;
   }
   return 70;
 }

@@ -1,11 +1,10 @@
 // SearchSpace: validation, pruned depth-first enumeration, config keys and neighbourhoods.
 #include "ktune/space.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "ktune/error.h"

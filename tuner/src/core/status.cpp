@@ -6,8 +6,8 @@
 namespace ktune {
 namespace {
 constexpr std::array<std::string_view, kTrialStatusCount> kNames = {
-    "ok", "invalid", "compile_failed", "launch_failed",
-    "resources_exceeded", "wrong_result", "timeout", "crashed",
+    "ok",           "invalid", "compile_failed", "launch_failed", "resources_exceeded",
+    "wrong_result", "timeout", "crashed",
 };
 }  // namespace
 

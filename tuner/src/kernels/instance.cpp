@@ -21,16 +21,36 @@ ScalarArg to_scalar(const Value& v, ElemType type) {
   out.type = type;
   const auto put = [&](auto x) { std::memcpy(out.bytes.data(), &x, sizeof(x)); };
   switch (type) {
-    case ElemType::kI8: put(static_cast<std::int8_t>(v.as_int())); break;
-    case ElemType::kU8: put(static_cast<std::uint8_t>(v.as_int())); break;
-    case ElemType::kI16: put(static_cast<std::int16_t>(v.as_int())); break;
-    case ElemType::kU16: put(static_cast<std::uint16_t>(v.as_int())); break;
-    case ElemType::kI32: put(static_cast<std::int32_t>(v.as_int())); break;
-    case ElemType::kU32: put(static_cast<std::uint32_t>(v.as_int())); break;
-    case ElemType::kI64: put(static_cast<std::int64_t>(v.as_int())); break;
-    case ElemType::kU64: put(static_cast<std::uint64_t>(v.as_int())); break;
-    case ElemType::kF32: put(static_cast<float>(v.as_double())); break;
-    case ElemType::kF64: put(v.as_double()); break;
+    case ElemType::kI8:
+      put(static_cast<std::int8_t>(v.as_int()));
+      break;
+    case ElemType::kU8:
+      put(static_cast<std::uint8_t>(v.as_int()));
+      break;
+    case ElemType::kI16:
+      put(static_cast<std::int16_t>(v.as_int()));
+      break;
+    case ElemType::kU16:
+      put(static_cast<std::uint16_t>(v.as_int()));
+      break;
+    case ElemType::kI32:
+      put(static_cast<std::int32_t>(v.as_int()));
+      break;
+    case ElemType::kU32:
+      put(static_cast<std::uint32_t>(v.as_int()));
+      break;
+    case ElemType::kI64:
+      put(static_cast<std::int64_t>(v.as_int()));
+      break;
+    case ElemType::kU64:
+      put(static_cast<std::uint64_t>(v.as_int()));
+      break;
+    case ElemType::kF32:
+      put(static_cast<float>(v.as_double()));
+      break;
+    case ElemType::kF64:
+      put(v.as_double());
+      break;
   }
   return out;
 }
@@ -41,19 +61,20 @@ struct KernelInstance::Impl {
   Problem problem;
   DeviceLimits limits;
   SearchSpace space;
-  Scope scope;                  // parameters, then the space's constants: the same slots
+  Scope scope;  // parameters, then the space's constants: the same slots
   std::vector<Value> constant_values;
   std::array<Expr, 3> grid, block;
   Expr shared_mem;
   std::vector<Expr> buffer_sizes;
-  std::vector<Expr> args;       // scalar arguments; empty Expr for buffers
+  std::vector<Expr> args;  // scalar arguments; empty Expr for buffers
   std::optional<Expr> bytes, flops;
 
   Expr parse(const std::string& field, const std::string& text) const {
     try {
       return Expr::parse(text, scope);
     } catch (const Error& e) {
-      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': {}: {}", kernel.name, field, e.what()));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': {}: {}", kernel.name, field, e.what()));
     }
   }
 
@@ -66,8 +87,8 @@ struct KernelInstance::Impl {
 
   [[noreturn]] void eval_failed(const Config& config, const std::string& field,
                                 const std::exception& e) const {
-    throw Error(ErrorKind::kInput, fmt::format("{}[{}]: {}: {}", kernel.name, space.key(config),
-                                               field, e.what()));
+    throw Error(ErrorKind::kInput,
+                fmt::format("{}[{}]: {}: {}", kernel.name, space.key(config), field, e.what()));
   }
 };
 
@@ -123,8 +144,8 @@ LaunchGeometry KernelInstance::geometry(const Config& config) const {
       m.eval_failed(config, field, ex);
     }
     if (v < 1 || v > std::numeric_limits<std::uint32_t>::max())
-      throw Error(ErrorKind::kInput, fmt::format("{}[{}]: {} is {}, outside 1..2^32-1", m.kernel.name,
-                                                 m.space.key(config), field, v));
+      throw Error(ErrorKind::kInput, fmt::format("{}[{}]: {} is {}, outside 1..2^32-1",
+                                                 m.kernel.name, m.space.key(config), field, v));
     return static_cast<std::uint32_t>(v);
   };
   static constexpr const char* kGrid[3] = {"grid.x", "grid.y", "grid.z"};
@@ -140,8 +161,8 @@ LaunchGeometry KernelInstance::geometry(const Config& config) const {
     m.eval_failed(config, "shared_mem", ex);
   }
   if (smem < 0)
-    throw Error(ErrorKind::kInput,
-                fmt::format("{}[{}]: shared_mem is negative ({})", m.kernel.name, m.space.key(config), smem));
+    throw Error(ErrorKind::kInput, fmt::format("{}[{}]: shared_mem is negative ({})", m.kernel.name,
+                                               m.space.key(config), smem));
   g.shared_mem = static_cast<std::uint64_t>(smem);
   return g;
 }
@@ -158,9 +179,9 @@ std::vector<std::uint64_t> KernelInstance::buffer_sizes(const Config& config) co
       m.eval_failed(config, fmt::format("buffer '{}' size", m.kernel.buffers[i].name), ex);
     }
     if (v < 0)
-      throw Error(ErrorKind::kInput, fmt::format("{}[{}]: buffer '{}' size is negative ({})",
-                                                 m.kernel.name, m.space.key(config),
-                                                 m.kernel.buffers[i].name, v));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}[{}]: buffer '{}' size is negative ({})", m.kernel.name,
+                              m.space.key(config), m.kernel.buffers[i].name, v));
     out.push_back(static_cast<std::uint64_t>(v));
   }
   return out;

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <toml++/toml.h>
 
 #include "ktune/error.h"
 #include "ktune/strategy.h"
@@ -27,7 +27,8 @@ Value to_value(const std::string& path, const toml::node& n, const std::string& 
 }
 
 template <typename T>
-std::optional<T> get(const std::string& path, const toml::table* t, const char* section, const char* key) {
+std::optional<T> get(const std::string& path, const toml::table* t, const char* section,
+                     const char* key) {
   if (t == nullptr) return std::nullopt;
   const toml::node* n = t->get(key);
   if (n == nullptr) return std::nullopt;
@@ -49,9 +50,11 @@ JobFile load_job(const std::string& path) {
   try {
     root = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    fail(path, fmt::format("line {}, column {}: {}", e.source().begin.line, e.source().begin.column, e.description()));
+    fail(path, fmt::format("line {}, column {}: {}", e.source().begin.line, e.source().begin.column,
+                           e.description()));
   }
-  static const char* const kKnown[] = {"kernel", "problem", "space", "restrictions", "strategy", "budget", "measure"};
+  static const char* const kKnown[] = {"kernel",   "problem", "space",  "restrictions",
+                                       "strategy", "budget",  "measure"};
   for (const auto& [key, node] : root) {
     if (std::find(std::begin(kKnown), std::end(kKnown), key.str()) == std::end(kKnown))
       fail(path, fmt::format("unknown key '{}' (known: {})", key.str(), fmt::join(kKnown, ", ")));
@@ -72,9 +75,11 @@ JobFile load_job(const std::string& path) {
     // toml++ tables are ordered by key; the kernel's parameter order is kept by apply_job.
     for (const auto& [name, v] : *t) {
       const toml::array* a = v.as_array();
-      if (a == nullptr || a->empty()) fail(path, fmt::format("space.{} must be a non-empty list of values", name.str()));
+      if (a == nullptr || a->empty())
+        fail(path, fmt::format("space.{} must be a non-empty list of values", name.str()));
       std::vector<Value> values;
-      for (const auto& e : *a) values.push_back(to_value(path, e, fmt::format("space.{}", name.str())));
+      for (const auto& e : *a)
+        values.push_back(to_value(path, e, fmt::format("space.{}", name.str())));
       job.space.emplace_back(std::string(name.str()), std::move(values));
     }
   }
@@ -94,18 +99,25 @@ JobFile load_job(const std::string& path) {
     if (job.strategy) {
       const std::vector<std::string> names = strategy_names();
       if (std::find(names.begin(), names.end(), *job.strategy) == names.end())
-        fail(path, fmt::format("strategy.name '{}' is not a strategy; known: {}", *job.strategy, fmt::join(names, ", ")));
+        fail(path, fmt::format("strategy.name '{}' is not a strategy; known: {}", *job.strategy,
+                               fmt::join(names, ", ")));
     }
     if (const toml::node* o = t->get("options")) {
       const toml::table* ot = o->as_table();
       if (ot == nullptr) fail(path, "strategy.options must be a table");
       for (const auto& [k, v] : *ot) {
         std::string text;
-        if (auto str = v.value_exact<std::string>()) text = *str;
-        else if (auto i = v.value_exact<std::int64_t>()) text = std::to_string(*i);
-        else if (auto d = v.value_exact<double>()) text = fmt::format("{}", *d);
-        else if (auto b = v.value_exact<bool>()) text = *b ? "true" : "false";
-        else fail(path, fmt::format("strategy.options.{} must be a string, number or boolean", k.str()));
+        if (auto str = v.value_exact<std::string>())
+          text = *str;
+        else if (auto i = v.value_exact<std::int64_t>())
+          text = std::to_string(*i);
+        else if (auto d = v.value_exact<double>())
+          text = fmt::format("{}", *d);
+        else if (auto b = v.value_exact<bool>())
+          text = *b ? "true" : "false";
+        else
+          fail(path,
+               fmt::format("strategy.options.{} must be a string, number or boolean", k.str()));
         job.strategy_options[std::string(k.str())] = text;
       }
     }
@@ -119,7 +131,8 @@ JobFile load_job(const std::string& path) {
   const toml::table* m = root["measure"].as_table();
   if (auto v = get<std::int64_t>(path, m, "measure", "samples")) job.samples = static_cast<int>(*v);
   if (auto v = get<std::int64_t>(path, m, "measure", "warmup")) job.warmup = static_cast<int>(*v);
-  if (auto v = get<std::int64_t>(path, m, "measure", "max_samples")) job.max_samples = static_cast<int>(*v);
+  if (auto v = get<std::int64_t>(path, m, "measure", "max_samples"))
+    job.max_samples = static_cast<int>(*v);
   job.target_spread = get<double>(path, m, "measure", "target_spread");
   job.timeout_seconds = get<double>(path, m, "measure", "timeout");
   job.flush_l2 = get<std::string>(path, m, "measure", "flush_l2");
@@ -129,17 +142,20 @@ JobFile load_job(const std::string& path) {
 KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job) {
   KernelSpec k = kernel;
   for (const auto& [name, values] : job.space) {
-    auto it = std::find_if(k.params.begin(), k.params.end(), [&](const Parameter& p) { return p.name == name; });
+    auto it = std::find_if(k.params.begin(), k.params.end(),
+                           [&](const Parameter& p) { return p.name == name; });
     if (it == k.params.end()) {
       std::vector<std::string> known;
       for (const auto& p : k.params) known.push_back(p.name);
-      throw Error(ErrorKind::kUsage, fmt::format("{}: kernel '{}' has no parameter '{}'; its parameters: {}", job.path,
-                                                 k.name, name, fmt::join(known, ", ")));
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("{}: kernel '{}' has no parameter '{}'; its parameters: {}", job.path,
+                              k.name, name, fmt::join(known, ", ")));
     }
     const Value def = it->values[it->default_index];
     it->values = values;
     auto d = std::find(it->values.begin(), it->values.end(), def);
-    it->default_index = d == it->values.end() ? 0 : static_cast<std::size_t>(d - it->values.begin());
+    it->default_index =
+        d == it->values.end() ? 0 : static_cast<std::size_t>(d - it->values.begin());
   }
   k.restrictions.insert(k.restrictions.end(), job.restrictions.begin(), job.restrictions.end());
   if (!job.path.empty()) k.origin += " + " + job.path;

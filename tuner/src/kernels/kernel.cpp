@@ -16,10 +16,20 @@ namespace ktune {
 
 std::size_t elem_size(ElemType t) {
   switch (t) {
-    case ElemType::kI8: case ElemType::kU8: return 1;
-    case ElemType::kI16: case ElemType::kU16: return 2;
-    case ElemType::kI32: case ElemType::kU32: case ElemType::kF32: return 4;
-    case ElemType::kI64: case ElemType::kU64: case ElemType::kF64: return 8;
+    case ElemType::kI8:
+    case ElemType::kU8:
+      return 1;
+    case ElemType::kI16:
+    case ElemType::kU16:
+      return 2;
+    case ElemType::kI32:
+    case ElemType::kU32:
+    case ElemType::kF32:
+      return 4;
+    case ElemType::kI64:
+    case ElemType::kU64:
+    case ElemType::kF64:
+      return 8;
   }
   return 0;
 }
@@ -32,15 +42,15 @@ struct TypeName {
   std::string_view name;
 };
 constexpr TypeName kTypeNames[] = {
-    {ElemType::kI8, "int8"},     {ElemType::kU8, "uint8"},     {ElemType::kI16, "int16"},
-    {ElemType::kU16, "uint16"},  {ElemType::kI32, "int32"},    {ElemType::kU32, "uint32"},
-    {ElemType::kI64, "int64"},   {ElemType::kU64, "uint64"},   {ElemType::kF32, "float32"},
+    {ElemType::kI8, "int8"},     {ElemType::kU8, "uint8"},   {ElemType::kI16, "int16"},
+    {ElemType::kU16, "uint16"},  {ElemType::kI32, "int32"},  {ElemType::kU32, "uint32"},
+    {ElemType::kI64, "int64"},   {ElemType::kU64, "uint64"}, {ElemType::kF32, "float32"},
     {ElemType::kF64, "float64"},
 };
 // C spellings accepted as aliases in manifests.
 constexpr TypeName kTypeAliases[] = {
-    {ElemType::kI32, "int"},      {ElemType::kU32, "unsigned"}, {ElemType::kF32, "float"},
-    {ElemType::kF64, "double"},   {ElemType::kI64, "long"},     {ElemType::kU8, "char"},
+    {ElemType::kI32, "int"},    {ElemType::kU32, "unsigned"}, {ElemType::kF32, "float"},
+    {ElemType::kF64, "double"}, {ElemType::kI64, "long"},     {ElemType::kU8, "char"},
 };
 
 bool is_identifier(std::string_view s) {
@@ -74,10 +84,14 @@ std::optional<ElemType> elem_type_from_string(std::string_view name) {
 
 std::string_view to_string(BufferRole r) {
   switch (r) {
-    case BufferRole::kInput: return "input";
-    case BufferRole::kOutput: return "output";
-    case BufferRole::kInOut: return "inout";
-    case BufferRole::kScratch: return "scratch";
+    case BufferRole::kInput:
+      return "input";
+    case BufferRole::kOutput:
+      return "output";
+    case BufferRole::kInOut:
+      return "inout";
+    case BufferRole::kScratch:
+      return "scratch";
   }
   return "unknown";
 }
@@ -91,14 +105,20 @@ std::string problem_key(const Problem& problem, const std::vector<ProblemParam>&
 BufferInit KernelSpec::parse_init(const BufferSpec& b) {
   BufferInit s;
   std::string text = b.init;
-  text.erase(std::remove_if(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }), text.end());
+  text.erase(
+      std::remove_if(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }),
+      text.end());
   const auto bad = [&](const char* expected) {
-    return Error(ErrorKind::kInput, fmt::format("buffer '{}': init '{}': {}", b.name, b.init, expected));
+    return Error(ErrorKind::kInput,
+                 fmt::format("buffer '{}': init '{}': {}", b.name, b.init, expected));
   };
   if (b.role == BufferRole::kScratch) {
-    if (text == "none") s.kind = BufferInit::Kind::kNone;
-    else if (text.empty() || text == "zero") s.kind = BufferInit::Kind::kValue;
-    else throw bad("a scratch buffer is \"zero\" (the default) or \"none\"");
+    if (text == "none")
+      s.kind = BufferInit::Kind::kNone;
+    else if (text.empty() || text == "zero")
+      s.kind = BufferInit::Kind::kValue;
+    else
+      throw bad("a scratch buffer is \"zero\" (the default) or \"none\"");
     return s;
   }
   // Arguments of random(lo, hi) / value(x): constant expressions.
@@ -120,8 +140,8 @@ BufferInit KernelSpec::parse_init(const BufferSpec& b) {
     return out;
   };
   const auto call = [&](std::string_view name) {
-    return text.size() > name.size() + 1 && text.compare(0, name.size() + 1, std::string(name) + "(") == 0 &&
-           text.back() == ')';
+    return text.size() > name.size() + 1 &&
+           text.compare(0, name.size() + 1, std::string(name) + "(") == 0 && text.back() == ')';
   };
   if (text.empty() || text == "random") return s;
   if (call("random")) {
@@ -157,19 +177,23 @@ std::map<std::string, std::string> KernelSpec::reference_assignments() const {
     const auto comma = rest.find(',');
     const std::string item(rest.substr(0, comma));
     const auto eq = item.find('=');
-    const auto param = std::find_if(params.begin(), params.end(),
-                                    [&](const Parameter& p) { return eq != std::string::npos && p.name == item.substr(0, eq); });
+    const auto param = std::find_if(params.begin(), params.end(), [&](const Parameter& p) {
+      return eq != std::string::npos && p.name == item.substr(0, eq);
+    });
     if (eq == std::string::npos || param == params.end())
-      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': reference config '{}': '{}' is not NAME=VALUE of a "
-                                                 "parameter", name, reference_config, item));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': reference config '{}': '{}' is not NAME=VALUE of a "
+                              "parameter",
+                              name, reference_config, item));
     const std::string text = item.substr(eq + 1);
     const Value v = Value::parse(text);
     const bool known = std::any_of(param->values.begin(), param->values.end(), [&](const Value& x) {
       return x == v || (x.is_string() && x.as_string() == text);
     });
     if (!known)
-      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': reference config: {} is not a value of '{}'", name,
-                                                 text, param->name));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': reference config: {} is not a value of '{}'", name,
+                              text, param->name));
     out[param->name] = text;
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
@@ -184,9 +208,8 @@ Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& give
     if (!out.count(name)) {
       std::vector<std::string> known;
       for (const auto& p : problem) known.push_back(p.name);
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("{}: unknown problem parameter '{}'; known: {}", this->name, name,
-                              join_names(known)));
+      throw Error(ErrorKind::kUsage, fmt::format("{}: unknown problem parameter '{}'; known: {}",
+                                                 this->name, name, join_names(known)));
     }
     out[name] = value;
   }
@@ -195,9 +218,8 @@ Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& give
 
 void KernelSpec::validate() const {
   const auto fail = [&](const std::string& what) {
-    throw Error(ErrorKind::kInput,
-                fmt::format("kernel '{}' ({}): {}", name.empty() ? "?" : name,
-                            origin.empty() ? "no origin" : origin, what));
+    throw Error(ErrorKind::kInput, fmt::format("kernel '{}' ({}): {}", name.empty() ? "?" : name,
+                                               origin.empty() ? "no origin" : origin, what));
   };
   if (!is_identifier(name)) fail("name must be an identifier");
   if (source.empty()) fail("source is empty");
@@ -208,7 +230,8 @@ void KernelSpec::validate() const {
   Scope scope;
   std::set<std::string> seen;
   for (const auto& p : params) {
-    if (!is_identifier(p.name)) fail(fmt::format("parameter name '{}' is not an identifier", p.name));
+    if (!is_identifier(p.name))
+      fail(fmt::format("parameter name '{}' is not an identifier", p.name));
     if (!seen.insert(p.name).second) fail(fmt::format("parameter '{}' declared twice", p.name));
     if (p.values.empty()) fail(fmt::format("parameter '{}' has no values", p.name));
     if (p.default_index >= p.values.size())
@@ -222,8 +245,10 @@ void KernelSpec::validate() const {
     scope.add(p.name);
   }
   for (const auto& p : problem) {
-    if (!is_identifier(p.name)) fail(fmt::format("problem parameter name '{}' is not an identifier", p.name));
-    if (!seen.insert(p.name).second) fail(fmt::format("problem parameter '{}' clashes with another name", p.name));
+    if (!is_identifier(p.name))
+      fail(fmt::format("problem parameter name '{}' is not an identifier", p.name));
+    if (!seen.insert(p.name).second)
+      fail(fmt::format("problem parameter '{}' clashes with another name", p.name));
     scope.add(p.name);
   }
   for (const auto& [limit, value] : DeviceLimits{}.constants()) scope.add(limit);
@@ -249,10 +274,12 @@ void KernelSpec::validate() const {
   bool has_checked_output = false;
   for (const auto& b : buffers) {
     if (!is_identifier(b.name)) fail(fmt::format("buffer name '{}' is not an identifier", b.name));
-    if (!buffer_names.insert(b.name).second) fail(fmt::format("buffer '{}' declared twice", b.name));
+    if (!buffer_names.insert(b.name).second)
+      fail(fmt::format("buffer '{}' declared twice", b.name));
     check_expr(fmt::format("buffer '{}' size", b.name), b.size);
     if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) has_checked_output = true;
-    if (b.abs_tol < 0 || b.rel_tol < 0) fail(fmt::format("buffer '{}': negative tolerance", b.name));
+    if (b.abs_tol < 0 || b.rel_tol < 0)
+      fail(fmt::format("buffer '{}': negative tolerance", b.name));
     try {
       (void)parse_init(b);
     } catch (const Error& e) {
@@ -264,9 +291,9 @@ void KernelSpec::validate() const {
     const auto& a = args[i];
     if (a.is_buffer()) {
       if (!buffer_names.count(a.buffer))
-        fail(fmt::format("argument {} names buffer '{}', which is not declared; buffers: {}", i + 1,
-                         a.buffer,
-                         join_names(std::vector<std::string>(buffer_names.begin(), buffer_names.end()))));
+        fail(fmt::format(
+            "argument {} names buffer '{}', which is not declared; buffers: {}", i + 1, a.buffer,
+            join_names(std::vector<std::string>(buffer_names.begin(), buffer_names.end()))));
     } else {
       check_expr(fmt::format("argument {}", i + 1), a.value);
     }
@@ -302,7 +329,8 @@ SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
   for (int d = 0; d < 3; ++d) {
     const auto is_literal_one = [](const std::string& e) { return e == "1"; };
     if (!is_literal_one(g.block[d]))
-      restrictions.push_back(fmt::format("1 <= {} <= max_block_dim_{}", paren(g.block[d]), kAxis[d]));
+      restrictions.push_back(
+          fmt::format("1 <= {} <= max_block_dim_{}", paren(g.block[d]), kAxis[d]));
     if (!is_literal_one(g.grid[d]))
       restrictions.push_back(fmt::format("1 <= {} <= max_grid_dim_{}", paren(g.grid[d]), kAxis[d]));
   }

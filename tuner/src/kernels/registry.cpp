@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "ktune/error.h"
 
@@ -53,8 +53,9 @@ std::vector<std::string> split_literals(std::string_view text) {
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
-Parameter make_parameter(const std::string& kernel, const std::string& origin, const std::string& name,
-                         std::vector<Value> values, const std::optional<Value>& default_value,
+Parameter make_parameter(const std::string& kernel, const std::string& origin,
+                         const std::string& name, std::vector<Value> values,
+                         const std::optional<Value>& default_value,
                          const std::string& description) {
   Parameter p;
   p.name = name;
@@ -63,9 +64,10 @@ Parameter make_parameter(const std::string& kernel, const std::string& origin, c
   if (default_value) {
     auto it = std::find(p.values.begin(), p.values.end(), *default_value);
     if (it == p.values.end())
-      throw Error(ErrorKind::kInput,
-                  fmt::format("kernel '{}' ({}): parameter '{}': default {} is not one of its values",
-                              kernel, origin, name, default_value->to_literal()));
+      throw Error(
+          ErrorKind::kInput,
+          fmt::format("kernel '{}' ({}): parameter '{}': default {} is not one of its values",
+                      kernel, origin, name, default_value->to_literal()));
     p.default_index = static_cast<std::size_t>(it - p.values.begin());
   }
   return p;
@@ -91,8 +93,8 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
   KernelSpec k;
   k.origin = origin;
   if (!has_field(d, d.user_data))
-    throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel description too small ({} bytes)",
-                                                origin, d.struct_size));
+    throw Error(ErrorKind::kPlugin,
+                fmt::format("{}: kernel description too small ({} bytes)", origin, d.struct_size));
   k.name = str(d.name);
   k.description = str(d.description);
   k.source = str(d.source);
@@ -105,21 +107,26 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     std::vector<Value> values;
     for (const auto& lit : split_literals(str(p.values))) {
       if (lit.empty())
-        throw Error(ErrorKind::kInput, fmt::format("kernel '{}' ({}): parameter '{}': empty value in "
-                                                   "list '{}'", k.name, origin, str(p.name), str(p.values)));
+        throw Error(ErrorKind::kInput,
+                    fmt::format("kernel '{}' ({}): parameter '{}': empty value in "
+                                "list '{}'",
+                                k.name, origin, str(p.name), str(p.values)));
       values.push_back(Value::parse(lit));
     }
     std::optional<Value> def;
     if (p.default_value) def = Value::parse(p.default_value);
-    k.params.push_back(make_parameter(k.name, origin, str(p.name), std::move(values), def, str(p.description)));
+    k.params.push_back(
+        make_parameter(k.name, origin, str(p.name), std::move(values), def, str(p.description)));
   }
-  for (std::size_t i = 0; i < d.restriction_count; ++i) k.restrictions.push_back(str(d.restrictions[i]));
+  for (std::size_t i = 0; i < d.restriction_count; ++i)
+    k.restrictions.push_back(str(d.restrictions[i]));
   for (std::size_t i = 0; i < d.problem_count; ++i) {
     const auto& p = d.problem[i];
-    k.problem.push_back({str(p.name),
-                         parse_int(fmt::format("kernel '{}': problem parameter '{}'", k.name, str(p.name)),
-                                   p.default_value ? p.default_value : "0"),
-                         str(p.description)});
+    k.problem.push_back(
+        {str(p.name),
+         parse_int(fmt::format("kernel '{}': problem parameter '{}'", k.name, str(p.name)),
+                   p.default_value ? p.default_value : "0"),
+         str(p.description)});
   }
   for (int a = 0; a < 3; ++a) {
     if (d.grid[a]) k.launch.grid[a] = d.grid[a];
@@ -131,9 +138,11 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     BufferSpec s;
     s.name = str(b.name);
     if (b.type < KTUNE_TYPE_I8 || b.type > KTUNE_TYPE_F64)
-      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': buffer '{}': unknown type {}", k.name, s.name, b.type));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': buffer '{}': unknown type {}", k.name, s.name, b.type));
     if (b.role < KTUNE_BUFFER_INPUT || b.role > KTUNE_BUFFER_SCRATCH)
-      throw Error(ErrorKind::kInput, fmt::format("kernel '{}': buffer '{}': unknown role {}", k.name, s.name, b.role));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("kernel '{}': buffer '{}': unknown role {}", k.name, s.name, b.role));
     s.type = static_cast<ElemType>(b.type);
     s.role = static_cast<BufferRole>(b.role);
     s.size = str(b.size);
@@ -150,7 +159,8 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     } else {
       s.value = str(a.value);
       if (a.type < KTUNE_TYPE_I8 || a.type > KTUNE_TYPE_F64)
-        throw Error(ErrorKind::kInput, fmt::format("kernel '{}': argument {}: unknown type {}", k.name, i + 1, a.type));
+        throw Error(ErrorKind::kInput, fmt::format("kernel '{}': argument {}: unknown type {}",
+                                                   k.name, i + 1, a.type));
       s.type = static_cast<ElemType>(a.type);
     }
     k.args.push_back(std::move(s));
@@ -178,23 +188,25 @@ void Registry::add(KernelSpec kernel) {
   kernel.validate();
   auto it = impl_->kernels.find(kernel.name);
   if (it != impl_->kernels.end())
-    throw Error(ErrorKind::kInput, fmt::format("kernel '{}' from {} is already registered (from {})",
-                                               kernel.name, kernel.origin, it->second.origin));
+    throw Error(ErrorKind::kInput,
+                fmt::format("kernel '{}' from {} is already registered (from {})", kernel.name,
+                            kernel.origin, it->second.origin));
   const std::string name = kernel.name;
   impl_->kernels.emplace(name, std::move(kernel));
 }
 
 void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin) {
   if (plugin == nullptr)
-    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin entry returned no description", origin));
+    throw Error(ErrorKind::kPlugin,
+                fmt::format("{}: plugin entry returned no description", origin));
   if (plugin->abi_version != KTUNE_PLUGIN_ABI_VERSION)
     throw Error(ErrorKind::kPlugin,
                 fmt::format("{}: plugin built for ABI version {}, this ktune supports version {}; "
                             "rebuild the plugin against this ktune's ktune/plugin.h",
                             origin, plugin->abi_version, KTUNE_PLUGIN_ABI_VERSION));
   if (!has_field(*plugin, plugin->kernel_count))
-    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin description too small ({} bytes)", origin,
-                                                plugin->struct_size));
+    throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin description too small ({} bytes)",
+                                                origin, plugin->struct_size));
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     if (plugin->kernels[i] == nullptr)
       throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel {} is a null pointer", origin, i));
@@ -232,14 +244,17 @@ class ManifestReader {
 
   // A misspelt or misplaced key (a `restrictions = [...]` written under a [[param]] header
   // belongs to that table) is an error, not silently ignored.
-  void known_keys(const toml::table& t, std::string_view section, std::initializer_list<std::string_view> keys) const {
+  void known_keys(const toml::table& t, std::string_view section,
+                  std::initializer_list<std::string_view> keys) const {
     for (const auto& [key, node] : t) {
       if (std::find(keys.begin(), keys.end(), key.str()) == keys.end())
-        fail(fmt::format("{}: unknown key '{}' (known: {})", section, key.str(), fmt::join(keys, ", ")));
+        fail(fmt::format("{}: unknown key '{}' (known: {})", section, key.str(),
+                         fmt::join(keys, ", ")));
     }
   }
 
-  std::string required_string(const toml::table& t, std::string_view section, std::string_view key) const {
+  std::string required_string(const toml::table& t, std::string_view section,
+                              std::string_view key) const {
     const auto* node = t.get(key);
     if (node == nullptr) fail(fmt::format("{} is missing '{}'", section, key));
     if (auto s = node->value<std::string>()) return *s;
@@ -256,7 +271,8 @@ class ManifestReader {
     fail(fmt::format("{}.{} must be a string", section, key));
   }
 
-  double optional_number(const toml::table& t, std::string_view section, std::string_view key) const {
+  double optional_number(const toml::table& t, std::string_view section,
+                         std::string_view key) const {
     const auto* node = t.get(key);
     if (node == nullptr) return 0;
     if (auto d = node->value<double>()) return *d;
@@ -292,21 +308,26 @@ class ManifestReader {
       fail(fmt::format("launch.{} must be an expression or a list of 1 to 3 expressions", key));
     for (std::size_t i = 0; i < arr->size(); ++i) {
       const auto& e = (*arr)[i];
-      if (auto s = e.value<std::string>()) out[i] = *s;
-      else if (auto n = e.value_exact<std::int64_t>()) out[i] = std::to_string(*n);
-      else fail(fmt::format("launch.{}[{}] must be an expression", key, i));
+      if (auto s = e.value<std::string>())
+        out[i] = *s;
+      else if (auto n = e.value_exact<std::int64_t>())
+        out[i] = std::to_string(*n);
+      else
+        fail(fmt::format("launch.{}[{}] must be an expression", key, i));
     }
     return out;
   }
 
-  const toml::array* array_of_tables(const toml::table& t, std::string_view key, bool required) const {
+  const toml::array* array_of_tables(const toml::table& t, std::string_view key,
+                                     bool required) const {
     const auto* node = t.get(key);
     if (node == nullptr) {
       if (required) fail(fmt::format("missing [[{}]] entries", key));
       return nullptr;
     }
     const auto* arr = node->as_array();
-    if (arr == nullptr || !arr->is_array_of_tables()) fail(fmt::format("'{}' must be written as [[{}]] tables", key, key));
+    if (arr == nullptr || !arr->is_array_of_tables())
+      fail(fmt::format("'{}' must be written as [[{}]] tables", key, key));
     return arr;
   }
 
@@ -316,7 +337,9 @@ class ManifestReader {
 
 ElemType parse_type(const ManifestReader& r, const std::string& where, const std::string& name) {
   auto t = elem_type_from_string(name);
-  if (!t) r.fail(fmt::format("{}: unknown type '{}' (int8 .. int64, uint8 .. uint64, float32, float64)", where, name));
+  if (!t)
+    r.fail(fmt::format("{}: unknown type '{}' (int8 .. int64, uint8 .. uint64, float32, float64)",
+                       where, name));
   return *t;
 }
 
@@ -332,7 +355,9 @@ void Registry::load_manifest(const std::string& path) {
     const auto& where = e.source().begin;
     r.fail(fmt::format("line {}, column {}: {}", where.line, where.column, e.description()));
   }
-  r.known_keys(root, "manifest", {"kernel", "param", "restrictions", "problem", "launch", "buffer", "arg", "reference", "metrics"});
+  r.known_keys(root, "manifest",
+               {"kernel", "param", "restrictions", "problem", "launch", "buffer", "arg",
+                "reference", "metrics"});
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
   r.known_keys(*kt, "[kernel]", {"name", "description", "source", "entry", "compile_options"});
@@ -368,7 +393,8 @@ void Registry::load_manifest(const std::string& path) {
     std::vector<Value> vs;
     for (const auto& v : *values) vs.push_back(r.to_value(v, fmt::format("[[param]] '{}'", name)));
     std::optional<Value> def;
-    if (const auto* d = t.get("default")) def = r.to_value(*d, fmt::format("[[param]] '{}' default", name));
+    if (const auto* d = t.get("default"))
+      def = r.to_value(*d, fmt::format("[[param]] '{}' default", name));
     k.params.push_back(make_parameter(k.name, path, name, std::move(vs), def,
                                       r.optional_string(t, "[[param]]", "description")));
   }
@@ -410,11 +436,16 @@ void Registry::load_manifest(const std::string& path) {
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
     b.type = parse_type(r, where, r.required_string(t, where, "type"));
     const std::string role = r.required_string(t, where, "role");
-    if (role == "input") b.role = BufferRole::kInput;
-    else if (role == "output") b.role = BufferRole::kOutput;
-    else if (role == "inout") b.role = BufferRole::kInOut;
-    else if (role == "scratch") b.role = BufferRole::kScratch;
-    else r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
+    if (role == "input")
+      b.role = BufferRole::kInput;
+    else if (role == "output")
+      b.role = BufferRole::kOutput;
+    else if (role == "inout")
+      b.role = BufferRole::kInOut;
+    else if (role == "scratch")
+      b.role = BufferRole::kScratch;
+    else
+      r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
     b.size = r.optional_string(t, where, "size");
     if (b.size.empty()) r.fail(fmt::format("{} is missing 'size'", where));
     b.init = r.optional_string(t, where, "init");
@@ -430,12 +461,14 @@ void Registry::load_manifest(const std::string& path) {
     if (a.buffer.empty()) {
       a.value = r.optional_string(t, "[[arg]]", "value");
       if (a.value.empty()) r.fail("[[arg]] needs 'buffer' or 'value'");
-      a.type = parse_type(r, fmt::format("[[arg]] '{}'", a.value), r.required_string(t, "[[arg]]", "type"));
+      a.type = parse_type(r, fmt::format("[[arg]] '{}'", a.value),
+                          r.required_string(t, "[[arg]]", "type"));
     }
     k.args.push_back(std::move(a));
   }
   const toml::table* ref = root["reference"].as_table();
-  if (ref == nullptr) r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
+  if (ref == nullptr)
+    r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
   r.known_keys(*ref, "[reference]", {"config"});
   k.reference_config = r.required_string(*ref, "[reference]", "config");
   if (const toml::table* metrics = root["metrics"].as_table()) {
@@ -454,15 +487,19 @@ void Registry::load_path(const std::string& path) {
     for (const auto& e : fs::directory_iterator(p)) entries.push_back(e.path());
     std::sort(entries.begin(), entries.end());
     for (const auto& e : entries) {
-      if (e.extension() == ".so") load_library(e.string());
-      else if (e.extension() == ".toml") load_manifest(e.string());
+      if (e.extension() == ".so")
+        load_library(e.string());
+      else if (e.extension() == ".toml")
+        load_manifest(e.string());
     }
     return;
   }
   if (!fs::exists(p, ec))
     throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin path does not exist", path));
-  if (p.extension() == ".toml") load_manifest(path);
-  else load_library(path);
+  if (p.extension() == ".toml")
+    load_manifest(path);
+  else
+    load_library(path);
 }
 
 void Registry::load_env_path() {
@@ -491,8 +528,9 @@ const KernelSpec& Registry::get(std::string_view name) const {
   if (it == impl_->kernels.end()) {
     std::vector<std::string> names;
     for (const auto& [n, k] : impl_->kernels) names.push_back(n);
-    throw Error(ErrorKind::kUsage, fmt::format("unknown kernel '{}'; known kernels: {}", name,
-                                               names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "))));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("unknown kernel '{}'; known kernels: {}", name,
+                            names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "))));
   }
   return it->second;
 }

@@ -2,9 +2,8 @@
 // trials built from a backend's measurement (throughput computed once, here).
 #include "loop/records.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "ktune/hash.h"
 #include "ktune/stored_spec.h"
@@ -43,7 +42,8 @@ DeviceRecord device_record(const DeviceInfo& d) {
 
 StoredSpec stored_spec(const KernelSpec& k) {
   StoredSpec s;
-  for (const auto& p : k.params) s.params.push_back({p.name, p.values, p.values.at(p.default_index)});
+  for (const auto& p : k.params)
+    s.params.push_back({p.name, p.values, p.values.at(p.default_index)});
   for (const auto& p : k.problem) s.problem.push_back({p.name, p.default_value});
   s.restrictions = k.restrictions;
   s.grid = k.launch.grid;
@@ -90,7 +90,8 @@ TrialRecord measured_trial(const KernelInstance& instance, const Config& config,
   t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = std::nan("");
   t.gbps = t.gflops = std::nan("");
   if (compiled != nullptr) {
-    for (const auto& o : compiled->options) t.compile_options += (t.compile_options.empty() ? "" : " ") + o;
+    for (const auto& o : compiled->options)
+      t.compile_options += (t.compile_options.empty() ? "" : " ") + o;
     t.compile_log = compiled->log;
     t.cubin_hash = compiled->key;
     t.compile_ms = compiled->compile_ms;

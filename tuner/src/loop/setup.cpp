@@ -18,10 +18,13 @@ namespace {
 std::optional<BackendKind> requested_backend(const JobOverrides& o) {
   std::optional<BackendKind> kind;
   if (o.backend) {
-    if (*o.backend == "cuda") kind = BackendKind::kCuda;
-    else if (*o.backend == "replay") kind = BackendKind::kReplay;
+    if (*o.backend == "cuda")
+      kind = BackendKind::kCuda;
+    else if (*o.backend == "replay")
+      kind = BackendKind::kReplay;
     else
-      throw Error(ErrorKind::kUsage, fmt::format("--backend '{}': expected cuda or replay", *o.backend));
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--backend '{}': expected cuda or replay", *o.backend));
   }
   if (o.replay) {
     if (kind == BackendKind::kCuda)
@@ -76,9 +79,10 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
                               options.strategy));
     if (auto it = options.strategy_options.find("study_storage");
         it != options.strategy_options.end() && it->second != *o.study_storage)
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--study-storage '{}' and strategy option study_storage='{}' disagree",
-                              *o.study_storage, it->second));
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("--study-storage '{}' and strategy option study_storage='{}' disagree",
+                      *o.study_storage, it->second));
     options.strategy_options["study_storage"] = *o.study_storage;
   }
   if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
@@ -100,7 +104,8 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   if (auto mode = flush_l2_from_string(flush))
     m.flush_l2 = *mode;
   else
-    throw Error(ErrorKind::kUsage, fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
   if (m.samples < 0 || m.warmup < 0 || m.max_samples < 1)
     throw Error(ErrorKind::kUsage, "--samples, --warmup and --max-samples must not be negative");
   options.command_line = o.command_line;
@@ -206,13 +211,14 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
     job.notes.insert(job.notes.begin(), r.notes.begin(), r.notes.end());
     s.backend = std::make_unique<ReplayBackend>(job.recording);
   }
-  s.instance = std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
+  s.instance =
+      std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
   // auto decides by the budget and the size of the space; the run records what it chose.
   TuneOptions& options = job.options;
   s.strategy_text = options.strategy;
   if (options.strategy == "auto") {
-    s.auto_choice =
-        choose_auto_strategy(s.instance->space(), options.budget.evaluations, options.budget.seconds);
+    s.auto_choice = choose_auto_strategy(s.instance->space(), options.budget.evaluations,
+                                         options.budget.seconds);
     s.strategy_text = fmt::format("auto ({}: {})", s.auto_choice->strategy, s.auto_choice->reason);
     options.strategy = fmt::format("auto ({})", s.auto_choice->strategy);
   }

@@ -5,13 +5,13 @@
 #include "ktune/tuner.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "ktune/error.h"
@@ -54,7 +54,8 @@ class BackendPreparer {
   }
   void start() {
     if (!prepared_ && !preparing_.valid())
-      preparing_ = std::async(std::launch::async, [this] { backend_.prepare(instance_, measure_); });
+      preparing_ =
+          std::async(std::launch::async, [this] { backend_.prepare(instance_, measure_); });
   }
   void wait() {
     if (prepared_) return;
@@ -163,7 +164,8 @@ class TuningRun {
     run.strategy = options_.strategy;
     run.strategy_options = json(options_.strategy_options).dump();
     json budget = json::object();
-    if (has_budget(options_.budget.evaluations)) budget["evaluations"] = options_.budget.evaluations;
+    if (has_budget(options_.budget.evaluations))
+      budget["evaluations"] = options_.budget.evaluations;
     if (std::isfinite(options_.budget.seconds)) budget["seconds"] = options_.budget.seconds;
     run.budget = budget.dump();
     run.ktune_version = KTUNE_VERSION;
@@ -208,11 +210,10 @@ class TuningRun {
     bool starved = strategy_.exhausted();
     while (queue_.size() < lookahead && !strategy_.exhausted()) {
       const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
-      const std::uint64_t left = options_.budget.evaluations > committed
-                                     ? options_.budget.evaluations - committed
-                                     : 0;
-      const auto want = static_cast<std::size_t>(
-          std::min<std::uint64_t>(lookahead - queue_.size(), left));
+      const std::uint64_t left =
+          options_.budget.evaluations > committed ? options_.budget.evaluations - committed : 0;
+      const auto want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue_.size(), left));
       if (want == 0) break;
       const std::vector<Config> configs = strategy_.ask(want);
       if (configs.empty()) {
@@ -308,7 +309,7 @@ class TuningRun {
     } else {
       t = measured_trial(instance_, p.config, device_.arch, *m, c);
       t.kind = warm_keys_.count(p.key) && !told_keys_.count(p.key) ? TrialKind::kWarmStart
-                                                                    : TrialKind::kSearch;
+                                                                   : TrialKind::kSearch;
       ensure_registered();
       ids_.stamp(t);
       t.id = store_.add_trial(t);
@@ -450,7 +451,8 @@ class TuningRun {
     s["wait_compile_seconds"] = m.wait_compile_seconds;
     s["phases_seconds"] = m.phases_seconds;
     if (m.best)
-      s["best"] = {{"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};
+      s["best"] = {
+          {"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};
     return s;
   }
 

@@ -92,7 +92,8 @@ ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_f
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(forever ? 0 : timeout_seconds));
   std::uint32_t header_size = 0;
-  if (auto s = read_all(fd, &header_size, sizeof(header_size), deadline, forever, side_fd, side_text);
+  if (auto s =
+          read_all(fd, &header_size, sizeof(header_size), deadline, forever, side_fd, side_text);
       s != ReadStatus::kOk)
     return s;
   std::string header(header_size, '\0');
@@ -104,7 +105,8 @@ ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_f
       s != ReadStatus::kOk)
     return s;
   out.blob.assign(blob_size, '\0');
-  if (auto s = read_all(fd, out.blob.data(), out.blob.size(), deadline, forever, side_fd, side_text);
+  if (auto s =
+          read_all(fd, out.blob.data(), out.blob.size(), deadline, forever, side_fd, side_text);
       s != ReadStatus::kOk)
     return s;
   out.header = nlohmann::json::parse(header);

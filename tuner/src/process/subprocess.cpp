@@ -29,7 +29,8 @@ std::string describe_exit(int status) {
 void Subprocess::start(const std::vector<std::string>& argv, bool own_group) {
   stop(true);
   int req[2], rep[2], out[2];
-  if (::pipe2(req, O_CLOEXEC) != 0) throw Error(ErrorKind::kInternal, fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(req, O_CLOEXEC) != 0)
+    throw Error(ErrorKind::kInternal, fmt::format("pipe: {}", std::strerror(errno)));
   if (::pipe2(rep, O_CLOEXEC) != 0) {
     ::close(req[0]);
     ::close(req[1]);
@@ -67,7 +68,8 @@ void Subprocess::start(const std::vector<std::string>& argv, bool own_group) {
   if (rc != 0) {
     pid_ = -1;
     close_fds();
-    throw Error(ErrorKind::kInternal, fmt::format("cannot start '{}': {}", argv.empty() ? "" : argv[0], std::strerror(rc)));
+    throw Error(ErrorKind::kInternal, fmt::format("cannot start '{}': {}",
+                                                  argv.empty() ? "" : argv[0], std::strerror(rc)));
   }
   ::fcntl(output_fd_, F_SETFL, ::fcntl(output_fd_, F_GETFL) | O_NONBLOCK);
 }

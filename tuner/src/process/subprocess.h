@@ -2,8 +2,9 @@
 // stdout and stderr collected in one pipe. Used for the GPU worker and the compile processes.
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 #include <vector>
 
 #include "process/ipc.h"

@@ -1,18 +1,17 @@
 // Reports, part 1: selecting runs from the database and analysing them (convergence,
 // parameter effects and importance, top configurations, failures, cross-device comparison).
 // The renderers (report_html.cpp, report_markdown.cpp) only format what is computed here.
-#include "ktune/report.h"
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
 
 #include "ktune/error.h"
+#include "ktune/report.h"
 #include "report/internal.h"
 
 namespace ktune {
@@ -78,7 +77,9 @@ std::string digits_to_n(const std::string& text) {
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (std::isdigit(static_cast<unsigned char>(text[i]))) {
-      while (i + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '.')) ++i;
+      while (i + 1 < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '.'))
+        ++i;
       out += 'N';
     } else {
       out += text[i];
@@ -93,17 +94,20 @@ class Cache {
   explicit Cache(const Store& store) : store_(store) {}
   const DeviceRecord& device(std::int64_t id) {
     auto it = devices_.find(id);
-    if (it == devices_.end()) it = devices_.emplace(id, store_.device(id).value_or(DeviceRecord{})).first;
+    if (it == devices_.end())
+      it = devices_.emplace(id, store_.device(id).value_or(DeviceRecord{})).first;
     return it->second;
   }
   const KernelRecord& kernel(std::int64_t id) {
     auto it = kernels_.find(id);
-    if (it == kernels_.end()) it = kernels_.emplace(id, store_.kernel(id).value_or(KernelRecord{})).first;
+    if (it == kernels_.end())
+      it = kernels_.emplace(id, store_.kernel(id).value_or(KernelRecord{})).first;
     return it->second;
   }
   const ProblemRecord& problem(std::int64_t id) {
     auto it = problems_.find(id);
-    if (it == problems_.end()) it = problems_.emplace(id, store_.problem(id).value_or(ProblemRecord{})).first;
+    if (it == problems_.end())
+      it = problems_.emplace(id, store_.problem(id).value_or(ProblemRecord{})).first;
     return it->second;
   }
   const std::vector<TrialRecord>& trials(std::int64_t run_id) {
@@ -111,6 +115,7 @@ class Cache {
     if (it == trials_.end()) it = trials_.emplace(run_id, store_.trials_of_run(run_id)).first;
     return it->second;
   }
+
  private:
   const Store& store_;
   std::map<std::int64_t, DeviceRecord> devices_;
@@ -139,13 +144,16 @@ std::vector<RunRecord> matching_runs(const Store& store, Cache& cache, const Rep
   std::vector<RunRecord> all = store.runs(sel.kernel);
   std::set<std::int64_t> wanted(sel.runs.begin(), sel.runs.end());
   for (const std::int64_t id : wanted) {
-    const bool present = std::any_of(all.begin(), all.end(), [&](const RunRecord& r) { return r.id == id; });
+    const bool present =
+        std::any_of(all.begin(), all.end(), [&](const RunRecord& r) { return r.id == id; });
     if (!present) {
       const auto r = store.run(id);
       if (!r)
-        throw Error(ErrorKind::kUsage, fmt::format("--run {}: {} has no run {}", id, store.path().string(), id));
-      throw Error(ErrorKind::kUsage, fmt::format("--run {}: run {} tuned {}, not {}", id, id,
-                                                 cache.kernel(r->kernel_id).name, sel.kernel.value_or("")));
+        throw Error(ErrorKind::kUsage,
+                    fmt::format("--run {}: {} has no run {}", id, store.path().string(), id));
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--run {}: run {} tuned {}, not {}", id, id,
+                              cache.kernel(r->kernel_id).name, sel.kernel.value_or("")));
     }
   }
   std::vector<RunRecord> out;
@@ -155,12 +163,14 @@ std::vector<RunRecord> matching_runs(const Store& store, Cache& cache, const Rep
     if (!problem_matches(cache.problem(r.problem_id), sel.problem)) continue;
     out.push_back(std::move(r));
   }
-  std::sort(out.begin(), out.end(), [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
+  std::sort(out.begin(), out.end(),
+            [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
   if (out.empty()) {
     std::map<std::string, std::size_t> held;
     for (const auto& r : store.runs()) ++held[cache.kernel(r.kernel_id).name];
     std::string what;
-    for (const auto& [name, n] : held) what += fmt::format("{}{} ({} run{})", what.empty() ? "" : ", ", name, n, n == 1 ? "" : "s");
+    for (const auto& [name, n] : held)
+      what += fmt::format("{}{} ({} run{})", what.empty() ? "" : ", ", name, n, n == 1 ? "" : "s");
     std::string filter;
     if (sel.kernel) filter += " kernel " + *sel.kernel;
     if (!sel.runs.empty()) filter += " --run";
@@ -175,17 +185,20 @@ std::vector<RunRecord> matching_runs(const Store& store, Cache& cache, const Rep
 }
 
 // Parameter names in declaration order (the kernel's spec), then any others the trials have.
-std::vector<std::string> parameter_order(const KernelRecord& kernel, std::map<std::string, std::vector<std::string>>& declared) {
+std::vector<std::string> parameter_order(
+    const KernelRecord& kernel, std::map<std::string, std::vector<std::string>>& declared) {
   std::vector<std::string> names;
   json spec = json::parse(kernel.spec_json.empty() ? "{}" : kernel.spec_json, nullptr, false);
-  if (!spec.is_discarded() && spec.is_object() && spec.contains("parameters") && spec["parameters"].is_array()) {
+  if (!spec.is_discarded() && spec.is_object() && spec.contains("parameters") &&
+      spec["parameters"].is_array()) {
     for (const auto& p : spec["parameters"]) {
       if (!p.is_object() || !p.contains("name")) continue;
       const std::string name = p["name"].get<std::string>();
       names.push_back(name);
       auto& values = declared[name];
       if (p.contains("values") && p["values"].is_array())
-        for (const auto& v : p["values"]) values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+        for (const auto& v : p["values"])
+          values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
     }
   }
   return names;
@@ -199,7 +212,8 @@ std::vector<std::pair<std::string, std::string>> config_values(const TrialRecord
   std::vector<std::pair<std::string, std::string>> out;
   json j = json::parse(t.config_json.empty() ? "null" : t.config_json, nullptr, false);
   if (!j.is_discarded() && j.is_object() && !j.empty()) {
-    for (const auto& [k, v] : j.items()) out.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& [k, v] : j.items())
+      out.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     return out;
   }
   // No JSON: the key is name=value,... in declaration order.
@@ -223,7 +237,8 @@ std::optional<double> parse_utc(const std::string& iso) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;
   double s = 0;
   char t = 0;
-  if (std::sscanf(iso.c_str(), "%4d-%2d-%2d%c%2d:%2d:%lf", &y, &mo, &d, &t, &h, &mi, &s) != 7) return std::nullopt;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2d%c%2d:%2d:%lf", &y, &mo, &d, &t, &h, &mi, &s) != 7)
+    return std::nullopt;
   if (t != 'T' && t != ' ') return std::nullopt;
   // Days from civil (Howard Hinnant's algorithm).
   y -= mo <= 2;
@@ -264,8 +279,9 @@ ReportRun make_run(const RunRecord& r, Cache& cache) {
     if (std::isfinite(e)) last = std::max(last, e);
     ++out.by_status[t.status];
   }
-  std::stable_sort(out.retimed.begin(), out.retimed.end(),
-                   [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+  std::stable_sort(
+      out.retimed.begin(), out.retimed.end(),
+      [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
   const std::optional<double> t1 = parse_utc(r.finished_at);
   out.duration_s = (t0 && t1) ? std::max(0.0, *t1 - *t0) : last;
   double best = std::numeric_limits<double>::infinity();
@@ -289,8 +305,9 @@ ReportRun make_run(const RunRecord& r, Cache& cache) {
 // (each parameter's effects in turn set to the mean residual of the others, until they settle):
 // what all main effects explain together. On a balanced grid it is the sum of the eta^2; where
 // parameters are correlated it is less than that sum, and 1 - R^2 is interactions and noise.
-double additive_r2(const std::vector<const TrialRecord*>& latest, const std::vector<std::string>& params,
-                   const std::vector<double>& y, double mean, double total) {
+double additive_r2(const std::vector<const TrialRecord*>& latest,
+                   const std::vector<std::string>& params, const std::vector<double>& y,
+                   double mean, double total) {
   if (total <= 0 || params.empty()) return 0;
   const std::size_t n = y.size(), P = params.size();
   // Value index of every parameter per ok row.
@@ -301,7 +318,8 @@ double additive_r2(const std::vector<const TrialRecord*>& latest, const std::vec
   for (const TrialRecord* t : latest) {
     if (!timed_ok(*t)) continue;
     for (const auto& [name, value] : report_detail::config_values(*t)) {
-      const auto p = static_cast<std::size_t>(std::find(params.begin(), params.end(), name) - params.begin());
+      const auto p =
+          static_cast<std::size_t>(std::find(params.begin(), params.end(), name) - params.begin());
       if (p >= P) continue;
       auto [it, fresh] = ids[p].emplace(value, levels[p]);
       if (fresh) ++levels[p];
@@ -359,7 +377,8 @@ void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& l
     }
   }
   for (const auto& [name, values] : by_param)
-    if (std::find(a.params.begin(), a.params.end(), name) == a.params.end()) a.params.push_back(name);
+    if (std::find(a.params.begin(), a.params.end(), name) == a.params.end())
+      a.params.push_back(name);
 
   double mean = 0;
   for (double y : all_logs) mean += y;
@@ -402,7 +421,8 @@ void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& l
       for (double t : ve.times_ms) sum += std::log(t);
       ve.mean_log = ve.times_ms.empty() ? kNaN : sum / static_cast<double>(ve.times_ms.size());
       if (!ve.times_ms.empty()) {
-        between += static_cast<double>(ve.times_ms.size()) * (ve.mean_log - mean) * (ve.mean_log - mean);
+        between +=
+            static_cast<double>(ve.times_ms.size()) * (ve.mean_log - mean) * (ve.mean_log - mean);
         if (ve.median_ms < best_median) {
           best_median = ve.median_ms;
           e.best_value = ve.value;
@@ -414,7 +434,9 @@ void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& l
     a.effects.push_back(std::move(e));
   }
   std::stable_sort(a.effects.begin(), a.effects.end(),
-                   [](const ParameterEffect& x, const ParameterEffect& y) { return x.importance > y.importance; });
+                   [](const ParameterEffect& x, const ParameterEffect& y) {
+                     return x.importance > y.importance;
+                   });
   a.explained = additive_r2(latest, a.params, all_logs, mean, total);
 }
 
@@ -422,8 +444,8 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
                               const ReportOptions& options) {
   DeviceAnalysis a;
   std::map<std::string, std::vector<std::string>> declared;
-  std::map<std::string, const TrialRecord*> latest;     // config key -> latest search trial
-  std::map<std::string, const TrialRecord*> retimed;    // config key -> latest re-timing
+  std::map<std::string, const TrialRecord*> latest;   // config key -> latest search trial
+  std::map<std::string, const TrialRecord*> retimed;  // config key -> latest re-timing
   std::map<std::pair<TrialStatus, std::string>, FailureGroup> failures;
   const ReportRun* last_retimed_run = nullptr;
   for (const ReportRun& r : study.runs) {
@@ -449,11 +471,14 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
         // Messages that differ only in their numbers (sizes, registers, values) are one reason.
         const std::string shape = digits_to_n(reason);
         FailureGroup& g = failures[{t.status, shape}];
-        if (g.count == 0) g.reason = reason;
-        else if (g.reason != reason) g.reason = shape;
+        if (g.count == 0)
+          g.reason = reason;
+        else if (g.reason != reason)
+          g.reason = shape;
         g.status = t.status;
         ++g.count;
-        if (g.examples.size() < static_cast<std::size_t>(std::max(options.failure_examples, 0))) g.examples.push_back(t);
+        if (g.examples.size() < static_cast<std::size_t>(std::max(options.failure_examples, 0)))
+          g.examples.push_back(t);
       }
     }
     for (const TrialRecord& t : r.retimed) retimed[t.config_key] = &t;
@@ -463,7 +488,8 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
 
   std::vector<const TrialRecord*> distinct;
   for (const auto& [key, t] : latest) distinct.push_back(t);
-  std::sort(distinct.begin(), distinct.end(), [](const TrialRecord* x, const TrialRecord* y) { return x->id < y->id; });
+  std::sort(distinct.begin(), distinct.end(),
+            [](const TrialRecord* x, const TrialRecord* y) { return x->id < y->id; });
   a.distinct = distinct.size();
   analyse_effects(a, distinct, declared);
 
@@ -476,7 +502,9 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
   for (const TrialRecord* t : distinct)
     if (timed_ok(*t)) ok.push_back(t);
   a.distinct_ok = ok.size();
-  std::stable_sort(ok.begin(), ok.end(), [](const TrialRecord* x, const TrialRecord* y) { return x->time_ms < y->time_ms; });
+  std::stable_sort(ok.begin(), ok.end(), [](const TrialRecord* x, const TrialRecord* y) {
+    return x->time_ms < y->time_ms;
+  });
   if (!a.best && !ok.empty()) a.best = *ok.front();
   const std::size_t top = std::min(ok.size(), static_cast<std::size_t>(std::max(options.top, 0)));
   bool best_shown = false;
@@ -488,23 +516,28 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
     c.rank = i + 1;
     c.is_best = is_best;
     best_shown = best_shown || is_best;
-    if (auto it = retimed.find(ok[i]->config_key); it != retimed.end()) c.retimed_ms = it->second->time_ms;
+    if (auto it = retimed.find(ok[i]->config_key); it != retimed.end())
+      c.retimed_ms = it->second->time_ms;
     a.top.push_back(std::move(c));
   }
   (void)best_shown;
 
   for (auto& [k, g] : failures) a.failures.push_back(std::move(g));
-  std::stable_sort(a.failures.begin(), a.failures.end(), [](const FailureGroup& x, const FailureGroup& y) {
-    return x.count != y.count ? x.count > y.count : static_cast<int>(x.status) < static_cast<int>(y.status);
-  });
+  std::stable_sort(
+      a.failures.begin(), a.failures.end(), [](const FailureGroup& x, const FailureGroup& y) {
+        return x.count != y.count ? x.count > y.count
+                                  : static_cast<int>(x.status) < static_cast<int>(y.status);
+      });
   return a;
 }
 
-std::optional<CrossDevice> cross_device(const Store& store, Cache& cache, const ReportStudy& study) {
+std::optional<CrossDevice> cross_device(const Store& store, Cache& cache,
+                                        const ReportStudy& study) {
   // Every run of this kernel and problem in the database, whatever the selection.
   std::map<std::int64_t, std::vector<std::int64_t>> runs_by_device;
   for (const RunRecord& r : store.runs(study.kernel_name))
-    if (cache.problem(r.problem_id).key == study.problem_key) runs_by_device[r.device_id].push_back(r.id);
+    if (cache.problem(r.problem_id).key == study.problem_key)
+      runs_by_device[r.device_id].push_back(r.id);
   if (runs_by_device.size() < 2) return std::nullopt;
   CrossDevice x;
   std::vector<std::unordered_map<std::string, double>> times;  // per device: key -> latest ok time
@@ -550,13 +583,15 @@ std::optional<CrossDevice> cross_device(const Store& store, Cache& cache, const 
   x.time_ms.assign(n, std::vector<std::optional<double>>(n));
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j)
-      if (auto it = times[j].find(x.best[i].config_key); it != times[j].end()) x.time_ms[i][j] = it->second;
+      if (auto it = times[j].find(x.best[i].config_key); it != times[j].end())
+        x.time_ms[i][j] = it->second;
   return x;
 }
 
 }  // namespace
 
-Report build_report(const Store& store, const ReportSelection& selection, const ReportOptions& options) {
+Report build_report(const Store& store, const ReportSelection& selection,
+                    const ReportOptions& options) {
   Cache cache(store);
   const std::vector<RunRecord> runs = matching_runs(store, cache, selection);
   Report report;
@@ -569,7 +604,8 @@ Report build_report(const Store& store, const ReportSelection& selection, const 
     ReportStudy& s = studies[{rr.kernel.name, rr.problem.key}];
     s.kernel_name = rr.kernel.name;
     s.problem_key = rr.problem.key;
-    if (std::none_of(s.kernels.begin(), s.kernels.end(), [&](const KernelRecord& k) { return k.id == rr.kernel.id; }))
+    if (std::none_of(s.kernels.begin(), s.kernels.end(),
+                     [&](const KernelRecord& k) { return k.id == rr.kernel.id; }))
       s.kernels.push_back(rr.kernel);
     s.runs.push_back(std::move(rr));
   }

@@ -80,12 +80,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size() + text.size() / 8);
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -94,24 +105,36 @@ std::string html_escape(std::string_view text) {
 std::string md_escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else if (c == '\r') continue;
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else if (c == '\r')
+      continue;
+    else
+      out += c;
   }
   return out;
 }
 
 std::string status_color(TrialStatus s) {
   switch (s) {
-    case TrialStatus::kOk: return "#59a14f";
-    case TrialStatus::kInvalid: return "#9d9d9d";
-    case TrialStatus::kCompileFailed: return "#f28e2b";
-    case TrialStatus::kLaunchFailed: return "#b07aa1";
-    case TrialStatus::kResourcesExceeded: return "#9c755f";
-    case TrialStatus::kWrongResult: return "#e15759";
-    case TrialStatus::kTimeout: return "#edc948";
-    case TrialStatus::kCrashed: return "#8b1e3f";
+    case TrialStatus::kOk:
+      return "#59a14f";
+    case TrialStatus::kInvalid:
+      return "#9d9d9d";
+    case TrialStatus::kCompileFailed:
+      return "#f28e2b";
+    case TrialStatus::kLaunchFailed:
+      return "#b07aa1";
+    case TrialStatus::kResourcesExceeded:
+      return "#9c755f";
+    case TrialStatus::kWrongResult:
+      return "#e15759";
+    case TrialStatus::kTimeout:
+      return "#edc948";
+    case TrialStatus::kCrashed:
+      return "#8b1e3f";
   }
   return "#333333";
 }

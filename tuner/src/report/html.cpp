@@ -80,49 +80,61 @@ std::string td(const std::string& s, bool numeric = false) {
 // Long parameter names break after an underscore, not inside a word.
 std::string th(const std::string& s, bool numeric = false) {
   std::string text = html_escape(s);
-  for (std::size_t at = 0; (at = text.find('_', at)) != std::string::npos; at += 6) text.insert(at + 1, "<wbr>");
+  for (std::size_t at = 0; (at = text.find('_', at)) != std::string::npos; at += 6)
+    text.insert(at + 1, "<wbr>");
   return fmt::format("<th{}>{}</th>", numeric ? " class=\"n\"" : "", text);
 }
 
 std::string badge(TrialStatus s) {
-  return fmt::format("<span class=\"badge\" style=\"background:{}\">{}</span>", status_color(s), to_string(s));
+  return fmt::format("<span class=\"badge\" style=\"background:{}\">{}</span>", status_color(s),
+                     to_string(s));
 }
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
 
 std::string card(const std::string& k, const std::string& v, const std::string& s) {
-  return fmt::format("<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div><div class=\"s\">{}</div></div>",
-                     html_escape(k), html_escape(v), html_escape(s));
+  return fmt::format(
+      "<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div><div "
+      "class=\"s\">{}</div></div>",
+      html_escape(k), html_escape(v), html_escape(s));
 }
 
-std::string date_only(const std::string& iso) { return iso.size() >= 19 ? iso.substr(0, 10) + " " + iso.substr(11, 8) : iso; }
+std::string date_only(const std::string& iso) {
+  return iso.size() >= 19 ? iso.substr(0, 10) + " " + iso.substr(11, 8) : iso;
+}
 
 std::string shared_bytes(const TrialRecord& t) {
   if (t.static_shared_bytes < 0 && t.dynamic_shared_bytes < 0) return "-";
-  return fmt::format("{}", std::max(t.static_shared_bytes, 0) + std::max(t.dynamic_shared_bytes, 0));
+  return fmt::format("{}",
+                     std::max(t.static_shared_bytes, 0) + std::max(t.dynamic_shared_bytes, 0));
 }
 std::string int_or_dash(int v) { return v < 0 ? "-" : fmt::format("{}", v); }
 
-std::string config_cell(const TrialRecord& t) { return "<code>" + html_escape(t.config_key) + "</code>"; }
+std::string config_cell(const TrialRecord& t) {
+  return "<code>" + html_escape(t.config_key) + "</code>";
+}
 
 void runs_table(std::string& o, const ReportStudy& s, const TimeUnit& unit) {
-  o += "<div class=\"scroll\"><table><tr>" + th("run") + th("strategy") + th("device") + th("status") + th("started (UTC)") +
-       th("duration", true) + th("evaluations", true) + th("ok", true) + th("failed", true) +
-       th(fmt::format("best ({})", unit.name), true) + th("to within 10%", true) + th("to within 1%", true) +
-       th("re-timed", true) + "</tr>\n";
+  o += "<div class=\"scroll\"><table><tr>" + th("run") + th("strategy") + th("device") +
+       th("status") + th("started (UTC)") + th("duration", true) + th("evaluations", true) +
+       th("ok", true) + th("failed", true) + th(fmt::format("best ({})", unit.name), true) +
+       th("to within 10%", true) + th("to within 1%", true) + th("re-timed", true) + "</tr>\n";
   for (const ReportRun& r : s.runs) {
-    const std::size_t ok = r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
+    const std::size_t ok =
+        r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
     const double best = r.improvements.empty() ? NAN : r.improvements.back().second;
     std::string strategy = html_escape(r.run.strategy);
-    if (!r.run.strategy_options.empty() && r.run.strategy_options != "{}" && r.run.strategy_options != "null")
+    if (!r.run.strategy_options.empty() && r.run.strategy_options != "{}" &&
+        r.run.strategy_options != "null")
       strategy += " <span class=\"muted\">" + html_escape(r.run.strategy_options) + "</span>";
     o += "<tr>" + td(fmt::format("#{}", r.run.id)) + td(strategy) + td(html_escape(r.device.name)) +
-         td(html_escape(std::string(to_string(r.run.status)))) + td(html_escape(date_only(r.run.started_at))) +
-         td(format_duration(r.duration_s), true) + td(fmt::format("{}", r.search.size()), true) + td(fmt::format("{}", ok), true) +
+         td(html_escape(std::string(to_string(r.run.status)))) +
+         td(html_escape(date_only(r.run.started_at))) + td(format_duration(r.duration_s), true) +
+         td(fmt::format("{}", r.search.size()), true) + td(fmt::format("{}", ok), true) +
          td(fmt::format("{}", r.search.size() - ok), true) + td(format_time(best, unit), true) +
          td(r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-", true) +
-         td(r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-", true) + td(fmt::format("{}", r.retimed.size()), true) +
-         "</tr>\n";
+         td(r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-", true) +
+         td(fmt::format("{}", r.retimed.size()), true) + "</tr>\n";
   }
   o += "</table></div>\n";
 }
@@ -155,21 +167,25 @@ void convergence(std::string& o, const ReportStudy& s, const ReportOptions& opt)
   // plots on a log x axis, so the short ones are not squeezed against the left edge.
   std::size_t shortest = SIZE_MAX, longest = 0;
   for (const ReportRun& r : s.runs)
-    if (!r.search.empty()) shortest = std::min(shortest, r.search.size()), longest = std::max(longest, r.search.size());
+    if (!r.search.empty())
+      shortest = std::min(shortest, r.search.size()), longest = std::max(longest, r.search.size());
   const bool log_x = longest >= 100 && longest >= 5 * shortest;
   o += "<div class=\"plots\">";
   o += "<figure>" +
-       svg_convergence("best so far against evaluations", by_eval, {"evaluation (search trials, in order)", false, log_x},
-                       opt.max_points) +
+       svg_convergence("best so far against evaluations", by_eval,
+                       {"evaluation (search trials, in order)", false, log_x}, opt.max_points) +
        "</figure>";
   if (any_time)
     o += "<figure>" +
-         svg_convergence("best so far against wall time", by_time, {"wall time since run start", true, log_x},
-                         opt.max_points) +
+         svg_convergence("best so far against wall time", by_time,
+                         {"wall time since run start", true, log_x}, opt.max_points) +
          "</figure>";
-  o += "</div>\n<p class=\"note\">Line: the best time found so far (ok trials only); dots: every ok evaluation. "
-       "Evaluations count every search trial of the run, failed ones included; the final interleaved re-timing "
-       "of the leaders is not an evaluation and is shown under <i>Top configurations</i>. Trials answered from the "
+  o += "</div>\n<p class=\"note\">Line: the best time found so far (ok trials only); dots: every "
+       "ok evaluation. "
+       "Evaluations count every search trial of the run, failed ones included; the final "
+       "interleaved re-timing "
+       "of the leaders is not an evaluation and is shown under <i>Top configurations</i>. Trials "
+       "answered from the "
        "database (resume) are not stored again and do not appear.</p>\n";
 }
 
@@ -182,30 +198,44 @@ void effects(std::string& o, const DeviceAnalysis& a, const ReportOptions& opt) 
   for (const auto& e : a.effects)
     for (const auto& v : e.values)
       if (!v.times_ms.empty()) lo = std::min(lo, v.min_ms), hi = std::max(hi, v.max_ms);
-  o += "<div class=\"plots\"><figure>" + svg_importance(a.effects, a.explained) + "</figure></div>\n";
+  o += "<div class=\"plots\"><figure>" + svg_importance(a.effects, a.explained) +
+       "</figure></div>\n";
   double sum = 0;
   for (const auto& e : a.effects) sum += e.importance;
   o += fmt::format(
-      "<p class=\"note\"><b>Method.</b> For each parameter, the share of the variance of ln(time) over the {} ok "
-      "distinct configurations that is explained by the parameter's per-value means (the correlation ratio "
-      "&eta;&sup2; = &Sigma;<sub>v</sub> n<sub>v</sub>(&#x0233;<sub>v</sub>&minus;&#x0233;)&sup2; / &Sigma;<sub>i</sub>"
-      "(y<sub>i</sub>&minus;&#x0233;)&sup2;): a first-order, fANOVA-style main effect. Log-time makes effects "
-      "multiplicative (a parameter that halves the time counts the same at any speed) and keeps the slowest outliers "
-      "from dominating. On a full grid (brute force over an unrestricted space) it equals the first-order fANOVA "
-      "importance of the measured grid. All main effects fitted together (an additive model of ln(time)) explain "
+      "<p class=\"note\"><b>Method.</b> For each parameter, the share of the variance of ln(time) "
+      "over the {} ok "
+      "distinct configurations that is explained by the parameter's per-value means (the "
+      "correlation ratio "
+      "&eta;&sup2; = &Sigma;<sub>v</sub> n<sub>v</sub>(&#x0233;<sub>v</sub>&minus;&#x0233;)&sup2; "
+      "/ &Sigma;<sub>i</sub>"
+      "(y<sub>i</sub>&minus;&#x0233;)&sup2;): a first-order, fANOVA-style main effect. Log-time "
+      "makes effects "
+      "multiplicative (a parameter that halves the time counts the same at any speed) and keeps "
+      "the slowest outliers "
+      "from dominating. On a full grid (brute force over an unrestricted space) it equals the "
+      "first-order fANOVA "
+      "importance of the measured grid. All main effects fitted together (an additive model of "
+      "ln(time)) explain "
       "{}; the rest, {}, is interactions between parameters and noise.",
       a.distinct_ok, format_percent(a.explained), format_percent(std::max(0.0, 1 - a.explained)));
   if (sum > a.explained + 0.02)
     o += fmt::format(
-        " Here the shares add up to {}, more than {}: parameters are correlated in this data (restrictions tie "
-        "them together, or the strategy sampled some values more than others), so each share also carries part of "
+        " Here the shares add up to {}, more than {}: parameters are correlated in this data "
+        "(restrictions tie "
+        "them together, or the strategy sampled some values more than others), so each share also "
+        "carries part of "
         "the others' effect. Read the ranking, not the sum.",
         format_percent(sum), format_percent(a.explained));
-  o += " Failed configurations are left out of the times and counted under each value (&#x2717;).</p>\n";
+  o += " Failed configurations are left out of the times and counted under each value "
+       "(&#x2717;).</p>\n";
   o += "<div class=\"plots\">";
-  for (const auto& e : a.effects) o += "<figure>" + svg_effect(e, lo, hi, opt.max_points) + "</figure>";
-  o += "</div>\n<p class=\"note\">Per value: every ok configuration's median time (dots), the box from the first to "
-       "the third quartile with the median (red; green box: the value with the lowest median), whiskers from the "
+  for (const auto& e : a.effects)
+    o += "<figure>" + svg_effect(e, lo, hi, opt.max_points) + "</figure>";
+  o += "</div>\n<p class=\"note\">Per value: every ok configuration's median time (dots), the box "
+       "from the first to "
+       "the third quartile with the median (red; green box: the value with the lowest median), "
+       "whiskers from the "
        "fastest to the slowest. All panels share one time axis.</p>\n";
 }
 
@@ -230,7 +260,8 @@ void top_table(std::string& o, const DeviceAnalysis& a) {
     for (const auto& p : a.params) o += th(p);
   else
     o += th("configuration");
-  o += th(fmt::format("median ({})", unit.name), true) + th("min", true) + th("spread", true) + th("samples", true);
+  o += th(fmt::format("median ({})", unit.name), true) + th("min", true) + th("spread", true) +
+       th("samples", true);
   if (retimed) o += th(fmt::format("re-timed ({})", unit.name), true);
   if (gbps) o += th("GB/s", true);
   if (gflops) o += th("GFLOP/s", true);
@@ -241,7 +272,10 @@ void top_table(std::string& o, const DeviceAnalysis& a) {
   for (const auto& c : a.top) {
     const TrialRecord& t = c.trial;
     o += c.is_best ? "<tr class=\"best\">" : "<tr>";
-    o += td(fmt::format("{}{}", c.rank, c.is_best ? " <span class=\"badge\" style=\"background:#2e7d32\">best</span>" : ""), true);
+    o += td(fmt::format(
+                "{}{}", c.rank,
+                c.is_best ? " <span class=\"badge\" style=\"background:#2e7d32\">best</span>" : ""),
+            true);
     if (columns) {
       const auto values = config_values(t);
       for (const auto& p : a.params) {
@@ -261,15 +295,19 @@ void top_table(std::string& o, const DeviceAnalysis& a) {
     o += td(int_or_dash(t.registers), true) + td(shared_bytes(t), true);
     if (spill) o += td(int_or_dash(t.spill_bytes), true);
     if (local) o += td(int_or_dash(t.local_bytes), true);
-    o += td(t.occupancy >= 0 ? format_percent(t.occupancy, 0) : "-", true) + td(fmt::format("{}", t.id), true) +
-         "</tr>\n";
+    o += td(t.occupancy >= 0 ? format_percent(t.occupancy, 0) : "-", true) +
+         td(fmt::format("{}", t.id), true) + "</tr>\n";
   }
   o += "</table></div>\n";
-  o += "<p class=\"note\">Distinct configurations ranked by their search median time (latest measurement of each). "
-       "Spread: interquartile range / median of the samples. Regs: registers per thread. Shared: static + "
-       "dynamic shared memory per block. Spill: bytes of spill stores. Occupancy: active warps / maximum warps per "
+  o += "<p class=\"note\">Distinct configurations ranked by their search median time (latest "
+       "measurement of each). "
+       "Spread: interquartile range / median of the samples. Regs: registers per thread. Shared: "
+       "static + "
+       "dynamic shared memory per block. Spill: bytes of spill stores. Occupancy: active warps / "
+       "maximum warps per "
        "multiprocessor.";
-  if (a.best && a.best_is_stored) o += " <b>best</b>: the configuration stored as the best for this device and problem.";
+  if (a.best && a.best_is_stored)
+    o += " <b>best</b>: the configuration stored as the best for this device and problem.";
   o += "</p>\n";
 }
 
@@ -278,16 +316,18 @@ void finalists_table(std::string& o, const DeviceAnalysis& a) {
   const TimeUnit unit = time_unit_for(a.finalists.front().time_ms);
   o += "<h4>Final interleaved re-timing</h4>\n<p class=\"note\">At the end of run #" +
        fmt::format("{}", a.finalists.front().run_id) +
-       " the leaders were timed again, interleaved (A B C A B C ...), so that drift in clocks or temperature cannot "
+       " the leaders were timed again, interleaved (A B C A B C ...), so that drift in clocks or "
+       "temperature cannot "
        "crown one; the fastest here became the best. These are not search evaluations.</p>\n";
-  o += "<div class=\"scroll\"><table><tr>" + th("#", true) + th("configuration") + th(fmt::format("re-timed ({})", unit.name), true) +
-       th("spread", true) + th("rounds", true) + th("vs fastest", true) + "</tr>\n";
+  o += "<div class=\"scroll\"><table><tr>" + th("#", true) + th("configuration") +
+       th(fmt::format("re-timed ({})", unit.name), true) + th("spread", true) + th("rounds", true) +
+       th("vs fastest", true) + "</tr>\n";
   const double fastest = a.finalists.front().time_ms;
   for (std::size_t i = 0; i < a.finalists.size(); ++i) {
     const TrialRecord& t = a.finalists[i];
-    o += (i == 0 ? "<tr class=\"best\">" : "<tr>") + td(fmt::format("{}", i + 1), true) + td(config_cell(t)) +
-         td(format_time(t.time_ms, unit), true) + td(format_percent(t.time_spread), true) +
-         td(fmt::format("{}", t.sample_count), true) +
+    o += (i == 0 ? "<tr class=\"best\">" : "<tr>") + td(fmt::format("{}", i + 1), true) +
+         td(config_cell(t)) + td(format_time(t.time_ms, unit), true) +
+         td(format_percent(t.time_spread), true) + td(fmt::format("{}", t.sample_count), true) +
          td(fastest > 0 ? "+" + format_percent(t.time_ms / fastest - 1) : "-", true) + "</tr>\n";
   }
   o += "</table></div>\n";
@@ -301,23 +341,32 @@ void failures(std::string& o, const DeviceAnalysis& a) {
   }
   o += "<table><tr>" + th("status") + th("reason") + th("trials", true) + th("details") + "</tr>\n";
   for (const FailureGroup& g : a.failures) {
-    std::string d = fmt::format("<details><summary>{} of {} trial{}</summary>", g.examples.size(), g.count,
-                                g.count == 1 ? "" : "s");
+    std::string d = fmt::format("<details><summary>{} of {} trial{}</summary>", g.examples.size(),
+                                g.count, g.count == 1 ? "" : "s");
     for (const TrialRecord& t : g.examples) {
-      d += fmt::format("<div><b>trial {}</b> (run #{}) <code>{}</code>", t.id, t.run_id, html_escape(t.config_key));
+      d += fmt::format("<div><b>trial {}</b> (run #{}) <code>{}</code>", t.id, t.run_id,
+                       html_escape(t.config_key));
       if (!t.error.empty()) d += "<pre>" + html_escape(t.error) + "</pre>";
       if (!t.compile_log.empty()) {
         constexpr std::size_t kMax = 20000;
-        std::string log = t.compile_log.size() > kMax ? t.compile_log.substr(0, kMax) : t.compile_log;
-        d += "<div class=\"muted\">compile log" + (t.compile_options.empty() ? std::string() : " (options: <code>" + html_escape(t.compile_options) + "</code>)") + "</div><pre>" + html_escape(log) + "</pre>";
+        std::string log =
+            t.compile_log.size() > kMax ? t.compile_log.substr(0, kMax) : t.compile_log;
+        d += "<div class=\"muted\">compile log" +
+             (t.compile_options.empty()
+                  ? std::string()
+                  : " (options: <code>" + html_escape(t.compile_options) + "</code>)") +
+             "</div><pre>" + html_escape(log) + "</pre>";
         if (t.compile_log.size() > kMax)
-          d += fmt::format("<div class=\"muted\">log cut at {} of {} characters; the database has all of it (trial {})</div>",
-                           kMax, t.compile_log.size(), t.id);
+          d += fmt::format(
+              "<div class=\"muted\">log cut at {} of {} characters; the database has all of it "
+              "(trial {})</div>",
+              kMax, t.compile_log.size(), t.id);
       }
       d += "</div>";
     }
     d += "</details>";
-    o += "<tr>" + td(badge(g.status)) + td(html_escape(g.reason)) + td(fmt::format("{}", g.count), true) + td(d) + "</tr>\n";
+    o += "<tr>" + td(badge(g.status)) + td(html_escape(g.reason)) +
+         td(fmt::format("{}", g.count), true) + td(d) + "</tr>\n";
   }
   o += "</table>\n";
 }
@@ -338,12 +387,15 @@ void cross_device(std::string& o, const CrossDevice& x) {
        th(fmt::format("time ({})", unit.name), true) + th("GB/s", true) + th("source") + "</tr>\n";
   for (std::size_t i = 0; i < n; ++i) {
     const TrialRecord& b = x.best[i];
-    o += "<tr>" + td(html_escape(x.devices[i].name)) + td(html_escape(x.devices[i].arch)) + td(config_cell(b)) +
-         td(format_time(b.time_ms, unit), true) + td(format_number(b.gbps, 4), true) +
-         td(x.best_is_stored[i] ? fmt::format("stored best (trial {})", b.id) : fmt::format("fastest trial {} (no stored best)", b.id)) +
+    o += "<tr>" + td(html_escape(x.devices[i].name)) + td(html_escape(x.devices[i].arch)) +
+         td(config_cell(b)) + td(format_time(b.time_ms, unit), true) +
+         td(format_number(b.gbps, 4), true) +
+         td(x.best_is_stored[i] ? fmt::format("stored best (trial {})", b.id)
+                                : fmt::format("fastest trial {} (no stored best)", b.id)) +
          "</tr>\n";
   }
-  o += "</table></div>\n<h4>The best of one device on another</h4>\n<div class=\"scroll\"><table><tr>" +
+  o += "</table></div>\n<h4>The best of one device on another</h4>\n<div "
+       "class=\"scroll\"><table><tr>" +
        th("best of \\ measured on");
   for (const auto& d : x.devices) o += th(d.name, true);
   o += "</tr>\n";
@@ -355,39 +407,48 @@ void cross_device(std::string& o, const CrossDevice& x) {
         continue;
       }
       const double r = *x.time_ms[i][j] / x.best[j].time_ms;
-      o += fmt::format("<td class=\"n\" style=\"background:{}\">{} {} <span class=\"muted\">({}&times;)</span></td>",
-                       ratio_color(r), format_time(*x.time_ms[i][j], unit), unit.name, format_number(r, 3));
+      o += fmt::format(
+          "<td class=\"n\" style=\"background:{}\">{} {} <span "
+          "class=\"muted\">({}&times;)</span></td>",
+          ratio_color(r), format_time(*x.time_ms[i][j], unit), unit.name, format_number(r, 3));
     }
     o += "</tr>\n";
   }
-  o += "</table></div>\n<p class=\"note\">Row: the best configuration of a device; column: its time on another device "
-       "(that device's latest ok trial of the same configuration) and the ratio to that device's own best "
-       "(1&times; on the diagonal). Built from every run of this kernel and problem in the database.</p>\n";
+  o += "</table></div>\n<p class=\"note\">Row: the best configuration of a device; column: its "
+       "time on another device "
+       "(that device's latest ok trial of the same configuration) and the ratio to that device's "
+       "own best "
+       "(1&times; on the diagonal). Built from every run of this kernel and problem in the "
+       "database.</p>\n";
 }
 
 void provenance(std::string& o, const ReportStudy& s) {
-  o += "<div class=\"scroll\"><table><tr>" + th("run") + th("device") + th("driver") + th("NVRTC") + th("ktune") +
-       th("kernel source") + th("space") + th("host") + th("started (UTC)") + th("finished (UTC)") + th("backend") +
-       th("seed") + th("budget") + "</tr>\n";
+  o += "<div class=\"scroll\"><table><tr>" + th("run") + th("device") + th("driver") + th("NVRTC") +
+       th("ktune") + th("kernel source") + th("space") + th("host") + th("started (UTC)") +
+       th("finished (UTC)") + th("backend") + th("seed") + th("budget") + "</tr>\n";
   for (const ReportRun& r : s.runs) {
     const DeviceRecord& d = r.device;
     o += "<tr>" + td(fmt::format("#{}", r.run.id)) +
-         td(html_escape(fmt::format("{} ({}, {} SMs, {}, L2 {})", d.name, d.arch, d.sm_count, format_bytes(d.memory_bytes),
-                                    format_bytes(d.l2_bytes)))) +
+         td(html_escape(fmt::format("{} ({}, {} SMs, {}, L2 {})", d.name, d.arch, d.sm_count,
+                                    format_bytes(d.memory_bytes), format_bytes(d.l2_bytes)))) +
          td(format_driver(r.run.driver_version ? r.run.driver_version : d.driver_version)) +
          td(html_escape(r.run.nvrtc_version.empty() ? d.nvrtc_version : r.run.nvrtc_version)) +
-         td(html_escape(r.run.ktune_version)) + td("<code>" + html_escape(short_hash(r.kernel.source_hash)) + "</code>") +
-         td("<code>" + html_escape(short_hash(r.kernel.space_hash)) + "</code>") + td(html_escape(r.run.host)) +
-         td(html_escape(date_only(r.run.started_at))) + td(html_escape(date_only(r.run.finished_at))) +
-         td(html_escape(r.run.backend)) + td(fmt::format("{}", r.run.seed)) + td("<code>" + html_escape(r.run.budget) + "</code>") +
+         td(html_escape(r.run.ktune_version)) +
+         td("<code>" + html_escape(short_hash(r.kernel.source_hash)) + "</code>") +
+         td("<code>" + html_escape(short_hash(r.kernel.space_hash)) + "</code>") +
+         td(html_escape(r.run.host)) + td(html_escape(date_only(r.run.started_at))) +
+         td(html_escape(date_only(r.run.finished_at))) + td(html_escape(r.run.backend)) +
+         td(fmt::format("{}", r.run.seed)) + td("<code>" + html_escape(r.run.budget) + "</code>") +
          "</tr>\n<tr><td></td><td colspan=\"12\"><span class=\"muted\">command</span> <code>" +
-         html_escape(r.run.command_line.empty() ? "(not recorded)" : r.run.command_line) + "</code></td></tr>\n";
+         html_escape(r.run.command_line.empty() ? "(not recorded)" : r.run.command_line) +
+         "</code></td></tr>\n";
   }
   o += "</table></div>\n";
   if (s.kernels.size() > 1)
-    o += fmt::format("<p class=\"note\">These runs tuned {} versions of the kernel (different source or space "
-                     "hashes); configurations are compared by their key.</p>\n",
-                     s.kernels.size());
+    o += fmt::format(
+        "<p class=\"note\">These runs tuned {} versions of the kernel (different source or space "
+        "hashes); configurations are compared by their key.</p>\n",
+        s.kernels.size());
 }
 
 }  // namespace
@@ -401,22 +462,26 @@ std::string render_html(const Report& report) {
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"ktune " KTUNE_VERSION "\">\n";
-  o += "<title>" + html_escape(opt.title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  o += "<title>" + html_escape(opt.title) + "</title>\n<style>" + kStyle +
+       "</style>\n</head>\n<body>\n";
   o += "<header><h1>" + html_escape(opt.title) + "</h1><p class=\"meta\">" +
        html_escape(fmt::format("{} · {} run{} · {} trials · generated {} by ktune {}",
-                               opt.database.empty() ? "database" : opt.database, runs, runs == 1 ? "" : "s",
-                               report.trials, date_only(report.generated_at), KTUNE_VERSION)) +
+                               opt.database.empty() ? "database" : opt.database, runs,
+                               runs == 1 ? "" : "s", report.trials, date_only(report.generated_at),
+                               KTUNE_VERSION)) +
        "</p></header>\n<nav>";
   for (std::size_t i = 0; i < report.studies.size(); ++i)
-    o += fmt::format("<a href=\"#study-{}\">{} [{}]</a>", i + 1, html_escape(report.studies[i].kernel_name),
+    o += fmt::format("<a href=\"#study-{}\">{} [{}]</a>", i + 1,
+                     html_escape(report.studies[i].kernel_name),
                      html_escape(report.studies[i].problem_key));
   o += "</nav>\n<main>\n";
 
   for (std::size_t si = 0; si < report.studies.size(); ++si) {
     const ReportStudy& s = report.studies[si];
     const std::string id = fmt::format("study-{}", si + 1);
-    o += fmt::format("<section class=\"study\" id=\"{}\">\n<h2>{}<span class=\"problem\">{}</span></h2>\n", id,
-                     html_escape(s.kernel_name), html_escape(s.problem_key));
+    o += fmt::format(
+        "<section class=\"study\" id=\"{}\">\n<h2>{}<span class=\"problem\">{}</span></h2>\n", id,
+        html_escape(s.kernel_name), html_escape(s.problem_key));
     // Summary cards, one "best" per device.
     o += "<div class=\"cards\">";
     std::size_t evaluations = 0, ok = 0;
@@ -427,22 +492,26 @@ std::string render_html(const Report& report) {
     for (const DeviceAnalysis& a : s.devices) {
       if (!a.best) continue;
       std::string v = format_time_auto(a.best->time_ms);
-      if (std::isfinite(a.best->gbps)) v += fmt::format(" · {} GB/s", format_number(a.best->gbps, 4));
+      if (std::isfinite(a.best->gbps))
+        v += fmt::format(" · {} GB/s", format_number(a.best->gbps, 4));
       o += card("best on " + a.device.name, v, a.best->config_key);
       // One parameter's values partition the configurations: its times are all the ok times.
       std::vector<double> times;
       if (!a.effects.empty())
-        for (const auto& val : a.effects.front().values) times.insert(times.end(), val.times_ms.begin(), val.times_ms.end());
+        for (const auto& val : a.effects.front().values)
+          times.insert(times.end(), val.times_ms.begin(), val.times_ms.end());
       std::sort(times.begin(), times.end());
       if (times.size() >= 2 && a.best->time_ms > 0)
-        o += card("speed-up over the median", format_number(times[times.size() / 2] / a.best->time_ms, 3) + "×",
+        o += card("speed-up over the median",
+                  format_number(times[times.size() / 2] / a.best->time_ms, 3) + "×",
                   fmt::format("{}: median of {} ok configurations {}", a.device.name, times.size(),
                               format_time_auto(times[times.size() / 2])));
       o += "<div style=\"flex-basis:100%;height:0\"></div>";
     }
-    o += card("evaluations", fmt::format("{}", evaluations),
-              fmt::format("{} run{}, {} ok ({})", s.runs.size(), s.runs.size() == 1 ? "" : "s", ok,
-                          format_percent(evaluations ? static_cast<double>(ok) / evaluations : 0, 0)));
+    o += card(
+        "evaluations", fmt::format("{}", evaluations),
+        fmt::format("{} run{}, {} ok ({})", s.runs.size(), s.runs.size() == 1 ? "" : "s", ok,
+                    format_percent(evaluations ? static_cast<double>(ok) / evaluations : 0, 0)));
     o += "</div>\n";
 
     double typical = NAN;
@@ -455,14 +524,16 @@ std::string render_html(const Report& report) {
     for (const DeviceAnalysis& a : s.devices) {
       const std::string on = s.devices.size() > 1 ? " on " + a.device.name : "";
       o += "<h3>Parameter effects" + html_escape(on) + "</h3>\n";
-      o += fmt::format("<p class=\"note\">{} evaluations over run{} {}; {} distinct configurations, {} of them ok.</p>\n",
-                       a.evaluations, a.run_ids.size() == 1 ? "" : "s",
-                       [&] {
-                         std::string ids;
-                         for (auto rid : a.run_ids) ids += (ids.empty() ? "#" : ", #") + std::to_string(rid);
-                         return ids;
-                       }(),
-                       a.distinct, a.distinct_ok);
+      o += fmt::format(
+          "<p class=\"note\">{} evaluations over run{} {}; {} distinct configurations, {} of them "
+          "ok.</p>\n",
+          a.evaluations, a.run_ids.size() == 1 ? "" : "s",
+          [&] {
+            std::string ids;
+            for (auto rid : a.run_ids) ids += (ids.empty() ? "#" : ", #") + std::to_string(rid);
+            return ids;
+          }(),
+          a.distinct, a.distinct_ok);
       effects(o, a, opt);
       o += "<h3>Top configurations" + html_escape(on) + "</h3>\n";
       top_table(o, a);
@@ -479,9 +550,11 @@ std::string render_html(const Report& report) {
     o += "</section>\n";
   }
   o += "</main>\n<footer>" +
-       html_escape(fmt::format("Generated {} by ktune {} from {}.", report.generated_at, KTUNE_VERSION,
+       html_escape(fmt::format("Generated {} by ktune {} from {}.", report.generated_at,
+                               KTUNE_VERSION,
                                opt.database.empty() ? "the results database" : opt.database));
-  if (!opt.command_line.empty()) o += " Command: <code>" + html_escape(opt.command_line) + "</code>";
+  if (!opt.command_line.empty())
+    o += " Command: <code>" + html_escape(opt.command_line) + "</code>";
   o += " Statuses, sections and the importance method: docs/reports.md.</footer>\n";
   o += std::string("<script>") + kCheckScript + "</script>\n</body>\n</html>\n";
   return o;

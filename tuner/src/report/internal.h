@@ -18,17 +18,18 @@ std::vector<std::pair<std::string, std::string>> config_values(const TrialRecord
 
 // A unit for a set of times, so one table column or axis uses one unit.
 struct TimeUnit {
-  double per_ms = 1;            // multiply milliseconds by this
+  double per_ms = 1;  // multiply milliseconds by this
   const char* name = "ms";
 };
 TimeUnit time_unit_for(double typical_ms);
-std::string format_time(double ms, const TimeUnit& unit, int significant = 4);  // "0.1523", "-" for NaN
-std::string format_time_auto(double ms);      // value with its own unit: "152.3 µs"
-std::string format_number(double v, int significant = 3);   // "%g"-like, no exponent below 1e6
-std::string format_duration(double seconds);  // "4.2 s", "12 min 05 s", "2 h 03 min"
+std::string format_time(double ms, const TimeUnit& unit,
+                        int significant = 4);                // "0.1523", "-" for NaN
+std::string format_time_auto(double ms);                     // value with its own unit: "152.3 µs"
+std::string format_number(double v, int significant = 3);    // "%g"-like, no exponent below 1e6
+std::string format_duration(double seconds);                 // "4.2 s", "12 min 05 s", "2 h 03 min"
 std::string format_percent(double share, int decimals = 1);  // 0.423 -> "42.3%"
-std::string format_driver(int version);       // 13000 -> "13.0"
-std::string format_bytes(std::int64_t bytes); // "80 GiB", "50 MiB"
+std::string format_driver(int version);                      // 13000 -> "13.0"
+std::string format_bytes(std::int64_t bytes);                // "80 GiB", "50 MiB"
 std::string html_escape(std::string_view text);
 std::string md_escape(std::string_view text);  // for table cells: | and newlines
 
@@ -43,13 +44,13 @@ struct Series {
 };
 
 struct AxisSpec {
-  std::string label;         // "evaluations", "wall time since run start"
-  bool seconds = false;      // x is seconds: pick s / min / h for the ticks
-  bool log = false;          // log scale (runs of very different lengths side by side)
+  std::string label;     // "evaluations", "wall time since run start"
+  bool seconds = false;  // x is seconds: pick s / min / h for the ticks
+  bool log = false;      // log scale (runs of very different lengths side by side)
 };
 
-std::string svg_convergence(const std::string& title, const std::vector<Series>& series, const AxisSpec& x,
-                            int max_points);
+std::string svg_convergence(const std::string& title, const std::vector<Series>& series,
+                            const AxisSpec& x, int max_points);
 // Box (quartiles, median, whiskers at min/max) and jittered strip of times per value. lo/hi: the
 // time range shared by every parameter's plot, so they compare at a glance.
 std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms, int max_points);

@@ -1,8 +1,7 @@
 // The report as JSON (`ktune report --json`): the same analysis as the HTML and Markdown
 // renderers, as data.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "ktune/report.h"
 
@@ -15,8 +14,9 @@ using nlohmann::json;
 json number(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 json trial_json(const TrialRecord& t) {
-  return {{"trial_id", t.id}, {"run_id", t.run_id}, {"config", t.config_key},
-          {"time_ms", number(t.time_ms)}, {"gbps", number(t.gbps)}, {"spread", number(t.time_spread)},
+  return {{"trial_id", t.id},         {"run_id", t.run_id},
+          {"config", t.config_key},   {"time_ms", number(t.time_ms)},
+          {"gbps", number(t.gbps)},   {"spread", number(t.time_spread)},
           {"samples", t.sample_count}};
 }
 
@@ -43,9 +43,10 @@ json run_json(const ReportRun& r) {
 }
 
 json device_json(const DeviceAnalysis& a) {
-  json j = {{"device", a.device.name}, {"arch", a.device.arch},   {"runs", a.run_ids},
-            {"evaluations", a.evaluations}, {"distinct", a.distinct}, {"distinct_ok", a.distinct_ok},
-            {"explained", number(a.explained)}};
+  json j = {
+      {"device", a.device.name},         {"arch", a.device.arch},  {"runs", a.run_ids},
+      {"evaluations", a.evaluations},    {"distinct", a.distinct}, {"distinct_ok", a.distinct_ok},
+      {"explained", number(a.explained)}};
   if (a.best) {
     j["best"] = trial_json(*a.best);
     j["best"]["stored"] = a.best_is_stored;
@@ -76,7 +77,9 @@ std::string render_json(const Report& report) {
   j["trials"] = report.trials;
   j["studies"] = json::array();
   for (const ReportStudy& s : report.studies) {
-    json study = {{"kernel", s.kernel_name}, {"problem", s.problem_key}, {"runs", json::array()},
+    json study = {{"kernel", s.kernel_name},
+                  {"problem", s.problem_key},
+                  {"runs", json::array()},
                   {"devices", json::array()}};
     for (const ReportRun& r : s.runs) study["runs"].push_back(run_json(r));
     for (const DeviceAnalysis& a : s.devices) study["devices"].push_back(device_json(a));

@@ -33,13 +33,16 @@ std::string header(const std::vector<std::string>& names) {
 
 std::string code(const std::string& s) { return "`" + md_escape(s) + "`"; }
 
-std::string date_only(const std::string& iso) { return iso.size() >= 19 ? iso.substr(0, 10) + " " + iso.substr(11, 8) : iso; }
+std::string date_only(const std::string& iso) {
+  return iso.size() >= 19 ? iso.substr(0, 10) + " " + iso.substr(11, 8) : iso;
+}
 
 std::string int_or_dash(int v) { return v < 0 ? "-" : fmt::format("{}", v); }
 
 std::string shared_bytes(const TrialRecord& t) {
   if (t.static_shared_bytes < 0 && t.dynamic_shared_bytes < 0) return "-";
-  return fmt::format("{}", std::max(t.static_shared_bytes, 0) + std::max(t.dynamic_shared_bytes, 0));
+  return fmt::format("{}",
+                     std::max(t.static_shared_bytes, 0) + std::max(t.dynamic_shared_bytes, 0));
 }
 
 void runs(std::string& o, const ReportStudy& s) {
@@ -48,16 +51,20 @@ void runs(std::string& o, const ReportStudy& s) {
     if (!r.improvements.empty()) typical = r.improvements.back().second;
   const TimeUnit unit = time_unit_for(typical);
   o += "### Runs and convergence\n\n";
-  o += header({"run", "strategy", "device", "status", "started (UTC)", ">duration", ">evaluations", ">ok", ">failed",
-               fmt::format(">best ({})", unit.name), ">evals to within 10%", ">evals to within 1%", ">re-timed"});
+  o += header({"run", "strategy", "device", "status", "started (UTC)", ">duration", ">evaluations",
+               ">ok", ">failed", fmt::format(">best ({})", unit.name), ">evals to within 10%",
+               ">evals to within 1%", ">re-timed"});
   for (const ReportRun& r : s.runs) {
-    const std::size_t ok = r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
+    const std::size_t ok =
+        r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
     const double best = r.improvements.empty() ? NAN : r.improvements.back().second;
-    o += row({fmt::format("#{}", r.run.id), md_escape(r.run.strategy), md_escape(r.device.name), std::string(to_string(r.run.status)),
-              date_only(r.run.started_at), format_duration(r.duration_s), fmt::format("{}", r.search.size()),
-              fmt::format("{}", ok), fmt::format("{}", r.search.size() - ok), format_time(best, unit),
-              r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-",
-              r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-", fmt::format("{}", r.retimed.size())});
+    o += row({fmt::format("#{}", r.run.id), md_escape(r.run.strategy), md_escape(r.device.name),
+              std::string(to_string(r.run.status)), date_only(r.run.started_at),
+              format_duration(r.duration_s), fmt::format("{}", r.search.size()),
+              fmt::format("{}", ok), fmt::format("{}", r.search.size() - ok),
+              format_time(best, unit), r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-",
+              r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-",
+              fmt::format("{}", r.retimed.size())});
   }
   o += "\nImprovements of the best-so-far (evaluation: time, wall time since the run's start):\n\n";
   for (const ReportRun& r : s.runs) {
@@ -88,23 +95,29 @@ void effects(std::string& o, const DeviceAnalysis& a) {
   double sum = 0;
   for (const auto& e : a.effects) sum += e.importance;
   o += fmt::format(
-      "Importance: the share of the variance of ln(time) over the {} ok distinct configurations explained by each "
-      "parameter's per-value means (correlation ratio eta^2, a first-order fANOVA-style main effect; see "
-      "docs/reports.md). All main effects together (additive model) explain {}; interactions and noise: {}.",
+      "Importance: the share of the variance of ln(time) over the {} ok distinct configurations "
+      "explained by each "
+      "parameter's per-value means (correlation ratio eta^2, a first-order fANOVA-style main "
+      "effect; see "
+      "docs/reports.md). All main effects together (additive model) explain {}; interactions and "
+      "noise: {}.",
       a.distinct_ok, format_percent(a.explained), format_percent(std::max(0.0, 1 - a.explained)));
   if (sum > a.explained + 0.02)
-    o += fmt::format(" The shares add up to {}: parameters are correlated in this data, so they overlap.",
-                     format_percent(sum));
+    o += fmt::format(
+        " The shares add up to {}: parameters are correlated in this data, so they overlap.",
+        format_percent(sum));
   o += "\n\n";
   double typical = NAN;
   if (a.best) typical = a.best->time_ms;
   const TimeUnit unit = time_unit_for(typical);
-  o += header({"parameter", ">importance", "best value", "per value: median " + std::string(unit.name) + " (ok/tried)"});
+  o += header({"parameter", ">importance", "best value",
+               "per value: median " + std::string(unit.name) + " (ok/tried)"});
   for (const auto& e : a.effects) {
     std::string values;
     for (const auto& v : e.values) {
       if (!values.empty()) values += ", ";
-      values += fmt::format("{}: {} ({}/{})", v.value, format_time(v.median_ms, unit), v.times_ms.size(), v.trials);
+      values += fmt::format("{}: {} ({}/{})", v.value, format_time(v.median_ms, unit),
+                            v.times_ms.size(), v.trials);
     }
     o += row({code(e.name), format_percent(e.importance), code(e.best_value), md_escape(values)});
   }
@@ -120,18 +133,23 @@ void top(std::string& o, const DeviceAnalysis& a) {
     gbps = gbps || std::isfinite(c.trial.gbps);
     retimed = retimed || c.retimed_ms.has_value();
   }
-  std::vector<std::string> names = {">#", "configuration", fmt::format(">median ({})", unit.name), ">min", ">spread",
-                                    ">samples"};
+  std::vector<std::string> names = {">#",   "configuration", fmt::format(">median ({})", unit.name),
+                                    ">min", ">spread",       ">samples"};
   if (retimed) names.push_back(fmt::format(">re-timed ({})", unit.name));
   if (gbps) names.push_back(">GB/s");
   if (gflops) names.push_back(">GFLOP/s");
-  for (const char* n : {">registers", ">shared (B)", ">spill (B)", ">local (B)", ">occupancy", ">trial"}) names.push_back(n);
+  for (const char* n :
+       {">registers", ">shared (B)", ">spill (B)", ">local (B)", ">occupancy", ">trial"})
+    names.push_back(n);
   o += header(names);
   for (const auto& c : a.top) {
     const TrialRecord& t = c.trial;
-    std::vector<std::string> cells = {fmt::format("{}{}", c.rank, c.is_best ? " **best**" : ""), code(t.config_key),
-                                      format_time(t.time_ms, unit), format_time(t.time_min_ms, unit),
-                                      format_percent(t.time_spread), fmt::format("{}", t.sample_count)};
+    std::vector<std::string> cells = {fmt::format("{}{}", c.rank, c.is_best ? " **best**" : ""),
+                                      code(t.config_key),
+                                      format_time(t.time_ms, unit),
+                                      format_time(t.time_min_ms, unit),
+                                      format_percent(t.time_spread),
+                                      fmt::format("{}", t.sample_count)};
     if (retimed) cells.push_back(c.retimed_ms ? format_time(*c.retimed_ms, unit) : "-");
     if (gbps) cells.push_back(format_number(t.gbps, 4));
     if (gflops) cells.push_back(format_number(t.gflops, 4));
@@ -146,13 +164,16 @@ void top(std::string& o, const DeviceAnalysis& a) {
   o += "\n";
   if (!a.finalists.empty()) {
     const double fastest = a.finalists.front().time_ms;
-    o += fmt::format("Final interleaved re-timing of the leaders (run #{}; not search evaluations):\n\n",
-                     a.finalists.front().run_id);
-    o += header({">#", "configuration", fmt::format(">re-timed ({})", unit.name), ">spread", ">rounds", ">vs fastest"});
+    o += fmt::format(
+        "Final interleaved re-timing of the leaders (run #{}; not search evaluations):\n\n",
+        a.finalists.front().run_id);
+    o += header({">#", "configuration", fmt::format(">re-timed ({})", unit.name), ">spread",
+                 ">rounds", ">vs fastest"});
     for (std::size_t i = 0; i < a.finalists.size(); ++i) {
       const TrialRecord& t = a.finalists[i];
-      o += row({fmt::format("{}", i + 1), code(t.config_key), format_time(t.time_ms, unit), format_percent(t.time_spread),
-                fmt::format("{}", t.sample_count), fastest > 0 ? "+" + format_percent(t.time_ms / fastest - 1) : "-"});
+      o += row({fmt::format("{}", i + 1), code(t.config_key), format_time(t.time_ms, unit),
+                format_percent(t.time_spread), fmt::format("{}", t.sample_count),
+                fastest > 0 ? "+" + format_percent(t.time_ms / fastest - 1) : "-"});
     }
     o += "\n";
   }
@@ -160,18 +181,22 @@ void top(std::string& o, const DeviceAnalysis& a) {
 
 void failures(std::string& o, const DeviceAnalysis& a) {
   std::string counts;
-  for (const auto& [s, n] : a.by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", to_string(s), n);
+  for (const auto& [s, n] : a.by_status)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", to_string(s), n);
   o += "Trials by status: " + counts + ".\n\n";
   if (a.failures.empty()) return;
   o += header({"status", "reason", ">trials"});
-  for (const FailureGroup& g : a.failures) o += row({code(std::string(to_string(g.status))), md_escape(g.reason), fmt::format("{}", g.count)});
+  for (const FailureGroup& g : a.failures)
+    o += row(
+        {code(std::string(to_string(g.status))), md_escape(g.reason), fmt::format("{}", g.count)});
   o += "\n";
   for (const FailureGroup& g : a.failures) {
     bool any_log = false;
-    for (const auto& t : g.examples) any_log = any_log || !t.compile_log.empty() || t.error.find('\n') != std::string::npos;
+    for (const auto& t : g.examples)
+      any_log = any_log || !t.compile_log.empty() || t.error.find('\n') != std::string::npos;
     if (!any_log) continue;
-    o += fmt::format("<details><summary>{}: {} (first {} of {})</summary>\n\n", to_string(g.status), md_escape(g.reason),
-                     g.examples.size(), g.count);
+    o += fmt::format("<details><summary>{}: {} (first {} of {})</summary>\n\n", to_string(g.status),
+                     md_escape(g.reason), g.examples.size(), g.count);
     for (const TrialRecord& t : g.examples) {
       o += fmt::format("trial {} `{}`\n\n```\n", t.id, t.config_key);
       constexpr std::size_t kMax = 4000;
@@ -188,23 +213,27 @@ void cross(std::string& o, const CrossDevice& x) {
   const std::size_t n = x.devices.size();
   const TimeUnit unit = time_unit_for(x.best.front().time_ms);
   o += "### Across devices\n\n";
-  o += header({"device", "arch", "best configuration", fmt::format(">time ({})", unit.name), ">GB/s", "source"});
+  o += header({"device", "arch", "best configuration", fmt::format(">time ({})", unit.name),
+               ">GB/s", "source"});
   for (std::size_t i = 0; i < n; ++i) {
     const TrialRecord& b = x.best[i];
-    o += row({md_escape(x.devices[i].name), x.devices[i].arch, code(b.config_key), format_time(b.time_ms, unit),
-              format_number(b.gbps, 4),
-              x.best_is_stored[i] ? fmt::format("stored best (trial {})", b.id) : fmt::format("fastest trial {}", b.id)});
+    o += row({md_escape(x.devices[i].name), x.devices[i].arch, code(b.config_key),
+              format_time(b.time_ms, unit), format_number(b.gbps, 4),
+              x.best_is_stored[i] ? fmt::format("stored best (trial {})", b.id)
+                                  : fmt::format("fastest trial {}", b.id)});
   }
-  o += "\nThe best of one device (row) measured on another (column), and the ratio to that device's own best:\n\n";
+  o += "\nThe best of one device (row) measured on another (column), and the ratio to that "
+       "device's own best:\n\n";
   std::vector<std::string> names = {"best of \\ on"};
   for (const auto& d : x.devices) names.push_back(">" + d.name);
   o += header(names);
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<std::string> cells = {md_escape(x.devices[i].name)};
     for (std::size_t j = 0; j < n; ++j)
-      cells.push_back(x.time_ms[i][j] ? fmt::format("{} ({}x)", format_time(*x.time_ms[i][j], unit),
-                                                    format_number(*x.time_ms[i][j] / x.best[j].time_ms, 3))
-                                      : "not measured");
+      cells.push_back(x.time_ms[i][j]
+                          ? fmt::format("{} ({}x)", format_time(*x.time_ms[i][j], unit),
+                                        format_number(*x.time_ms[i][j] / x.best[j].time_ms, 3))
+                          : "not measured");
     o += row(cells);
   }
   o += "\n";
@@ -212,16 +241,20 @@ void cross(std::string& o, const CrossDevice& x) {
 
 void provenance(std::string& o, const ReportStudy& s) {
   o += "### Provenance\n\n";
-  o += header({"run", "device", "driver", "NVRTC", "ktune", "source hash", "space hash", "host", "started (UTC)",
-               "finished (UTC)", "backend", ">seed", "budget", "command"});
+  o += header({"run", "device", "driver", "NVRTC", "ktune", "source hash", "space hash", "host",
+               "started (UTC)", "finished (UTC)", "backend", ">seed", "budget", "command"});
   for (const ReportRun& r : s.runs) {
     const DeviceRecord& d = r.device;
-    o += row({fmt::format("#{}", r.run.id), md_escape(fmt::format("{} ({}, {} SMs, {})", d.name, d.arch, d.sm_count, format_bytes(d.memory_bytes))),
+    o += row({fmt::format("#{}", r.run.id),
+              md_escape(fmt::format("{} ({}, {} SMs, {})", d.name, d.arch, d.sm_count,
+                                    format_bytes(d.memory_bytes))),
               format_driver(r.run.driver_version ? r.run.driver_version : d.driver_version),
-              md_escape(r.run.nvrtc_version.empty() ? d.nvrtc_version : r.run.nvrtc_version), md_escape(r.run.ktune_version),
-              code(r.kernel.source_hash.substr(0, 12)), code(r.kernel.space_hash.substr(0, 12)), md_escape(r.run.host),
+              md_escape(r.run.nvrtc_version.empty() ? d.nvrtc_version : r.run.nvrtc_version),
+              md_escape(r.run.ktune_version), code(r.kernel.source_hash.substr(0, 12)),
+              code(r.kernel.space_hash.substr(0, 12)), md_escape(r.run.host),
               date_only(r.run.started_at), date_only(r.run.finished_at), md_escape(r.run.backend),
-              fmt::format("{}", r.run.seed), code(r.run.budget), r.run.command_line.empty() ? "-" : code(r.run.command_line)});
+              fmt::format("{}", r.run.seed), code(r.run.budget),
+              r.run.command_line.empty() ? "-" : code(r.run.command_line)});
   }
   o += "\n";
 }
@@ -234,15 +267,19 @@ std::string render_markdown(const Report& report) {
   std::size_t n_runs = 0;
   for (const auto& s : report.studies) n_runs += s.runs.size();
   o += "# " + opt.title + "\n\n";
-  o += fmt::format("{} · {} run{} · {} trials · generated {} by ktune {}\n", opt.database.empty() ? "database" : opt.database,
-                   n_runs, n_runs == 1 ? "" : "s", report.trials, date_only(report.generated_at), KTUNE_VERSION);
+  o += fmt::format("{} · {} run{} · {} trials · generated {} by ktune {}\n",
+                   opt.database.empty() ? "database" : opt.database, n_runs, n_runs == 1 ? "" : "s",
+                   report.trials, date_only(report.generated_at), KTUNE_VERSION);
   if (!opt.command_line.empty()) o += "\nCommand: " + code(opt.command_line) + "\n";
   for (const ReportStudy& s : report.studies) {
     o += fmt::format("\n## {} [{}]\n\n", s.kernel_name, s.problem_key);
     for (const DeviceAnalysis& a : s.devices) {
       if (!a.best) continue;
-      o += fmt::format("Best on {}: {} {}{} ({})\n", a.device.name, code(a.best->config_key), format_time_auto(a.best->time_ms),
-                       std::isfinite(a.best->gbps) ? fmt::format(", {} GB/s", format_number(a.best->gbps, 4)) : "",
+      o += fmt::format("Best on {}: {} {}{} ({})\n", a.device.name, code(a.best->config_key),
+                       format_time_auto(a.best->time_ms),
+                       std::isfinite(a.best->gbps)
+                           ? fmt::format(", {} GB/s", format_number(a.best->gbps, 4))
+                           : "",
                        a.best_is_stored ? "stored best" : "fastest trial; no stored best");
     }
     o += "\n";
@@ -250,7 +287,8 @@ std::string render_markdown(const Report& report) {
     for (const DeviceAnalysis& a : s.devices) {
       const std::string on = s.devices.size() > 1 ? " on " + a.device.name : "";
       o += fmt::format("### Parameter effects{}\n\n", on);
-      o += fmt::format("{} evaluations, {} distinct configurations, {} of them ok.\n\n", a.evaluations, a.distinct, a.distinct_ok);
+      o += fmt::format("{} evaluations, {} distinct configurations, {} of them ok.\n\n",
+                       a.evaluations, a.distinct, a.distinct_ok);
       effects(o, a);
       o += fmt::format("### Top configurations{}\n\n", on);
       top(o, a);

@@ -49,7 +49,8 @@ std::vector<double> linear_ticks(double lo, double hi, int target) {
 
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> out;
-  const int e0 = static_cast<int>(std::floor(std::log10(lo))), e1 = static_cast<int>(std::ceil(std::log10(hi)));
+  const int e0 = static_cast<int>(std::floor(std::log10(lo))),
+            e1 = static_cast<int>(std::ceil(std::log10(hi)));
   const auto collect = [&](std::initializer_list<double> mantissas) {
     out.clear();
     for (int e = e0; e <= e1; ++e)
@@ -70,7 +71,8 @@ std::vector<double> ticks_of(const Scale& s, int target) {
 }
 
 // A domain with some air around [lo, hi]; log when the data span more than a factor of 5.
-Scale make_scale(double lo, double hi, double r0, double r1, bool allow_log, bool from_zero = false) {
+Scale make_scale(double lo, double hi, double r0, double r1, bool allow_log,
+                 bool from_zero = false) {
   Scale s;
   s.r0 = r0;
   s.r1 = r1;
@@ -95,51 +97,57 @@ Scale make_scale(double lo, double hi, double r0, double r1, bool allow_log, boo
 
 std::string num(double v) { return fmt::format("{:.1f}", v); }
 
-std::string text(double x, double y, const std::string& s, const char* anchor = "middle", const char* extra = "") {
-  return fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}>{}</text>", num(x), num(y), anchor, extra,
-                     html_escape(s));
+std::string text(double x, double y, const std::string& s, const char* anchor = "middle",
+                 const char* extra = "") {
+  return fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}>{}</text>", num(x), num(y),
+                     anchor, extra, html_escape(s));
 }
 
 std::string svg_open(double w, double h, const std::string& title, const char* kind) {
   return fmt::format(
-      "<svg class=\"plot\" data-kind=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\" font-family=\"system-ui, 'DejaVu Sans', "
+      "<svg class=\"plot\" data-kind=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+      "height=\"{}\" "
+      "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\" font-family=\"system-ui, 'DejaVu "
+      "Sans', "
       "'Liberation Sans', Arial, sans-serif\" font-size=\"11\" fill=\"{}\">\n<title>{}</title>\n",
       kind, num(w), num(h), num(w), num(h), html_escape(title), kTextColor, html_escape(title));
 }
 
 // Grid, axes, tick labels and axis titles of a plot area.
-std::string axes(const Scale& x, const Scale& y, const std::vector<double>& xt, const std::vector<double>& yt,
-                 const std::string& xlabel, const std::string& ylabel) {
+std::string axes(const Scale& x, const Scale& y, const std::vector<double>& xt,
+                 const std::vector<double>& yt, const std::string& xlabel,
+                 const std::string& ylabel) {
   std::string o = "<g class=\"axes\">\n";
   const double top = std::min(y.r0, y.r1), bottom = std::max(y.r0, y.r1);
   const double left = std::min(x.r0, x.r1), right = std::max(x.r0, x.r1);
   for (double v : yt) {
     const double py = y(v);
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left), num(right), num(py),
-                     num(py), kGridColor);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left),
+                     num(right), num(py), num(py), kGridColor);
     o += text(left - 6, py + 3.5, format_number(v, 4), "end");
     o += "\n";
   }
   for (double v : xt) {
     const double px = x(v);
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(px), num(px), num(top),
-                     num(bottom), kGridColor);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(px),
+                     num(px), num(top), num(bottom), kGridColor);
     o += text(px, bottom + 15, format_number(v, 4));
     o += "\n";
   }
-  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top), num(bottom),
-                   num(right), kAxisColor);
+  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top),
+                   num(bottom), num(right), kAxisColor);
   o += text((left + right) / 2, bottom + 32, xlabel, "middle", " font-size=\"12\"") + "\n";
-  o += fmt::format("<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",
-                   num(left - 46), num((top + bottom) / 2), html_escape(ylabel));
+  o += fmt::format(
+      "<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" "
+      "font-size=\"12\">{}</text>\n",
+      num(left - 46), num((top + bottom) / 2), html_escape(ylabel));
   o += "</g>\n";
   return o;
 }
 
 // A dot cloud as one path.
-std::string dots(const std::vector<std::pair<double, double>>& pts, const std::string& color, double size,
-                 double opacity) {
+std::string dots(const std::vector<std::pair<double, double>>& pts, const std::string& color,
+                 double size, double opacity) {
   if (pts.empty()) return {};
   std::string d;
   d.reserve(pts.size() * 16);
@@ -151,7 +159,8 @@ std::string dots(const std::vector<std::pair<double, double>>& pts, const std::s
     d += "h0";
   }
   return fmt::format(
-      "<path class=\"pts\" d=\"{}\" stroke=\"{}\" stroke-width=\"{}\" stroke-linecap=\"round\" stroke-opacity=\"{}\" "
+      "<path class=\"pts\" d=\"{}\" stroke=\"{}\" stroke-width=\"{}\" stroke-linecap=\"round\" "
+      "stroke-opacity=\"{}\" "
       "fill=\"none\"/>\n",
       d, color, num(size), opacity);
 }
@@ -188,11 +197,12 @@ double legend(std::string& o, double x0, double y0, double width,
       y += 18;
     }
     if (line_swatch)
-      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"/>", num(x),
-                       num(x + 20), num(y - 4), num(y - 4), color);
+      o += fmt::format(
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"/>",
+          num(x), num(x + 20), num(y - 4), num(y - 4), color);
     else
-      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>", num(x + 4), num(y - 10),
-                       color);
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>",
+                       num(x + 4), num(y - 10), color);
     o += text(x + 26, y, label, "start") + "\n";
     x += w;
   }
@@ -201,8 +211,8 @@ double legend(std::string& o, double x0, double y0, double width,
 
 }  // namespace
 
-std::string svg_convergence(const std::string& title, const std::vector<Series>& series, const AxisSpec& xspec,
-                            int max_points) {
+std::string svg_convergence(const std::string& title, const std::vector<Series>& series,
+                            const AxisSpec& xspec, int max_points) {
   const double W = 620, left = 70, right = 18, top = 30, plot_h = 250;
   double xmin_pos = std::numeric_limits<double>::infinity(), xhi = 0;
   double ylo = std::numeric_limits<double>::infinity(), yhi = 0;
@@ -231,7 +241,8 @@ std::string svg_convergence(const std::string& title, const std::vector<Series>&
   std::string legend_svg;
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& s : series) items.emplace_back(s.color, s.label);
-  const double legend_h = legend(legend_svg, left, top + plot_h + 58, W - left - right, items, true);
+  const double legend_h =
+      legend(legend_svg, left, top + plot_h + 58, W - left - right, items, true);
   const double H = top + plot_h + 58 + legend_h;
 
   // x in display units (evaluations, or s / min / h).
@@ -253,33 +264,46 @@ std::string svg_convergence(const std::string& title, const std::vector<Series>&
   std::string xlabel = xspec.seconds ? fmt::format("{} ({})", xspec.label, xs.unit) : xspec.label;
   if (log_x) xlabel += ", log scale";
   std::vector<double> xt = ticks_of(x, 6);
-  if (!xspec.seconds) xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }), xt.end());
-  o += axes(x, y, xt, ticks_of(y, 5), xlabel, fmt::format("time ({}{})", unit.name, y.log ? ", log scale" : ""));
+  if (!xspec.seconds)
+    xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }),
+             xt.end());
+  o += axes(x, y, xt, ticks_of(y, 5), xlabel,
+            fmt::format("time ({}{})", unit.name, y.log ? ", log scale" : ""));
   o += "<g class=\"data\">\n";
-  const int per_series = series.empty() ? max_points : std::max(50, max_points / static_cast<int>(series.size()));
+  const int per_series =
+      series.empty() ? max_points : std::max(50, max_points / static_cast<int>(series.size()));
   std::size_t drawn = 0;
   for (const auto& s : series) {
     std::vector<std::pair<double, double>> pts;
-    for (const auto& [vx, vy] : thin(s.points, per_series)) pts.emplace_back(px(vx), y(vy * unit.per_ms));
+    for (const auto& [vx, vy] : thin(s.points, per_series))
+      pts.emplace_back(px(vx), y(vy * unit.per_ms));
     drawn += pts.size();
     o += dots(pts, s.color, 4, 0.35);
   }
   for (const auto& s : series) {
     if (s.steps.empty()) continue;
-    std::string d = fmt::format("M{} {}", num(px(s.steps.front().first)), num(y(s.steps.front().second * unit.per_ms)));
+    std::string d = fmt::format("M{} {}", num(px(s.steps.front().first)),
+                                num(y(s.steps.front().second * unit.per_ms)));
     for (std::size_t i = 1; i < s.steps.size(); ++i)
-      d += fmt::format("H{}V{}", num(px(s.steps[i].first)), num(y(s.steps[i].second * unit.per_ms)));
+      d +=
+          fmt::format("H{}V{}", num(px(s.steps[i].first)), num(y(s.steps[i].second * unit.per_ms)));
     d += fmt::format("H{}", num(px(std::max(s.x_end, s.steps.back().first))));
-    o += fmt::format("<path class=\"best\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"/>\n", d, s.color);
+    o += fmt::format(
+        "<path class=\"best\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"/>\n", d,
+        s.color);
     const auto& last = s.steps.back();
-    o += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"#fff\"><title>{}: best {}</title></circle>\n",
-                     num(px(last.first)), num(y(last.second * unit.per_ms)), s.color, html_escape(s.label),
-                     html_escape(format_time_auto(last.second)));
+    o += fmt::format(
+        "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"#fff\"><title>{}: best "
+        "{}</title></circle>\n",
+        num(px(last.first)), num(y(last.second * unit.per_ms)), s.color, html_escape(s.label),
+        html_escape(format_time_auto(last.second)));
   }
   o += "</g>\n";
   if (drawn < total_points)
-    o += text(W - right, top - 6, fmt::format("dots: {} of {} evaluations drawn", drawn, total_points), "end",
-              " fill=\"#777\" font-size=\"10\"") + "\n";
+    o += text(W - right, top - 6,
+              fmt::format("dots: {} of {} evaluations drawn", drawn, total_points), "end",
+              " fill=\"#777\" font-size=\"10\"") +
+         "\n";
   o += legend_svg;
   o += "</svg>\n";
   return o;
@@ -292,28 +316,34 @@ std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms
   double band = std::max(48.0, kCharWidth * static_cast<double>(longest) + 12);
   const double left = 64, right = 12, top = 30, plot_h = 170;
   // Wide enough for the title and its share on one line.
-  const double title_w = 10 + 8.0 * static_cast<double>(effect.name.size()) + 14 + kCharWidth * 18 + right;
+  const double title_w =
+      10 + 8.0 * static_cast<double>(effect.name.size()) + 14 + kCharWidth * 18 + right;
   const double W = std::max({230.0, title_w, left + right + band * static_cast<double>(n)});
   band = (W - left - right) / static_cast<double>(n);
   const double H = top + plot_h + 66;
   const TimeUnit unit = time_unit_for(std::sqrt(lo_ms * hi_ms));
   Scale y = make_scale(lo_ms * unit.per_ms, hi_ms * unit.per_ms, top + plot_h, top, true);
-  const std::string title = fmt::format("{}: {} of variance", effect.name, format_percent(effect.importance));
+  const std::string title =
+      fmt::format("{}: {} of variance", effect.name, format_percent(effect.importance));
   std::string o = svg_open(W, H, title, "effect");
   o += text(10, 18, effect.name, "start", " font-size=\"13\" font-weight=\"600\"");
-  o += text(W - right, 18, format_percent(effect.importance) + " of variance", "end", " fill=\"#555\"") + "\n";
+  o += text(W - right, 18, format_percent(effect.importance) + " of variance", "end",
+            " fill=\"#555\"") +
+       "\n";
   // Axes: y ticks and grid; categories along x.
   o += "<g class=\"axes\">\n";
   for (double v : ticks_of(y, 5)) {
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left), num(W - right),
-                     num(y(v)), num(y(v)), kGridColor);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left),
+                     num(W - right), num(y(v)), num(y(v)), kGridColor);
     o += text(left - 6, y(v) + 3.5, format_number(v, 4), "end") + "\n";
   }
-  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top), num(top + plot_h),
-                   num(W - right), kAxisColor);
-  o += fmt::format("<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",
-                   num(left - 46), num(top + plot_h / 2),
-                   html_escape(fmt::format("time ({}{})", unit.name, y.log ? ", log" : "")));
+  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top),
+                   num(top + plot_h), num(W - right), kAxisColor);
+  o += fmt::format(
+      "<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" "
+      "font-size=\"12\">{}</text>\n",
+      num(left - 46), num(top + plot_h / 2),
+      html_escape(fmt::format("time ({}{})", unit.name, y.log ? ", log" : "")));
   o += "</g>\n<g class=\"data\">\n";
   const int per_value = std::max(40, max_points / static_cast<int>(n));
   for (std::size_t i = 0; i < effect.values.size(); ++i) {
@@ -338,26 +368,34 @@ std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms
       const double yq1 = y(v.q1_ms * unit.per_ms), yq3 = y(v.q3_ms * unit.per_ms);
       const double ymed = y(v.median_ms * unit.per_ms);
       const double ymin = y(v.min_ms * unit.per_ms), ymax = y(v.max_ms * unit.per_ms);
-      o += fmt::format("<path d=\"M{0} {1}V{2}M{0} {3}V{4}M{5} {1}H{6}M{5} {4}H{6}\" stroke=\"#333\" fill=\"none\"/>",
-                       num(cx), num(ymin), num(yq1), num(yq3), num(ymax), num(cx - bw / 4), num(cx + bw / 4));
       o += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.25\" stroke=\"#333\"/>",
-          num(cx - bw / 2), num(std::min(yq1, yq3)), num(bw), num(std::max(1.0, std::fabs(yq1 - yq3))),
-          best ? "#59a14f" : "#ffffff");
-      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"><title>{}={}: "
-                       "median {}, {} ok</title></line>\n",
-                       num(cx - bw / 2), num(cx + bw / 2), num(ymed), num(ymed), best ? "#2e7d32" : "#d62728",
-                       html_escape(effect.name), html_escape(v.value), html_escape(format_time_auto(v.median_ms)),
-                       v.times_ms.size());
+          "<path d=\"M{0} {1}V{2}M{0} {3}V{4}M{5} {1}H{6}M{5} {4}H{6}\" stroke=\"#333\" "
+          "fill=\"none\"/>",
+          num(cx), num(ymin), num(yq1), num(yq3), num(ymax), num(cx - bw / 4), num(cx + bw / 4));
+      o += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.25\" "
+          "stroke=\"#333\"/>",
+          num(cx - bw / 2), num(std::min(yq1, yq3)), num(bw),
+          num(std::max(1.0, std::fabs(yq1 - yq3))), best ? "#59a14f" : "#ffffff");
+      o += fmt::format(
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" "
+          "stroke-width=\"2.5\"><title>{}={}: "
+          "median {}, {} ok</title></line>\n",
+          num(cx - bw / 2), num(cx + bw / 2), num(ymed), num(ymed), best ? "#2e7d32" : "#d62728",
+          html_escape(effect.name), html_escape(v.value),
+          html_escape(format_time_auto(v.median_ms)), v.times_ms.size());
     }
     o += text(cx, top + plot_h + 15, v.value, "middle", best ? " font-weight=\"700\"" : "");
-    o += text(cx, top + plot_h + 29, fmt::format("n={}", v.times_ms.size()), "middle", " fill=\"#777\" font-size=\"10\"");
+    o += text(cx, top + plot_h + 29, fmt::format("n={}", v.times_ms.size()), "middle",
+              " fill=\"#777\" font-size=\"10\"");
     if (v.failed > 0)
-      o += text(cx, top + plot_h + 42, fmt::format("✗{}", v.failed), "middle", " fill=\"#c62828\" font-size=\"10\"");
+      o += text(cx, top + plot_h + 42, fmt::format("✗{}", v.failed), "middle",
+                " fill=\"#c62828\" font-size=\"10\"");
     o += "\n";
   }
   o += "</g>\n";
-  o += text(left + (W - left - right) / 2, H - 6, effect.name, "middle", " font-size=\"12\"") + "\n";
+  o +=
+      text(left + (W - left - right) / 2, H - 6, effect.name, "middle", " font-size=\"12\"") + "\n";
   o += "</svg>\n";
   return o;
 }
@@ -372,29 +410,36 @@ std::string svg_importance(const std::vector<ParameterEffect>& effects, double e
   const double W = label_w + bar_w + 70, H = top + row * rows + 30;
   std::string o = svg_open(W, H, "parameter importance", "importance");
   o += text(8, 18, "share of the variance of log(time) explained per parameter", "start",
-            " font-size=\"13\" font-weight=\"600\"") + "\n<g class=\"axes\">\n";
+            " font-size=\"13\" font-weight=\"600\"") +
+       "\n<g class=\"axes\">\n";
   for (double v : {0.0, 0.25, 0.5, 0.75, 1.0}) {
     const double px = label_w + v * bar_w;
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(px), num(px), num(top - 4),
-                     num(top + row * rows), kGridColor);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(px),
+                     num(px), num(top - 4), num(top + row * rows), kGridColor);
     o += text(px, top + row * rows + 14, format_percent(v, 0)) + "\n";
   }
   o += "</g>\n<g class=\"data\">\n";
   double y = top;
   for (const auto& e : effects) {
     o += text(label_w - 8, y + 16, e.name, "end");
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#4e79a7\"><title>{}: {}</title></rect>",
-                     num(label_w), num(y + 4), num(std::max(1.0, e.importance * bar_w)), num(row - 8),
-                     html_escape(e.name), format_percent(e.importance));
-    o += text(label_w + std::max(1.0, e.importance * bar_w) + 6, y + 16, format_percent(e.importance), "start") + "\n";
+    o += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#4e79a7\"><title>{}: "
+        "{}</title></rect>",
+        num(label_w), num(y + 4), num(std::max(1.0, e.importance * bar_w)), num(row - 8),
+        html_escape(e.name), format_percent(e.importance));
+    o += text(label_w + std::max(1.0, e.importance * bar_w) + 6, y + 16,
+              format_percent(e.importance), "start") +
+         "\n";
     y += row;
   }
   if (rest) {
     const double r = std::max(0.0, 1 - explained);
     o += text(label_w - 8, y + 16, "interactions + noise", "end", " fill=\"#777\"");
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#bab0ac\"/>", num(label_w), num(y + 4),
-                     num(std::max(1.0, r * bar_w)), num(row - 8));
-    o += text(label_w + std::max(1.0, r * bar_w) + 6, y + 16, format_percent(r), "start", " fill=\"#777\"") + "\n";
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#bab0ac\"/>",
+                     num(label_w), num(y + 4), num(std::max(1.0, r * bar_w)), num(row - 8));
+    o += text(label_w + std::max(1.0, r * bar_w) + 6, y + 16, format_percent(r), "start",
+              " fill=\"#777\"") +
+         "\n";
   }
   o += "</g>\n</svg>\n";
   return o;
@@ -406,8 +451,9 @@ std::string svg_status(const std::map<TrialStatus, std::size_t>& by_status) {
   const double W = 620, left = 8, bar_w = W - 16, top = 10, bar_h = 22;
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& [s, n] : by_status)
-    items.emplace_back(status_color(s), fmt::format("{} {} ({})", to_string(s), n,
-                                                    format_percent(total ? static_cast<double>(n) / total : 0)));
+    items.emplace_back(status_color(s),
+                       fmt::format("{} {} ({})", to_string(s), n,
+                                   format_percent(total ? static_cast<double>(n) / total : 0)));
   std::string legend_svg;
   const double legend_h = legend(legend_svg, left, top + bar_h + 22, bar_w, items, false);
   const double H = top + bar_h + 22 + legend_h;
@@ -416,8 +462,10 @@ std::string svg_status(const std::map<TrialStatus, std::size_t>& by_status) {
   double x = left;
   for (const auto& [s, n] : by_status) {
     const double w = total ? bar_w * static_cast<double>(n) / static_cast<double>(total) : 0;
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                     num(x), num(top), num(std::max(w, 0.5)), num(bar_h), status_color(s), to_string(s), n);
+    o += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: "
+        "{}</title></rect>\n",
+        num(x), num(top), num(std::max(w, 0.5)), num(bar_h), status_color(s), to_string(s), n);
     x += w;
   }
   o += "</g>\n" + legend_svg + "</svg>\n";

@@ -4,9 +4,9 @@
 #include "ktune/t4.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "ktune/error.h"
 #include "ktune/report.h"
@@ -21,10 +21,14 @@ namespace {
 // and what the methodology tools recognise as invalid).
 const char* kernel_tuner_error(TrialStatus s) {
   switch (s) {
-    case TrialStatus::kOk: return "";
-    case TrialStatus::kInvalid: return "InvalidConfig";
-    case TrialStatus::kCompileFailed: return "CompilationFailedConfig";
-    default: return "RuntimeFailedConfig";
+    case TrialStatus::kOk:
+      return "";
+    case TrialStatus::kInvalid:
+      return "InvalidConfig";
+    case TrialStatus::kCompileFailed:
+      return "CompilationFailedConfig";
+    default:
+      return "RuntimeFailedConfig";
   }
 }
 
@@ -57,7 +61,8 @@ struct RunRows {
 
 RunRows load(const Store& store, std::int64_t run_id) {
   const auto run = store.run(run_id);
-  if (!run) throw Error(ErrorKind::kUsage, fmt::format("{}: no run {}", store.path().string(), run_id));
+  if (!run)
+    throw Error(ErrorKind::kUsage, fmt::format("{}: no run {}", store.path().string(), run_id));
   RunRows r;
   r.run = *run;
   r.device = store.device(run->device_id).value_or(DeviceRecord{});
@@ -66,20 +71,28 @@ RunRows load(const Store& store, std::int64_t run_id) {
   return r;
 }
 
-std::string driver_text(int v) { return v > 0 ? fmt::format("{}.{}", v / 1000, v % 1000 / 10) : ""; }
+std::string driver_text(int v) {
+  return v > 0 ? fmt::format("{}.{}", v / 1000, v % 1000 / 10) : "";
+}
 
 }  // namespace
 
 std::string_view t4_invalidity(TrialStatus status) {
   switch (status) {
-    case TrialStatus::kOk: return "correct";
-    case TrialStatus::kInvalid: return "constraints";
-    case TrialStatus::kCompileFailed: return "compile";
+    case TrialStatus::kOk:
+      return "correct";
+    case TrialStatus::kInvalid:
+      return "constraints";
+    case TrialStatus::kCompileFailed:
+      return "compile";
     case TrialStatus::kLaunchFailed:
     case TrialStatus::kResourcesExceeded:
-    case TrialStatus::kCrashed: return "runtime";
-    case TrialStatus::kWrongResult: return "correctness";
-    case TrialStatus::kTimeout: return "timeout";
+    case TrialStatus::kCrashed:
+      return "runtime";
+    case TrialStatus::kWrongResult:
+      return "correctness";
+    case TrialStatus::kTimeout:
+      return "timeout";
   }
   return "runtime";
 }
@@ -90,7 +103,8 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
   json retimed = json::array();
   for (const TrialRecord& t : store.trials_of_run(run_id)) {
     if (is_retimed(t)) {
-      json r = {{"timestamp", t.created_at}, {"configuration", config_of(t)}, {"runtimes", runtimes(t)}};
+      json r = {
+          {"timestamp", t.created_at}, {"configuration", config_of(t)}, {"runtimes", runtimes(t)}};
       if (std::isfinite(t.time_ms)) r["time"] = t.time_ms;
       retimed.push_back(std::move(r));
       continue;
@@ -106,7 +120,8 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
     double timed = 0;
     for (double s : t.samples_ms)
       if (std::isfinite(s)) timed += s;
-    if (std::isfinite(t.eval_ms) && t.eval_ms > 0) times["framework"] = std::max(0.0, t.eval_ms - timed);
+    if (std::isfinite(t.eval_ms) && t.eval_ms > 0)
+      times["framework"] = std::max(0.0, t.eval_ms - timed);
     out["times"] = std::move(times);
     out["invalidity"] = t4_invalidity(t.status);
     // 0 only for a result that ran and was wrong; a configuration that never ran is not
@@ -130,23 +145,29 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
     measure_int(m, "static_shared_bytes", t.static_shared_bytes, "B");
     measure_int(m, "dynamic_shared_bytes", t.dynamic_shared_bytes, "B");
     if (t.occupancy >= 0) measure(m, "occupancy", t.occupancy, "");
-    m.push_back({{"name", "ktune_status"}, {"value", std::string(to_string(t.status))}, {"unit", ""}});
-    if (t.status != TrialStatus::kOk && !t.error.empty()) m.push_back({{"name", "error"}, {"value", t.error}, {"unit", ""}});
+    m.push_back(
+        {{"name", "ktune_status"}, {"value", std::string(to_string(t.status))}, {"unit", ""}});
+    if (t.status != TrialStatus::kOk && !t.error.empty())
+      m.push_back({{"name", "error"}, {"value", t.error}, {"unit", ""}});
     out["measurements"] = std::move(m);
     results.push_back(std::move(out));
   }
 
   json meta;
   meta["compute_api"] = "CUDA";
-  meta["platform"] = fmt::format("NVRTC {}", rows.run.nvrtc_version.empty() ? rows.device.nvrtc_version : rows.run.nvrtc_version);
+  meta["platform"] =
+      fmt::format("NVRTC {}", rows.run.nvrtc_version.empty() ? rows.device.nvrtc_version
+                                                             : rows.run.nvrtc_version);
   meta["device"] = rows.device.name;
   meta["autotuner"] = "ktune";
   meta["autotuner_version"] = rows.run.ktune_version;
   meta["timestamp"] = rows.run.started_at;
   meta["timeunit"] = "milliseconds";
   json problem = json::parse(rows.problem.json.empty() ? "{}" : rows.problem.json, nullptr, false);
-  json spec = json::parse(rows.kernel.spec_json.empty() ? "{}" : rows.kernel.spec_json, nullptr, false);
-  json strategy_options = json::parse(rows.run.strategy_options.empty() ? "{}" : rows.run.strategy_options, nullptr, false);
+  json spec =
+      json::parse(rows.kernel.spec_json.empty() ? "{}" : rows.kernel.spec_json, nullptr, false);
+  json strategy_options = json::parse(
+      rows.run.strategy_options.empty() ? "{}" : rows.run.strategy_options, nullptr, false);
   json budget = json::parse(rows.run.budget.empty() ? "{}" : rows.run.budget, nullptr, false);
   meta["ktune"] = {
       {"run_id", rows.run.id},
@@ -154,7 +175,8 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
       {"source_hash", rows.kernel.source_hash},
       {"space_hash", rows.kernel.space_hash},
       {"problem", problem.is_discarded() ? json(rows.problem.key) : problem},
-      {"parameters", !spec.is_discarded() && spec.contains("parameters") ? spec["parameters"] : json::array()},
+      {"parameters",
+       !spec.is_discarded() && spec.contains("parameters") ? spec["parameters"] : json::array()},
       {"arch", rows.device.arch},
       {"driver_version", driver_text(rows.run.driver_version)},
       {"strategy", rows.run.strategy},
@@ -179,19 +201,25 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
 std::string t4_metadata(const Store& store, std::int64_t run_id) {
   const RunRows rows = load(store, run_id);
   const DeviceRecord& d = rows.device;
-  json device = {{"name", d.name},
-                 {"arch", d.arch},
-                 {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-                 {"multiprocessors", d.sm_count},
-                 {"memory_bytes", d.memory_bytes},
-                 {"l2_bytes", d.l2_bytes},
-                 {"driver_version", driver_text(rows.run.driver_version ? rows.run.driver_version : d.driver_version)},
-                 {"nvrtc_version", rows.run.nvrtc_version.empty() ? d.nvrtc_version : rows.run.nvrtc_version}};
+  json device = {
+      {"name", d.name},
+      {"arch", d.arch},
+      {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+      {"multiprocessors", d.sm_count},
+      {"memory_bytes", d.memory_bytes},
+      {"l2_bytes", d.l2_bytes},
+      {"driver_version",
+       driver_text(rows.run.driver_version ? rows.run.driver_version : d.driver_version)},
+      {"nvrtc_version", rows.run.nvrtc_version.empty() ? d.nvrtc_version : rows.run.nvrtc_version}};
   json meta;
-  meta["hardware"] = {{"hardware_description", json::array({{{"class", "display"}, {"product", d.name}, {"host", rows.run.host}}})}};
-  meta["environment"] = {{"device_query", {{"ktune", device}}},
-                         {"requirements", json::array({fmt::format("ktune=={}", rows.run.ktune_version),
-                                                       fmt::format("nvrtc=={}", device["nvrtc_version"].get<std::string>())})}};
+  meta["hardware"] = {
+      {"hardware_description",
+       json::array({{{"class", "display"}, {"product", d.name}, {"host", rows.run.host}}})}};
+  meta["environment"] = {
+      {"device_query", {{"ktune", device}}},
+      {"requirements",
+       json::array({fmt::format("ktune=={}", rows.run.ktune_version),
+                    fmt::format("nvrtc=={}", device["nvrtc_version"].get<std::string>())})}};
   json doc;
   doc["schema_version"] = kT4SchemaVersion;
   doc["metadata"] = std::move(meta);

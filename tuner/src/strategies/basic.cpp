@@ -26,7 +26,8 @@ class ListStrategy : public Strategy {
     std::vector<Config> rest = context.space->enumerate();
     arrange(rest, context.seed);
     for (auto& c : rest)
-      if (std::find(context.warm_start.begin(), context.warm_start.end(), c) == context.warm_start.end())
+      if (std::find(context.warm_start.begin(), context.warm_start.end(), c) ==
+          context.warm_start.end())
         order_.push_back(std::move(c));
     next_ = 0;
   }
@@ -73,10 +74,11 @@ class AutoStrategy final : public Strategy {
     // Options belong to one strategy; which one runs here depends on the budget, so an option
     // would be silently dropped or refused depending on the run. Naming the strategy is clearer.
     for (const auto& [key, value] : context.options)
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("strategy 'auto' has no option '{}': it takes no options; name the strategy "
-                              "to configure it (e.g. --strategy {} --strategy-option {}={})",
-                              key, kAutoSearchStrategy, key, value));
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("strategy 'auto' has no option '{}': it takes no options; name the strategy "
+                      "to configure it (e.g. --strategy {} --strategy-option {}={})",
+                      key, kAutoSearchStrategy, key, value));
     choice_ = choose_auto_strategy(*context.space, context.budget, context.budget_seconds);
     inner_ = make_strategy(choice_.strategy);
     inner_->start(context);
@@ -101,7 +103,8 @@ AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_e
                                 double budget_seconds) {
   const bool has_evaluations = budget_evaluations != UINT64_MAX;
   const bool has_time = std::isfinite(budget_seconds);
-  if (!has_evaluations && !has_time) return {"brute_force", "no budget: every valid configuration is measured"};
+  if (!has_evaluations && !has_time)
+    return {"brute_force", "no budget: every valid configuration is measured"};
   if (!has_evaluations)
     // How many evaluations fit in the time is not known before the run; a search finds good
     // configurations early, brute force's enumeration order knows nothing of speed.
@@ -114,19 +117,23 @@ AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_e
   // too, in a seeded random order, so a run cut short (Ctrl-C, --budget-time) holds a fair
   // sample rather than one corner of the enumeration.
   if (valid <= budget_evaluations)
-    return {"random", fmt::format("all {} valid configurations fit within the budget of {} evaluations: each is "
-                                  "measured, in a seeded random order",
-                                  valid, budget_evaluations)};
+    return {
+        "random",
+        fmt::format("all {} valid configurations fit within the budget of {} evaluations: each is "
+                    "measured, in a seeded random order",
+                    valid, budget_evaluations)};
   return {kAutoSearchStrategy,
-          fmt::format("a budget of {} evaluations, fewer than the space's valid configurations", budget_evaluations)};
+          fmt::format("a budget of {} evaluations, fewer than the space's valid configurations",
+                      budget_evaluations)};
 }
 
 void add_basic_strategies(std::vector<StrategyEntry>& table) {
-  table.push_back({"auto",
-                   "brute force without a budget, every valid configuration in random order when they fit "
-                   "within it, else " +
-                       std::string(kAutoSearchStrategy),
-                   [] { return std::make_unique<AutoStrategy>(); }});
+  table.push_back(
+      {"auto",
+       "brute force without a budget, every valid configuration in random order when they fit "
+       "within it, else " +
+           std::string(kAutoSearchStrategy),
+       [] { return std::make_unique<AutoStrategy>(); }});
   table.push_back({"brute_force", "every valid configuration, in enumeration order",
                    [] { return std::make_unique<BruteForce>(); }});
   table.push_back({"random", "random search without replacement (seeded)",
@@ -147,8 +154,8 @@ const std::vector<StrategyEntry>& strategy_table() {
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   for (const auto& e : strategy_table())
     if (name == e.name) return e.make();
-  throw Error(ErrorKind::kUsage,
-              fmt::format("unknown strategy '{}'; known: {}", name, fmt::join(strategy_names(), ", ")));
+  throw Error(ErrorKind::kUsage, fmt::format("unknown strategy '{}'; known: {}", name,
+                                             fmt::join(strategy_names(), ", ")));
 }
 
 std::vector<std::string> strategy_names() {

@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace ktune {
 
 struct CompileRequest {
@@ -32,7 +31,7 @@ struct CompileRequest {
   // program is then paid once per batch. render() fills these for templates that allow it (no
   // #include, no extern "C", no #pragma once).
   std::string batch_group;
-  std::string body;                                           // the template, after a #line
+  std::string body;                                          // the template, after a #line
   std::vector<std::pair<std::string, std::string>> defines;  // the configuration's macros
 
   // Cache key: hash of (source, entry, options, arch, NVRTC version).
@@ -51,15 +50,15 @@ struct CompiledResources {
 
 struct CompileResult {
   bool ok = false;
-  std::string cubin;                 // bytes of the CUBIN when ok
-  std::string lowered_name;          // mangled name of the entry when ok
-  std::string error;                 // short reason when !ok, e.g. "NVRTC_ERROR_COMPILATION"
-  std::string log;                   // full NVRTC log (warnings too)
+  std::string cubin;         // bytes of the CUBIN when ok
+  std::string lowered_name;  // mangled name of the entry when ok
+  std::string error;         // short reason when !ok, e.g. "NVRTC_ERROR_COMPILATION"
+  std::string log;           // full NVRTC log (warnings too)
   std::vector<std::string> options;
   std::string arch;
   std::string key;
   CompiledResources resources;
-  double compile_ms = 0;             // wall time of this compilation (0 for a cache hit)
+  double compile_ms = 0;  // wall time of this compilation (0 for a cache hit)
   bool from_cache = false;
 };
 

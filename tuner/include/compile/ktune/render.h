@@ -24,9 +24,9 @@ namespace ktune {
 // The parts of a kernel that rendering reads.
 struct KernelText {
   std::string name;
-  std::string source;        // the template
-  std::string source_name;   // for #line and compiler messages
-  std::string entry;         // NVRTC name expression
+  std::string source;       // the template
+  std::string source_name;  // for #line and compiler messages
+  std::string entry;        // NVRTC name expression
   std::vector<std::string> compile_options;
 };
 

@@ -10,12 +10,12 @@ namespace ktune {
 
 // What kind of failure, so the CLI can pick an exit code and tests can assert on it.
 enum class ErrorKind {
-  kUsage,        // bad command line, unknown kernel/parameter, malformed value
-  kInput,        // malformed file: manifest, config, expression, replay data
-  kPlugin,       // plugin could not be loaded, wrong ABI version
-  kDatabase,     // not a ktune database, newer schema, corrupt, locked
-  kCompile,      // NVRTC itself failed (not a compile error of a config: that is data)
-  kDevice,       // no GPU / driver, CUDA error outside a trial
+  kUsage,     // bad command line, unknown kernel/parameter, malformed value
+  kInput,     // malformed file: manifest, config, expression, replay data
+  kPlugin,    // plugin could not be loaded, wrong ABI version
+  kDatabase,  // not a ktune database, newer schema, corrupt, locked
+  kCompile,   // NVRTC itself failed (not a compile error of a config: that is data)
+  kDevice,    // no GPU / driver, CUDA error outside a trial
   kInternal,
 };
 

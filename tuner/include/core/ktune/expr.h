@@ -58,7 +58,7 @@ class Expr {
   // Evaluates with slots[i] bound to scope name i; slots must cover every slot this expression
   // uses (max_slot() < slots.size()).
   Value eval(std::span<const Value> slots) const;
-  bool eval_bool(std::span<const Value> slots) const;   // truthiness, as in Python
+  bool eval_bool(std::span<const Value> slots) const;         // truthiness, as in Python
   std::int64_t eval_int(std::span<const Value> slots) const;  // integral result or error
   double eval_double(std::span<const Value> slots) const;
 

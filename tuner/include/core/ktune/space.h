@@ -23,7 +23,7 @@ struct Parameter {
   std::size_t default_index = 0;  // index into values
   std::string description;
 
-  bool categorical() const;       // any value is a string
+  bool categorical() const;  // any value is a string
 };
 
 // A configuration: one index into Parameter::values per parameter, in declaration order.
@@ -105,7 +105,7 @@ class SearchSpace {
   std::vector<Parameter> params_;
   std::vector<std::string> restriction_texts_;
   Constants constants_;
-  Scope scope_;                        // slots: parameters first, then constants
+  Scope scope_;  // slots: parameters first, then constants
   std::vector<Restriction> restrictions_;
   std::vector<std::vector<int>> checks_at_;  // restriction indices to check once param i is set
 };

@@ -9,14 +9,14 @@
 namespace ktune {
 
 enum class TrialStatus : int {
-  kOk = 0,                  // compiled, ran, verified, timed
-  kInvalid = 1,             // rejected before compiling (restriction, launch geometry, device limit)
-  kCompileFailed = 2,       // NVRTC rejected the rendered source
-  kLaunchFailed = 3,        // the launch itself returned an error (bad geometry, argument size ...)
-  kResourcesExceeded = 4,   // registers / shared memory / threads do not fit the device
-  kWrongResult = 5,         // ran, but the output differs from the reference (or holds NaN/Inf)
-  kTimeout = 6,             // did not finish before the watchdog fired; the worker was restarted
-  kCrashed = 7,             // faulted (illegal address, trap ...); the worker was restarted
+  kOk = 0,                 // compiled, ran, verified, timed
+  kInvalid = 1,            // rejected before compiling (restriction, launch geometry, device limit)
+  kCompileFailed = 2,      // NVRTC rejected the rendered source
+  kLaunchFailed = 3,       // the launch itself returned an error (bad geometry, argument size ...)
+  kResourcesExceeded = 4,  // registers / shared memory / threads do not fit the device
+  kWrongResult = 5,        // ran, but the output differs from the reference (or holds NaN/Inf)
+  kTimeout = 6,            // did not finish before the watchdog fired; the worker was restarted
+  kCrashed = 7,            // faulted (illegal address, trap ...); the worker was restarted
 };
 
 inline constexpr int kTrialStatusCount = 8;

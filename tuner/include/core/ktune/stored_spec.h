@@ -23,16 +23,16 @@ struct StoredSpec {
     std::string name;
     std::int64_t default_value = 0;
   };
-  std::vector<Param> params;           // declaration order
-  std::vector<ProblemParam> problem;   // declaration order
+  std::vector<Param> params;          // declaration order
+  std::vector<ProblemParam> problem;  // declaration order
   std::vector<std::string> restrictions;
-  std::array<std::string, 3> grid{"1", "1", "1"};   // launch expressions
+  std::array<std::string, 3> grid{"1", "1", "1"};  // launch expressions
   std::array<std::string, 3> block{"1", "1", "1"};
   std::string shared_mem = "0";
-  std::string bytes;                   // expression or empty
+  std::string bytes;  // expression or empty
   std::string flops;
   std::vector<std::string> compile_options;
-  std::string source_name;             // empty: "<kernel>.cu"
+  std::string source_name;  // empty: "<kernel>.cu"
 
   // {"parameters": [{"name", "values": [text], "default": text}], "problem": [{"name",
   // "default"}], "restrictions", "grid", "block", "shared_mem", "bytes", "flops",

@@ -4,9 +4,9 @@
 
 #include <compare>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
-#include <nlohmann/json_fwd.hpp>
 #include <variant>
 
 namespace ktune {
@@ -14,20 +14,20 @@ namespace ktune {
 class Value {
  public:
   Value() : v_(std::int64_t{0}) {}
-  Value(std::int64_t i) : v_(i) {}          // NOLINT(google-explicit-constructor)
-  Value(int i) : v_(std::int64_t{i}) {}      // NOLINT(google-explicit-constructor)
-  Value(double d) : v_(d) {}                 // NOLINT(google-explicit-constructor)
-  Value(std::string s) : v_(std::move(s)) {} // NOLINT(google-explicit-constructor)
-  Value(const char* s) : v_(std::string(s)) {} // NOLINT(google-explicit-constructor)
+  Value(std::int64_t i) : v_(i) {}              // NOLINT(google-explicit-constructor)
+  Value(int i) : v_(std::int64_t{i}) {}         // NOLINT(google-explicit-constructor)
+  Value(double d) : v_(d) {}                    // NOLINT(google-explicit-constructor)
+  Value(std::string s) : v_(std::move(s)) {}    // NOLINT(google-explicit-constructor)
+  Value(const char* s) : v_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
 
   bool is_int() const { return std::holds_alternative<std::int64_t>(v_); }
   bool is_double() const { return std::holds_alternative<double>(v_); }
   bool is_number() const { return !is_string(); }
   bool is_string() const { return std::holds_alternative<std::string>(v_); }
 
-  std::int64_t as_int() const;          // throws Error unless an integer (or an integral double)
-  double as_double() const;             // throws Error for strings
-  const std::string& as_string() const; // throws Error unless a string
+  std::int64_t as_int() const;           // throws Error unless an integer (or an integral double)
+  double as_double() const;              // throws Error for strings
+  const std::string& as_string() const;  // throws Error unless a string
 
   // Canonical text: integers in decimal, doubles in the shortest form that reads back exactly
   // (always with a '.' or exponent, so 2.0 stays a double), strings as they are. Used in

@@ -43,26 +43,26 @@ struct MeasureOptions {
 // What one evaluation found.
 struct Measurement {
   TrialStatus status = TrialStatus::kOk;
-  std::string error;                 // reason for a non-ok status
-  std::vector<double> samples_ms;    // per kernel run; batched samples are divided out
-  double time_ms = 0;                // median of samples
+  std::string error;               // reason for a non-ok status
+  std::vector<double> samples_ms;  // per kernel run; batched samples are divided out
+  double time_ms = 0;              // median of samples
   double time_min_ms = 0;
   double time_mean_ms = 0;
-  double time_spread = 0;            // IQR / median
+  double time_spread = 0;  // IQR / median
   // Resources of the loaded kernel; -1 where unknown.
   int registers = -1;
   int local_bytes = -1;
   int static_shared_bytes = -1;
   int dynamic_shared_bytes = -1;
   int max_threads_per_block = -1;
-  double occupancy = -1;             // active warps / max warps per multiprocessor
-  int l2_flushed = -1;               // 1: the L2 was flushed before each timed run; -1 unknown
-  int launches_per_sample = 1;       // short kernels are timed in batches of launches
+  double occupancy = -1;        // active warps / max warps per multiprocessor
+  int l2_flushed = -1;          // 1: the L2 was flushed before each timed run; -1 unknown
+  int launches_per_sample = 1;  // short kernels are timed in batches of launches
   // Accounting, for throughput figures.
-  double gpu_ms = 0;                 // GPU time in this trial's launches (warm-up, checks, samples)
-  double timed_ms = 0;               // GPU time of the timed samples alone
-  double eval_ms = 0;                // wall time of the evaluation
-  bool from_cache = false;           // answered from the database / a recording, not measured
+  double gpu_ms = 0;        // GPU time in this trial's launches (warm-up, checks, samples)
+  double timed_ms = 0;      // GPU time of the timed samples alone
+  double eval_ms = 0;       // wall time of the evaluation
+  bool from_cache = false;  // answered from the database / a recording, not measured
   // Where the evaluation's wall time went (load, buffers, verify, time, ...), for diagnostics.
   std::map<std::string, double> phases_ms;
 };
@@ -76,7 +76,7 @@ struct RetimeCandidate {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;            // "cuda", "replay", ...
+  virtual std::string name() const = 0;  // "cuda", "replay", ...
   // True for a backend that answers from recorded measurements instead of measuring: its runs
   // are marked replayed, and replayed and measured trials never answer for each other.
   virtual bool replays() const { return false; }

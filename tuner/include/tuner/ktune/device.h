@@ -15,13 +15,13 @@ namespace ktune {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
-  std::string arch;            // "sm_90"
+  std::string arch;  // "sm_90"
   int cc_major = 0;
   int cc_minor = 0;
   int sm_count = 0;
   std::int64_t memory_bytes = 0;
   std::int64_t l2_bytes = 0;
-  int driver_version = 0;      // 13000 for CUDA 13.0
+  int driver_version = 0;  // 13000 for CUDA 13.0
   int runtime_version = 0;
   std::string uuid;
   DeviceLimits limits;
@@ -29,7 +29,7 @@ struct DeviceInfo {
 
 struct DeviceQuery {
   std::vector<DeviceInfo> devices;
-  std::string problem;         // why there are none: "no CUDA driver (libcuda) found" ...
+  std::string problem;  // why there are none: "no CUDA driver (libcuda) found" ...
 };
 
 // Never throws: a missing driver or device is reported in DeviceQuery::problem.

@@ -19,9 +19,7 @@ struct LaunchGeometry {
   std::array<std::uint32_t, 3> grid{1, 1, 1};
   std::array<std::uint32_t, 3> block{1, 1, 1};
   std::uint64_t shared_mem = 0;  // dynamic, bytes
-  std::uint64_t threads_per_block() const {
-    return std::uint64_t{block[0]} * block[1] * block[2];
-  }
+  std::uint64_t threads_per_block() const { return std::uint64_t{block[0]} * block[1] * block[2]; }
 };
 
 // A scalar kernel argument, evaluated and converted to its declared type.

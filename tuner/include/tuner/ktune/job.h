@@ -16,10 +16,10 @@ namespace ktune {
 
 struct JobFile {
   std::string path;
-  std::string kernel;                                 // may be empty: the command line names it
+  std::string kernel;  // may be empty: the command line names it
   std::map<std::string, std::int64_t> problem;
   std::vector<std::pair<std::string, std::vector<Value>>> space;  // parameter -> its values
-  std::vector<std::string> restrictions;             // added to the kernel's
+  std::vector<std::string> restrictions;                          // added to the kernel's
   std::optional<std::string> strategy;
   std::map<std::string, std::string> strategy_options;
   std::optional<std::uint64_t> budget_evaluations;

@@ -9,26 +9,35 @@
 #include <string>
 #include <vector>
 
-#include "ktune/plugin.h"
 #include "ktune/device_limits.h"
+#include "ktune/plugin.h"
 #include "ktune/problem.h"
 #include "ktune/space.h"
 
 namespace ktune {
 
 enum class ElemType {
-  kI8 = KTUNE_TYPE_I8, kU8 = KTUNE_TYPE_U8, kI16 = KTUNE_TYPE_I16, kU16 = KTUNE_TYPE_U16,
-  kI32 = KTUNE_TYPE_I32, kU32 = KTUNE_TYPE_U32, kI64 = KTUNE_TYPE_I64, kU64 = KTUNE_TYPE_U64,
-  kF32 = KTUNE_TYPE_F32, kF64 = KTUNE_TYPE_F64,
+  kI8 = KTUNE_TYPE_I8,
+  kU8 = KTUNE_TYPE_U8,
+  kI16 = KTUNE_TYPE_I16,
+  kU16 = KTUNE_TYPE_U16,
+  kI32 = KTUNE_TYPE_I32,
+  kU32 = KTUNE_TYPE_U32,
+  kI64 = KTUNE_TYPE_I64,
+  kU64 = KTUNE_TYPE_U64,
+  kF32 = KTUNE_TYPE_F32,
+  kF64 = KTUNE_TYPE_F64,
 };
 std::size_t elem_size(ElemType t);
 bool is_float(ElemType t);
-std::string_view to_string(ElemType t);                  // "int32", "float32" ...
+std::string_view to_string(ElemType t);                                // "int32", "float32" ...
 std::optional<ElemType> elem_type_from_string(std::string_view name);  // also "int", "float"
 
 enum class BufferRole {
-  kInput = KTUNE_BUFFER_INPUT, kOutput = KTUNE_BUFFER_OUTPUT,
-  kInOut = KTUNE_BUFFER_INOUT, kScratch = KTUNE_BUFFER_SCRATCH,
+  kInput = KTUNE_BUFFER_INPUT,
+  kOutput = KTUNE_BUFFER_OUTPUT,
+  kInOut = KTUNE_BUFFER_INOUT,
+  kScratch = KTUNE_BUFFER_SCRATCH,
 };
 std::string_view to_string(BufferRole r);
 
@@ -53,15 +62,15 @@ struct BufferSpec {
   std::string name;
   ElemType type = ElemType::kF32;
   BufferRole role = BufferRole::kInput;
-  std::string size;          // expression: element count
-  std::string init;          // see ktune_buffer_desc::init
+  std::string size;  // expression: element count
+  std::string init;  // see ktune_buffer_desc::init
   double abs_tol = 0;
   double rel_tol = 0;
 };
 
 struct ArgSpec {
-  std::string buffer;        // non-empty: a buffer's device pointer
-  std::string value;         // otherwise: scalar expression
+  std::string buffer;  // non-empty: a buffer's device pointer
+  std::string value;   // otherwise: scalar expression
   ElemType type = ElemType::kI32;
   bool is_buffer() const { return !buffer.empty(); }
 };
@@ -87,11 +96,11 @@ struct KernelSpec {
   std::vector<ArgSpec> args;
   ktune_reference_fn reference = nullptr;
   std::string reference_config;
-  std::string bytes;         // expression or empty
-  std::string flops;         // expression or empty
+  std::string bytes;  // expression or empty
+  std::string flops;  // expression or empty
   ktune_run_fn run = nullptr;
   void* user_data = nullptr;
-  std::string origin;        // "builtin", a plugin library path or a manifest path
+  std::string origin;  // "builtin", a plugin library path or a manifest path
 
   // Parses a buffer's init string; throws Error(kInput) naming the buffer for a bad one.
   static BufferInit parse_init(const BufferSpec& buffer);

@@ -17,20 +17,20 @@ namespace ktune {
 
 // Which runs a report covers. Every field narrows the selection; empty means "any".
 struct ReportSelection {
-  std::optional<std::string> kernel;             // kernel name
-  std::vector<std::int64_t> runs;                // run ids
-  std::optional<std::string> device;             // device name (case-insensitive substring) or arch
-  std::map<std::string, std::int64_t> problem;   // problem values the run's problem must have
+  std::optional<std::string> kernel;            // kernel name
+  std::vector<std::int64_t> runs;               // run ids
+  std::optional<std::string> device;            // device name (case-insensitive substring) or arch
+  std::map<std::string, std::int64_t> problem;  // problem values the run's problem must have
 };
 
 struct ReportOptions {
   std::string title = "ktune search report";
-  std::string database;        // the database as the user named it (shown, not opened)
-  std::string command_line;    // how the report was asked for (provenance)
-  std::string generated_at;    // ISO 8601; empty: utc_now()
-  int top = 10;                // configurations in the top table
-  int failure_examples = 8;    // trials shown (with their logs) per failure reason
-  int max_points = 4000;       // scatter points drawn per plot before thinning (HTML)
+  std::string database;      // the database as the user named it (shown, not opened)
+  std::string command_line;  // how the report was asked for (provenance)
+  std::string generated_at;  // ISO 8601; empty: utc_now()
+  int top = 10;              // configurations in the top table
+  int failure_examples = 8;  // trials shown (with their logs) per failure reason
+  int max_points = 4000;     // scatter points drawn per plot before thinning (HTML)
 };
 
 // The tuner's final interleaved re-timing of the leaders (TrialKind::kRetime), not a search
@@ -43,10 +43,10 @@ struct ReportRun {
   DeviceRecord device;
   KernelRecord kernel;
   ProblemRecord problem;
-  std::vector<TrialRecord> search;    // search evaluations, in the order they were stored
-  std::vector<double> elapsed_s;      // per search trial: seconds from the run's start (NaN unknown)
-  std::vector<TrialRecord> retimed;   // the final interleaved re-timing, fastest first
-  double duration_s = 0;              // finished_at (else the last trial) minus started_at
+  std::vector<TrialRecord> search;   // search evaluations, in the order they were stored
+  std::vector<double> elapsed_s;     // per search trial: seconds from the run's start (NaN unknown)
+  std::vector<TrialRecord> retimed;  // the final interleaved re-timing, fastest first
+  double duration_s = 0;             // finished_at (else the last trial) minus started_at
   std::map<TrialStatus, std::size_t> by_status;  // over `search`
   // Improvements of the best-so-far: (evaluation index into `search`, best time).
   std::vector<std::pair<std::size_t, double>> improvements;
@@ -54,26 +54,26 @@ struct ReportRun {
   // search time; 0 when the run has no ok trial.
   std::size_t evals_to_10pct = 0;
   std::size_t evals_to_1pct = 0;
-  std::string label;                  // "#3 random (NVIDIA H100)", the legend of its line
+  std::string label;  // "#3 random (NVIDIA H100)", the legend of its line
 };
 
 // Times observed for one value of one parameter (ok trials; distinct configurations).
 struct ValueEffect {
   std::string value;
-  std::size_t trials = 0;            // distinct configurations with this value, any status
-  std::size_t failed = 0;            // of which not ok
-  std::vector<double> times_ms;      // ok times, ascending
+  std::size_t trials = 0;        // distinct configurations with this value, any status
+  std::size_t failed = 0;        // of which not ok
+  std::vector<double> times_ms;  // ok times, ascending
   double min_ms = 0, q1_ms = 0, median_ms = 0, q3_ms = 0, max_ms = 0;  // NaN without ok times
-  double mean_log = 0;               // mean of ln(time) over the ok times
+  double mean_log = 0;  // mean of ln(time) over the ok times
 };
 
 struct ParameterEffect {
   std::string name;
-  std::vector<ValueEffect> values;   // in the kernel's declared order
+  std::vector<ValueEffect> values;  // in the kernel's declared order
   // Share of the variance of ln(time) explained by this parameter's per-value means (the
   // correlation ratio eta^2, a first-order fANOVA estimate), 0..1.
   double importance = 0;
-  std::string best_value;            // value with the lowest median time
+  std::string best_value;  // value with the lowest median time
 };
 
 struct TopConfig {
@@ -85,18 +85,18 @@ struct TopConfig {
 
 struct FailureGroup {
   TrialStatus status = TrialStatus::kOk;
-  std::string reason;                // first line of the error (or of the compile log)
+  std::string reason;  // first line of the error (or of the compile log)
   std::size_t count = 0;
-  std::vector<TrialRecord> examples; // the first few, with error and compile log
+  std::vector<TrialRecord> examples;  // the first few, with error and compile log
 };
 
 // The pooled analysis of one device's runs within a study.
 struct DeviceAnalysis {
   DeviceRecord device;
   std::vector<std::int64_t> run_ids;
-  std::vector<std::string> params;   // parameter names in declaration order
-  std::size_t evaluations = 0;       // search trials over the runs
-  std::size_t distinct = 0;          // distinct configurations measured
+  std::vector<std::string> params;  // parameter names in declaration order
+  std::size_t evaluations = 0;      // search trials over the runs
+  std::size_t distinct = 0;         // distinct configurations measured
   std::size_t distinct_ok = 0;
   std::map<TrialStatus, std::size_t> by_status;  // over every search trial
   std::vector<ParameterEffect> effects;          // most important first
@@ -115,7 +115,7 @@ struct DeviceAnalysis {
 // every run of the study in the database, whatever the selection, when it spans 2+ devices.
 struct CrossDevice {
   std::vector<DeviceRecord> devices;
-  std::vector<TrialRecord> best;     // per device
+  std::vector<TrialRecord> best;  // per device
   std::vector<bool> best_is_stored;
   // time_ms[i][j]: the time of device i's best configuration on device j (latest ok trial of
   // that configuration there), if device j measured it.
@@ -126,10 +126,10 @@ struct CrossDevice {
 struct ReportStudy {
   std::string kernel_name;
   std::string problem_key;
-  std::vector<ReportRun> runs;       // by run id
+  std::vector<ReportRun> runs;  // by run id
   std::vector<DeviceAnalysis> devices;
   std::optional<CrossDevice> cross;
-  std::vector<KernelRecord> kernels; // versions (source/space hash) among the runs
+  std::vector<KernelRecord> kernels;  // versions (source/space hash) among the runs
 };
 
 struct Report {

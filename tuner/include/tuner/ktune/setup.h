@@ -25,10 +25,10 @@ namespace ktune {
 // What overrides a job file; an empty field leaves the job file's value (or the default).
 struct JobOverrides {
   std::string kernel;
-  std::map<std::string, std::int64_t> problem;       // merged over the job's
-  std::optional<std::string> strategy;               // "auto" is the default
+  std::map<std::string, std::int64_t> problem;          // merged over the job's
+  std::optional<std::string> strategy;                  // "auto" is the default
   std::map<std::string, std::string> strategy_options;  // merged over the job's
-  std::optional<std::string> study_storage;          // Optuna strategies: study_storage option
+  std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
   std::uint64_t seed = 1;
@@ -38,25 +38,25 @@ struct JobOverrides {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;
   std::optional<std::string> flush_l2;
-  std::optional<std::string> backend;                // "cuda" | "replay"
-  std::optional<std::string> replay;                 // a recording: implies the replay backend
-  std::string replay_device;                         // names the recording's device
-  std::string command_line;                          // provenance
+  std::optional<std::string> backend;  // "cuda" | "replay"
+  std::optional<std::string> replay;   // a recording: implies the replay backend
+  std::string replay_device;           // names the recording's device
+  std::string command_line;            // provenance
 };
 
 enum class BackendKind { kCuda, kReplay };
 
 // A job with every choice made that needs no GPU.
 struct TuningJob {
-  KernelSpec kernel;                   // with the job's space and restrictions
-  Problem problem;                     // defaults filled in
-  TuneOptions options;                 // strategy "auto" is resolved by set_up_tuning()
+  KernelSpec kernel;    // with the job's space and restrictions
+  Problem problem;      // defaults filled in
+  TuneOptions options;  // strategy "auto" is resolved by set_up_tuning()
   BackendKind backend = BackendKind::kCuda;
-  bool explicit_backend = false;       // --backend or --replay given: no fallback
+  bool explicit_backend = false;         // --backend or --replay given: no fallback
   std::shared_ptr<Recording> recording;  // kReplay: the recording
-  std::string replay_reason;           // why a recording is replayed that was not asked for
-  bool no_gpu = false;                 // ... because there is no GPU
-  std::vector<std::string> notes;      // to tell the user ("warning: ..." for warnings)
+  std::string replay_reason;             // why a recording is replayed that was not asked for
+  bool no_gpu = false;                   // ... because there is no GPU
+  std::vector<std::string> notes;        // to tell the user ("warning: ..." for warnings)
 };
 
 // Merges a job file with overrides: the kernel (registered, or synthesized from a recording that
@@ -72,13 +72,13 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job, const JobOve
 struct TuningSetup {
   TuningJob job;
   std::unique_ptr<Backend> backend;
-  CudaBackend* cuda = nullptr;         // the backend when it is the CUDA one
+  CudaBackend* cuda = nullptr;  // the backend when it is the CUDA one
   std::unique_ptr<KernelInstance> instance;
   std::unique_ptr<Strategy> strategy;  // "auto" itself when the job says auto
   std::optional<AutoChoice> auto_choice;
-  std::string strategy_text;           // "random", or "auto (random: <reason>)"
-  std::uint64_t valid = 0;             // replay: valid configurations of the space
-  std::uint64_t missing = 0;           // of which the recording lacks
+  std::string strategy_text;  // "random", or "auto (random: <reason>)"
+  std::uint64_t valid = 0;    // replay: valid configurations of the space
+  std::uint64_t missing = 0;  // of which the recording lacks
 };
 
 // Throws Error(kDevice) when the job needs a GPU that is not there (and nothing ships to replay

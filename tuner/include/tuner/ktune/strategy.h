@@ -34,10 +34,10 @@ struct Outcome {
 struct StrategyContext {
   const SearchSpace* space = nullptr;
   std::uint64_t seed = 1;
-  std::uint64_t budget = UINT64_MAX;             // evaluations the loop will allow
+  std::uint64_t budget = UINT64_MAX;  // evaluations the loop will allow
   double budget_seconds = std::numeric_limits<double>::infinity();  // wall time it will allow
-  std::map<std::string, std::string> options;    // --strategy-option key=value
-  std::vector<Config> warm_start;                // to be proposed first
+  std::map<std::string, std::string> options;                       // --strategy-option key=value
+  std::vector<Config> warm_start;                                   // to be proposed first
 };
 
 class Strategy {
@@ -65,7 +65,8 @@ std::vector<std::string> strategy_names();
 inline constexpr const char* kAutoSearchStrategy = "genetic_algorithm";
 struct AutoChoice {
   std::string strategy;  // brute_force, random or kAutoSearchStrategy
-  std::string reason;    // one line, e.g. "a budget of 200 evaluations, below the 5874 valid configurations"
+  std::string
+      reason;  // one line, e.g. "a budget of 200 evaluations, below the 5874 valid configurations"
 };
 AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
                                 double budget_seconds = std::numeric_limits<double>::infinity());

@@ -22,7 +22,7 @@ namespace ktune {
 
 struct Budget {
   std::uint64_t evaluations = std::numeric_limits<std::uint64_t>::max();  // trials told
-  double seconds = std::numeric_limits<double>::infinity();                 // wall time
+  double seconds = std::numeric_limits<double>::infinity();               // wall time
 };
 
 struct TuneOptions {
@@ -37,39 +37,39 @@ struct TuneOptions {
   // Seed the search with the best configurations stored for this kernel on other devices or
   // problems.
   bool warm_start = false;
-  int retime_top = 5;        // finalists re-timed at the end (0: keep the search's ranking)
+  int retime_top = 5;  // finalists re-timed at the end (0: keep the search's ranking)
   int retime_rounds = 10;
-  std::size_t lookahead = 0; // configs compiled ahead of the backend; 0: 4 x compile threads
-  std::string command_line;  // provenance
+  std::size_t lookahead = 0;  // configs compiled ahead of the backend; 0: 4 x compile threads
+  std::string command_line;   // provenance
 };
 
 // Progress, reported after every trial.
 struct Progress {
-  std::uint64_t done = 0;            // trials told (measured + answered from the database)
-  std::uint64_t total = 0;           // budget or space size, whichever is smaller
+  std::uint64_t done = 0;   // trials told (measured + answered from the database)
+  std::uint64_t total = 0;  // budget or space size, whichever is smaller
   std::uint64_t measured = 0;
   double elapsed_seconds = 0;
   std::optional<double> best_ms;
   std::string best_key;
-  double best_gbps = 0;              // NaN when the kernel declares no bytes
+  double best_gbps = 0;  // NaN when the kernel declares no bytes
 };
 
 struct TuneSummary {
   std::int64_t run_id = 0;
   RunStatus status = RunStatus::kFinished;  // kFinished or kInterrupted (a failure throws)
-  std::uint64_t trials = 0;          // told to the strategy
-  std::uint64_t measured = 0;        // evaluated by the backend
-  std::uint64_t from_database = 0;   // answered from earlier trials
+  std::uint64_t trials = 0;                 // told to the strategy
+  std::uint64_t measured = 0;               // evaluated by the backend
+  std::uint64_t from_database = 0;          // answered from earlier trials
   std::map<std::string, std::uint64_t> by_status;
   double wall_seconds = 0;
-  double gpu_seconds = 0;            // GPU time in the trials' launches
-  double timed_seconds = 0;          // GPU time of timed samples alone
-  double compile_seconds = 0;        // summed over compile threads (cache hits excluded)
-  double backend_seconds = 0;        // wall time inside backend.evaluate()
-  double wait_compile_seconds = 0;   // wall time the loop waited for a compilation
+  double gpu_seconds = 0;           // GPU time in the trials' launches
+  double timed_seconds = 0;         // GPU time of timed samples alone
+  double compile_seconds = 0;       // summed over compile threads (cache hits excluded)
+  double backend_seconds = 0;       // wall time inside backend.evaluate()
+  double wait_compile_seconds = 0;  // wall time the loop waited for a compilation
   std::map<std::string, double> phases_seconds;  // the backend's evaluation phases, summed
-  std::optional<TrialRecord> best;   // the winner (after re-timing), stored as best
-  std::vector<TrialRecord> finalists;  // re-timed leaders, fastest first
+  std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
+  std::vector<TrialRecord> finalists;            // re-timed leaders, fastest first
 };
 
 using ProgressFn = std::function<void(const Progress&)>;

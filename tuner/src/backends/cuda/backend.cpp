@@ -1,17 +1,16 @@
 // The tuner's side of the CUDA backend: starts the worker process, sends it CUBINs, waits for
 // answers under a watchdog, and turns a dead or hung worker into one crashed / timed-out trial
 // followed by a fresh worker.
-#include "ktune/cuda_backend.h"
-
 #include <fmt/format.h>
 
 #include <chrono>
 #include <deque>
 
-#include "process/ipc.h"
-#include "ktune/error.h"
-#include "process/subprocess.h"
 #include "backends/cuda/protocol.h"
+#include "ktune/cuda_backend.h"
+#include "ktune/error.h"
+#include "process/ipc.h"
+#include "process/subprocess.h"
 
 namespace ktune {
 
@@ -22,7 +21,7 @@ struct CudaBackend::Impl {
   DeviceInfo device;
   MeasureOptions measure;
   json init;
-  std::string init_blob;                 // the reference configuration's CUBIN, if any
+  std::string init_blob;  // the reference configuration's CUBIN, if any
   const KernelInstance* instance = nullptr;
   Subprocess worker;
   int starts = 0;
@@ -44,7 +43,8 @@ struct CudaBackend::Impl {
   void resend() {
     for (const auto& s : sent) {
       if (!worker.send({s.header, s.blob}))
-        throw Error(ErrorKind::kDevice, "the restarted GPU worker stopped at once: " + worker.output_tail());
+        throw Error(ErrorKind::kDevice,
+                    "the restarted GPU worker stopped at once: " + worker.output_tail());
     }
     busy_since = std::chrono::steady_clock::now();
   }
@@ -61,9 +61,10 @@ struct CudaBackend::Impl {
     ipc::Message reply;
     const auto status = worker.receive(reply, options.start_timeout_seconds);
     if (status != ipc::ReadStatus::kOk || reply.header.value("op", "") != "ready") {
-      std::string why = status == ipc::ReadStatus::kTimeout
-                            ? fmt::format("did not start within {} s", options.start_timeout_seconds)
-                            : reply.header.value("message", "");
+      std::string why =
+          status == ipc::ReadStatus::kTimeout
+              ? fmt::format("did not start within {} s", options.start_timeout_seconds)
+              : reply.header.value("message", "");
       const std::string output = worker.output_tail();
       const std::string exit_text = stop(status == ipc::ReadStatus::kTimeout);
       if (why.empty()) why = exit_text;
@@ -74,8 +75,8 @@ struct CudaBackend::Impl {
 
   // Sends a request and waits for the answer under the watchdog. A dead or hung worker gives
   // the status crashed / timeout and is replaced on the next request.
-  json request(const json& header, const std::string& blob, double timeout, bool& failed, TrialStatus& status,
-               std::string& error) {
+  json request(const json& header, const std::string& blob, double timeout, bool& failed,
+               TrialStatus& status, std::string& error) {
     failed = false;
     if (!worker.running()) start();
     if (!worker.send({header, blob})) {
@@ -90,14 +91,18 @@ struct CudaBackend::Impl {
       failed = true;
       status = TrialStatus::kTimeout;
       stop(true);
-      error = fmt::format("no result within {:.1f} s; the worker was killed and will be restarted", timeout);
+      error = fmt::format("no result within {:.1f} s; the worker was killed and will be restarted",
+                          timeout);
       return {};
     }
     if (rs == ipc::ReadStatus::kClosed) {
       failed = true;
       status = TrialStatus::kCrashed;
       const std::string output = worker.output_tail();
-      error = stop(true) + (output.empty() ? "" : ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0));
+      error =
+          stop(true) + (output.empty()
+                            ? ""
+                            : ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0));
       return {};
     }
     // A worker that reports a crash exits by itself (its context is poisoned); reap it.
@@ -138,10 +143,12 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
     const SearchSpace& space = instance.space();
     const auto sets = k.reference_assignments();
     const Config ref = space.from_assignments(sets);
-    const CompileResult c = compile_cached(render(instance, ref, impl_->device.arch), impl_->options.cache.get());
+    const CompileResult c =
+        compile_cached(render(instance, ref, impl_->device.arch), impl_->options.cache.get());
     if (!c.ok)
-      throw Error(ErrorKind::kInput, fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
-                                                 space.key(ref), c.error, c.log));
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
+                              space.key(ref), c.error, c.log));
     init.reference_lowered = c.lowered_name;
     impl_->init_blob = c.cubin;
   } else {
@@ -160,9 +167,10 @@ Measurement CudaBackend::evaluate(const Config& config, const CompileResult* com
 void CudaBackend::submit(const Config& config, const CompileResult* compiled) {
   auto& m = *impl_;
   if (compiled == nullptr || !compiled->ok || m.instance == nullptr)
-    throw Error(ErrorKind::kInternal, "the CUDA backend evaluates compiled configurations after prepare()");
+    throw Error(ErrorKind::kInternal,
+                "the CUDA backend evaluates compiled configurations after prepare()");
   Impl::Sent s{protocol::to_json(protocol::EvaluateRequest{m.instance->space().key(config),
-                                                             compiled->lowered_name}),
+                                                           compiled->lowered_name}),
                compiled->cubin};
   if (!m.worker.running()) {
     m.start();
@@ -180,11 +188,13 @@ Measurement CudaBackend::collect() {
   using Clock = std::chrono::steady_clock;
   // The watchdog runs from when the worker could start on this request.
   const double timeout = m.measure.timeout_seconds;
-  const double left = std::max(0.0, timeout - std::chrono::duration<double>(Clock::now() - m.busy_since).count());
+  const double left =
+      std::max(0.0, timeout - std::chrono::duration<double>(Clock::now() - m.busy_since).count());
   ipc::Message reply;
   const auto rs = m.worker.running() ? m.worker.receive(reply, left) : ipc::ReadStatus::kClosed;
   Measurement out;
-  const double waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - m.busy_since).count();
+  const double waited_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - m.busy_since).count();
   m.sent.pop_front();
   m.busy_since = Clock::now();
   if (rs == ipc::ReadStatus::kOk) {
@@ -200,20 +210,23 @@ Measurement CudaBackend::collect() {
   if (rs == ipc::ReadStatus::kTimeout) {
     out.status = TrialStatus::kTimeout;
     m.stop(true);
-    out.error = fmt::format("no result within {:.1f} s; the worker was killed and restarted", timeout);
+    out.error =
+        fmt::format("no result within {:.1f} s; the worker was killed and restarted", timeout);
   } else {
     out.status = TrialStatus::kCrashed;
     const std::string output = m.worker.output_tail();
     out.error = m.stop(true);
     if (out.error.empty()) out.error = "GPU worker is gone";
-    if (!output.empty()) out.error += ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0);
+    if (!output.empty())
+      out.error += ": " + output.substr(output.size() > 500 ? output.size() - 500 : 0);
   }
   out.eval_ms = waited_ms;
   m.restart_and_resend();
   return out;
 }
 
-std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>& candidates, int rounds) {
+std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>& candidates,
+                                             int rounds) {
   if (impl_->instance == nullptr) throw Error(ErrorKind::kInternal, "retime() before prepare()");
   protocol::RetimeRequest request;
   request.rounds = rounds;
@@ -227,9 +240,12 @@ std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>&
   TrialStatus status = TrialStatus::kOk;
   std::string error;
   // Every finalist already ran within the watchdog; the re-timing runs each `rounds` times more.
-  const double timeout = impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size()));
-  const json header = impl_->request(protocol::to_json(request), blob, timeout, failed, status, error);
-  protocol::RetimeReply reply = failed ? protocol::RetimeReply{} : protocol::retime_reply_from_json(header);
+  const double timeout =
+      impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size()));
+  const json header =
+      impl_->request(protocol::to_json(request), blob, timeout, failed, status, error);
+  protocol::RetimeReply reply =
+      failed ? protocol::RetimeReply{} : protocol::retime_reply_from_json(header);
   if (failed || !reply.error.empty())
     throw Error(ErrorKind::kDevice,
                 fmt::format("re-timing the finalists failed: {}", failed ? error : reply.error));

@@ -37,14 +37,14 @@ Mismatch compare_typed(const T* got, const T* want, std::size_t n, double abs_to
   return m;
 }
 
-Mismatch compare_range(ElemType type, const void* got, const void* want, std::size_t begin, std::size_t end,
-                       double abs_tol, double rel_tol) {
+Mismatch compare_range(ElemType type, const void* got, const void* want, std::size_t begin,
+                       std::size_t end, double abs_tol, double rel_tol) {
   const std::size_t n = end - begin;
   switch (type) {
-#define KTUNE_COMPARE(KIND, T)                                                                                 \
-  case ElemType::KIND:                                                                                         \
-    return compare_typed(static_cast<const T*>(got) + begin, static_cast<const T*>(want) + begin, n, abs_tol, \
-                         rel_tol);
+#define KTUNE_COMPARE(KIND, T)                                                                    \
+  case ElemType::KIND:                                                                            \
+    return compare_typed(static_cast<const T*>(got) + begin, static_cast<const T*>(want) + begin, \
+                         n, abs_tol, rel_tol);
     KTUNE_COMPARE(kI8, std::int8_t)
     KTUNE_COMPARE(kU8, std::uint8_t)
     KTUNE_COMPARE(kI16, std::int16_t)
@@ -64,7 +64,8 @@ Mismatch compare_range(ElemType type, const void* got, const void* want, std::si
 
 // Every element is compared; large buffers in slices on up to 16 threads (a 2^28-element output
 // is checked in tens of milliseconds, not a second). The first mismatch is the lowest index.
-Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol, double rel_tol) {
+Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol,
+                 double rel_tol) {
   const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
   const std::size_t slice = std::max<std::size_t>(1 << 20, (n + threads - 1) / threads);
   if (n <= slice) return compare_range(type, got, want, 0, n, abs_tol, rel_tol);
@@ -73,7 +74,8 @@ Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n
   for (std::size_t p = 0; p < parts.size(); ++p) {
     pool.emplace_back([&, p] {
       const std::size_t begin = p * slice;
-      parts[p] = compare_range(type, got, want, begin, std::min(n, begin + slice), abs_tol, rel_tol);
+      parts[p] =
+          compare_range(type, got, want, begin, std::min(n, begin + slice), abs_tol, rel_tol);
       parts[p].first += begin;
     });
   }
@@ -91,7 +93,8 @@ Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n
   return m;
 }
 
-bool contains_pattern(const std::vector<unsigned char>& data, std::size_t elem, unsigned char byte) {
+bool contains_pattern(const std::vector<unsigned char>& data, std::size_t elem,
+                      unsigned char byte) {
   for (std::size_t i = 0; i + elem <= data.size(); i += elem) {
     bool all = true;
     for (std::size_t k = 0; k < elem && all; ++k) all = data[i + k] == byte;

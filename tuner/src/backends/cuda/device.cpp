@@ -68,10 +68,12 @@ DeviceQuery list_devices() {
 DeviceInfo require_device(int ordinal) {
   DeviceQuery q = list_devices();
   if (q.devices.empty())
-    throw Error(ErrorKind::kDevice, fmt::format("no CUDA device: {}; this command needs a GPU", q.problem));
+    throw Error(ErrorKind::kDevice,
+                fmt::format("no CUDA device: {}; this command needs a GPU", q.problem));
   if (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size()))
-    throw Error(ErrorKind::kUsage, fmt::format("device {} does not exist; this machine has {} CUDA device(s)",
-                                               ordinal, q.devices.size()));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("device {} does not exist; this machine has {} CUDA device(s)", ordinal,
+                            q.devices.size()));
   return q.devices[static_cast<std::size_t>(ordinal)];
 }
 

@@ -16,9 +16,10 @@ GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int
                            const MeasureOptions& options, const CompileResult* reference)
     : impl_(std::make_unique<Impl>()) {
   try {
-    impl_->worker = std::make_unique<worker::Worker>(
-        kernel, kernel.make_problem(problem), device, options,
-        reference ? reference->lowered_name : std::string(), reference ? reference->cubin : std::string());
+    impl_->worker =
+        std::make_unique<worker::Worker>(kernel, kernel.make_problem(problem), device, options,
+                                         reference ? reference->lowered_name : std::string(),
+                                         reference ? reference->cubin : std::string());
   } catch (const worker::CudaFailure& f) {
     throw Error(ErrorKind::kDevice, fmt::format("{}: {}", f.where, worker::cuda_text(f.code)));
   }
@@ -36,7 +37,8 @@ void* GpuEvaluator::buffer(const std::string& name, std::size_t* count) const {
 Measurement GpuEvaluator::evaluate(const Config& config, const CompileResult& compiled) {
   if (!compiled.ok)
     throw Error(ErrorKind::kInternal, "GpuEvaluator::evaluate needs a successful compilation");
-  return impl_->worker->evaluate(instance().space().key(config), compiled.lowered_name, compiled.cubin);
+  return impl_->worker->evaluate(instance().space().key(config), compiled.lowered_name,
+                                 compiled.cubin);
 }
 
 std::vector<Measurement> GpuEvaluator::retime(const std::vector<RetimeCandidate>& candidates,

@@ -21,11 +21,16 @@ std::uint64_t mix(std::uint64_t x) {
 namespace {
 
 template <typename T>
-void fill_typed(T* data, std::size_t begin, std::size_t end, const BufferInit& s, std::uint64_t stream) {
+void fill_typed(T* data, std::size_t begin, std::size_t end, const BufferInit& s,
+                std::uint64_t stream) {
   for (std::size_t i = begin; i < end; ++i) {
     switch (s.kind) {
-      case BufferInit::Kind::kIota: data[i] = static_cast<T>(i); break;
-      case BufferInit::Kind::kValue: data[i] = static_cast<T>(s.value); break;
+      case BufferInit::Kind::kIota:
+        data[i] = static_cast<T>(i);
+        break;
+      case BufferInit::Kind::kValue:
+        data[i] = static_cast<T>(s.value);
+        break;
       default: {
         const std::uint64_t r = mix(stream ^ mix(i));
         if constexpr (std::is_floating_point_v<T>) {
@@ -38,7 +43,8 @@ void fill_typed(T* data, std::size_t begin, std::size_t end, const BufferInit& s
           const double lo0 = s.has_range ? s.lo : (std::is_signed_v<T> ? -100.0 : 0.0);
           const double hi0 = s.has_range ? s.hi : (std::is_signed_v<T> ? 100.0 : 200.0);
           const auto lo = static_cast<std::int64_t>(std::ceil(lo0));
-          const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(hi0)) - lo + 1);
+          const auto span =
+              static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(hi0)) - lo + 1);
           data[i] = static_cast<T>(lo + static_cast<std::int64_t>(r % span));
         }
       }
@@ -56,16 +62,36 @@ void fill(void* data, ElemType type, std::size_t count, const BufferInit& s, std
     const std::size_t end = std::min(count, begin + chunk);
     pool.emplace_back([=] {
       switch (type) {
-        case ElemType::kI8: fill_typed(static_cast<std::int8_t*>(data), begin, end, s, stream); break;
-        case ElemType::kU8: fill_typed(static_cast<std::uint8_t*>(data), begin, end, s, stream); break;
-        case ElemType::kI16: fill_typed(static_cast<std::int16_t*>(data), begin, end, s, stream); break;
-        case ElemType::kU16: fill_typed(static_cast<std::uint16_t*>(data), begin, end, s, stream); break;
-        case ElemType::kI32: fill_typed(static_cast<std::int32_t*>(data), begin, end, s, stream); break;
-        case ElemType::kU32: fill_typed(static_cast<std::uint32_t*>(data), begin, end, s, stream); break;
-        case ElemType::kI64: fill_typed(static_cast<std::int64_t*>(data), begin, end, s, stream); break;
-        case ElemType::kU64: fill_typed(static_cast<std::uint64_t*>(data), begin, end, s, stream); break;
-        case ElemType::kF32: fill_typed(static_cast<float*>(data), begin, end, s, stream); break;
-        case ElemType::kF64: fill_typed(static_cast<double*>(data), begin, end, s, stream); break;
+        case ElemType::kI8:
+          fill_typed(static_cast<std::int8_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kU8:
+          fill_typed(static_cast<std::uint8_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kI16:
+          fill_typed(static_cast<std::int16_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kU16:
+          fill_typed(static_cast<std::uint16_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kI32:
+          fill_typed(static_cast<std::int32_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kU32:
+          fill_typed(static_cast<std::uint32_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kI64:
+          fill_typed(static_cast<std::int64_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kU64:
+          fill_typed(static_cast<std::uint64_t*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kF32:
+          fill_typed(static_cast<float*>(data), begin, end, s, stream);
+          break;
+        case ElemType::kF64:
+          fill_typed(static_cast<double*>(data), begin, end, s, stream);
+          break;
       }
     });
   }

@@ -29,7 +29,8 @@ MeasureOptions measure_from_json(const json& j) {
   m.target_spread = j.value("target_spread", m.target_spread);
   m.max_seconds = j.value("max_seconds", m.max_seconds);
   m.batch_below_ms = j.value("batch_below_ms", m.batch_below_ms);
-  m.flush_l2 = flush_l2_from_string(j.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
+  m.flush_l2 =
+      flush_l2_from_string(j.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
   m.timeout_seconds = j.value("timeout_seconds", m.timeout_seconds);
   m.seed = j.value("seed", m.seed);
   return m;
@@ -44,7 +45,8 @@ json to_json(const WorkerInit& init) {
   for (const auto& p : init.params) {
     json values = json::array();
     for (const auto& v : p.values) values.push_back(v.to_literal());
-    j["params"].push_back({{"name", p.name}, {"values", values}, {"default_index", p.default_index}});
+    j["params"].push_back(
+        {{"name", p.name}, {"values", values}, {"default_index", p.default_index}});
   }
   j["restrictions"] = init.restrictions;
   j["problem"] = init.problem;
@@ -166,7 +168,8 @@ RetimeReply retime_reply_from_json(const json& j) {
   RetimeReply r;
   r.error = j.value("error", "");
   r.gpu_ms = j.value("gpu_ms", 0.0);
-  for (const auto& m : j.value("results", json::array())) r.results.push_back(measurement_from_json(m));
+  for (const auto& m : j.value("results", json::array()))
+    r.results.push_back(measurement_from_json(m));
   return r;
 }
 

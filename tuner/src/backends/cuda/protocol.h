@@ -4,9 +4,8 @@
 // the pipe is typed.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -20,20 +19,20 @@ namespace ktune::protocol {
 // configuration for kernels without a host reference.
 struct WorkerInit {
   std::string kernel;
-  std::vector<Parameter> params;         // the space as tuned (a job file may change it)
+  std::vector<Parameter> params;  // the space as tuned (a job file may change it)
   std::vector<std::string> restrictions;
   Problem problem;
   std::vector<std::string> plugins;
   int device = 0;
   MeasureOptions measure;
-  std::string reference_lowered;         // the reference configuration's entry, if any
+  std::string reference_lowered;  // the reference configuration's entry, if any
 };
 nlohmann::json to_json(const WorkerInit& init);
 WorkerInit worker_init_from_json(const nlohmann::json& j);
 
 // One configuration to evaluate; the blob is its CUBIN.
 struct EvaluateRequest {
-  std::string config;        // SearchSpace::key
+  std::string config;  // SearchSpace::key
   std::string lowered_name;
 };
 
@@ -42,7 +41,7 @@ struct RetimeRequest {
   struct Candidate {
     std::string config;
     std::string lowered_name;
-    std::size_t size = 0;    // bytes of its CUBIN in the blob
+    std::size_t size = 0;  // bytes of its CUBIN in the blob
   };
   int rounds = 10;
   std::vector<Candidate> candidates;
@@ -51,7 +50,7 @@ struct RetimeRequest {
 // A request, as the worker reads it.
 struct Request {
   enum class Op { kEvaluate, kRetime, kQuit, kUnknown } op = Op::kUnknown;
-  std::string name;          // the op as sent, for the error of an unknown one
+  std::string name;  // the op as sent, for the error of an unknown one
   EvaluateRequest evaluate;
   RetimeRequest retime;
 };
@@ -65,7 +64,7 @@ Measurement measurement_from_json(const nlohmann::json& j);
 struct RetimeReply {
   std::vector<Measurement> results;
   double gpu_ms = 0;
-  std::string error;         // non-empty: the re-timing failed
+  std::string error;  // non-empty: the re-timing failed
 };
 nlohmann::json to_json(const RetimeReply& reply);
 RetimeReply retime_reply_from_json(const nlohmann::json& j);

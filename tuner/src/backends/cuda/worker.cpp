@@ -46,8 +46,9 @@ std::string cuda_text(cudaError_t e) {
   return fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device, const MeasureOptions& measure,
-               const std::string& reference_lowered, const std::string& reference_cubin)
+Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
+               const MeasureOptions& measure, const std::string& reference_lowered,
+               const std::string& reference_cubin)
     : measure_(measure) {
   device_ = require_device(device);
   check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
@@ -67,14 +68,19 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device, con
   if (!reference_cubin.empty()) {
     reference_config_.emplace();
     const SearchSpace& space = instance_->space();
-    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())), reference_lowered,
-         reference_cubin);
+    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())),
+         reference_lowered, reference_cubin);
   }
   // Inputs and the reference now, while the tuner is still compiling its first configurations.
   const SearchSpace& space = instance_->space();
   std::optional<Config> probe;
-  if (space.is_valid(space.default_config())) probe = space.default_config();
-  else space.for_each_valid([&](const Config& c) { probe = c; return false; });
+  if (space.is_valid(space.default_config()))
+    probe = space.default_config();
+  else
+    space.for_each_valid([&](const Config& c) {
+      probe = c;
+      return false;
+    });
   if (probe) {
     Loaded l;
     l.config = *probe;
@@ -84,7 +90,8 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device, con
   }
 }
 
-void Worker::load(Loaded& l, const std::string& key, const std::string& lowered, const std::string& cubin) {
+void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
+                  const std::string& cubin) {
   l.config = instance_->space().parse_key(key);
   l.geometry = instance_->geometry(l.config);
   l.scalars = instance_->scalar_args(l.config);
@@ -92,7 +99,8 @@ void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
   l.sizes.assign(sizes.begin(), sizes.end());
   // Configurations compiled in one batch share a CUBIN: load it once and keep the last few.
   const std::string hash = content_hash(cubin);
-  auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& e) { return e.first == hash; });
+  auto it = std::find_if(libraries_.begin(), libraries_.end(),
+                         [&](const auto& e) { return e.first == hash; });
   if (it != libraries_.end()) {
     libraries_.splice(libraries_.begin(), libraries_, it);
   } else {
@@ -152,7 +160,8 @@ void Worker::prepare_buffers(const Loaded& l) {
     if (reference_ok_ && reference_config_ && sizes != reference_sizes_)
       throw Error(ErrorKind::kInput,
                   fmt::format("{}: input or output sizes depend on the configuration, which a "
-                              "reference configuration cannot check", instance_->kernel().name));
+                              "reference configuration cannot check",
+                              instance_->kernel().name));
     reference_sizes_ = sizes;
     compute_reference();
   }
@@ -177,11 +186,18 @@ void Worker::compute_reference() {
         b.expected.assign(bytes, 0);
         if (b.spec.role == BufferRole::kInOut) b.expected = b.host;
       }
-      hb.push_back({b.spec.name.c_str(), static_cast<int>(b.spec.type), static_cast<int>(b.spec.role), b.count,
-                    b.checked() ? static_cast<void*>(b.expected.data()) : static_cast<void*>(b.host.data())});
+      hb.push_back({b.spec.name.c_str(), static_cast<int>(b.spec.type),
+                    static_cast<int>(b.spec.role), b.count,
+                    b.checked() ? static_cast<void*>(b.expected.data())
+                                : static_cast<void*>(b.host.data())});
     }
-    ktune_reference_ctx ctx{sizeof(ktune_reference_ctx), names.size(), name_ptrs.data(), values.data(),
-                            hb.size(), hb.data(), k.user_data};
+    ktune_reference_ctx ctx{sizeof(ktune_reference_ctx),
+                            names.size(),
+                            name_ptrs.data(),
+                            values.data(),
+                            hb.size(),
+                            hb.data(),
+                            k.user_data};
     char error[1024] = {0};
     if (k.reference(&ctx, error, sizeof(error)) != 0)
       throw Error(ErrorKind::kInput, fmt::format("{}: reference failed: {}", k.name, error));
@@ -193,8 +209,9 @@ void Worker::compute_reference() {
       if (buffers_[i].checked() && buffers_[i].count != ref.sizes[i])
         throw Error(ErrorKind::kInput,
                     fmt::format("{}: output '{}' has {} elements here but {} in the reference "
-                                "configuration", instance_->kernel().name, buffers_[i].spec.name,
-                                buffers_[i].count, ref.sizes[i]));
+                                "configuration",
+                                instance_->kernel().name, buffers_[i].spec.name, buffers_[i].count,
+                                ref.sizes[i]));
       counts.push_back(buffers_[i].count);
       buffers_[i].count = ref.sizes[i];
     }
@@ -212,7 +229,8 @@ void Worker::compute_reference() {
   }
   poison_collision_ = false;
   for (const auto& b : buffers_)
-    if (b.checked() && contains_pattern(b.expected, elem_size(b.spec.type), kPoison)) poison_collision_ = true;
+    if (b.checked() && contains_pattern(b.expected, elem_size(b.spec.type), kPoison))
+      poison_collision_ = true;
   reference_ok_ = true;
 }
 
@@ -263,9 +281,20 @@ void Worker::launch(const Loaded& l) {
   if (k.run) {
     const unsigned grid[3] = {g.grid[0], g.grid[1], g.grid[2]};
     const unsigned block[3] = {g.block[0], g.block[1], g.block[2]};
-    ktune_run_ctx ctx{sizeof(ktune_run_ctx), stream_, l.kernel, grid, block, g.shared_mem, args.data(),
-                      &Worker::hook_launch, &Worker::hook_buffer, &Worker::hook_value,
-                      &Worker::hook_cuda_function, k.user_data, this, &Worker::hook_global};
+    ktune_run_ctx ctx{sizeof(ktune_run_ctx),
+                      stream_,
+                      l.kernel,
+                      grid,
+                      block,
+                      g.shared_mem,
+                      args.data(),
+                      &Worker::hook_launch,
+                      &Worker::hook_buffer,
+                      &Worker::hook_value,
+                      &Worker::hook_cuda_function,
+                      k.user_data,
+                      this,
+                      &Worker::hook_global};
     char error[1024] = {0};
     const int rc = k.run(&ctx, error, sizeof(error));
     if (rc != 0) {
@@ -274,8 +303,9 @@ void Worker::launch(const Loaded& l) {
       throw Error(ErrorKind::kInput, fmt::format("run hook failed: {}", error));
     }
   } else {
-    check(cudaLaunchKernel(static_cast<const void*>(l.kernel), dim3(g.grid[0], g.grid[1], g.grid[2]),
-                           dim3(g.block[0], g.block[1], g.block[2]), args.data(), g.shared_mem, stream_),
+    check(cudaLaunchKernel(
+              static_cast<const void*>(l.kernel), dim3(g.grid[0], g.grid[1], g.grid[2]),
+              dim3(g.block[0], g.block[1], g.block[2]), args.data(), g.shared_mem, stream_),
           "cudaLaunchKernel");
   }
 }
@@ -300,11 +330,13 @@ std::optional<std::string> Worker::verify(bool second_pattern_only) {
     }
     void* got = b.pinned_bytes >= bytes ? b.pinned : static_cast<void*>(b.download.data());
     check(cudaMemcpy(got, b.device, bytes, cudaMemcpyDeviceToHost), "download of outputs");
-    const Mismatch m = compare(b.spec.type, got, b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
+    const Mismatch m =
+        compare(b.spec.type, got, b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
     if (m.count > 0)
-      return fmt::format("{}[{}] = {}, expected {} ({} of {} elements differ{})", b.spec.name, m.first, m.got,
-                         m.expected, m.count, b.count,
-                         is_float(b.spec.type) ? fmt::format("; tolerance {} + {} * |expected|", b.spec.abs_tol, b.spec.rel_tol)
+      return fmt::format("{}[{}] = {}, expected {} ({} of {} elements differ{})", b.spec.name,
+                         m.first, m.got, m.expected, m.count, b.count,
+                         is_float(b.spec.type) ? fmt::format("; tolerance {} + {} * |expected|",
+                                                             b.spec.abs_tol, b.spec.rel_tol)
                                                : std::string());
   }
   return std::nullopt;
@@ -322,8 +354,8 @@ void Worker::flush_l2() {
   if (flush_buffer_) check(cudaMemsetAsync(flush_buffer_, 0, flush_bytes_, stream_), "L2 flush");
 }
 
-std::vector<double> Worker::sample_chunk(const Loaded& l, int count, int batch, bool flush, double& gpu_ms,
-                                         int warmup) {
+std::vector<double> Worker::sample_chunk(const Loaded& l, int count, int batch, bool flush,
+                                         double& gpu_ms, int warmup) {
   while (events_.size() < static_cast<std::size_t>(2 * count)) {
     cudaEvent_t e;
     check(cudaEventCreate(&e), "cudaEventCreate");
@@ -406,24 +438,28 @@ bool Worker::check_resources(const Loaded& l, Measurement& m) {
     return false;
   };
   if (threads > attr.maxThreadsPerBlock)
-    return fail(fmt::format("{} threads per block, but with {} registers per thread at most {} can launch",
-                            threads, attr.numRegs, attr.maxThreadsPerBlock));
-  if (static_cast<std::int64_t>(attr.sharedSizeBytes) + dyn > device_.limits.max_shared_memory_per_block_optin)
-    return fail(fmt::format("{} B static + {} B dynamic shared memory exceed the {} B a block may use",
-                            attr.sharedSizeBytes, dyn, device_.limits.max_shared_memory_per_block_optin));
+    return fail(
+        fmt::format("{} threads per block, but with {} registers per thread at most {} can launch",
+                    threads, attr.numRegs, attr.maxThreadsPerBlock));
+  if (static_cast<std::int64_t>(attr.sharedSizeBytes) + dyn >
+      device_.limits.max_shared_memory_per_block_optin)
+    return fail(
+        fmt::format("{} B static + {} B dynamic shared memory exceed the {} B a block may use",
+                    attr.sharedSizeBytes, dyn, device_.limits.max_shared_memory_per_block_optin));
   if (dyn > 48 * 1024)
     check(cudaFuncSetAttribute(static_cast<const void*>(l.kernel),
                                cudaFuncAttributeMaxDynamicSharedMemorySize, dyn),
           "cudaFuncSetAttribute(max dynamic shared memory)");
   int blocks = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, static_cast<const void*>(l.kernel), threads,
-                                                      l.geometry.shared_mem),
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, static_cast<const void*>(l.kernel),
+                                                      threads, l.geometry.shared_mem),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   m.occupancy = static_cast<double>(blocks) * threads /
                 static_cast<double>(device_.limits.max_threads_per_multiprocessor);
   if (blocks == 0)
-    return fail(fmt::format("no block fits a multiprocessor ({} threads, {} registers, {} B shared)", threads,
-                            attr.numRegs, attr.sharedSizeBytes + dyn));
+    return fail(
+        fmt::format("no block fits a multiprocessor ({} threads, {} registers, {} B shared)",
+                    threads, attr.numRegs, attr.sharedSizeBytes + dyn));
   return true;
 }
 
@@ -450,10 +486,12 @@ void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, doub
   const auto t1 = Clock::now();
   const bool flush = needs_flush();
   int batch = 1;
-  const bool has_inout = std::any_of(buffers_.begin(), buffers_.end(),
-                                     [](const Buffer& b) { return b.spec.role == BufferRole::kInOut; });
+  const bool has_inout = std::any_of(buffers_.begin(), buffers_.end(), [](const Buffer& b) {
+    return b.spec.role == BufferRole::kInOut;
+  });
   if (!flush && !has_inout && first_ms < measure_.batch_below_ms && first_ms > 0)
-    batch = std::clamp(static_cast<int>(std::ceil(10 * measure_.batch_below_ms / first_ms)), 1, 1000);
+    batch =
+        std::clamp(static_cast<int>(std::ceil(10 * measure_.batch_below_ms / first_ms)), 1, 1000);
   std::vector<double> samples;
   const bool fixed = measure_.samples > 0;
   const int target = fixed ? measure_.samples : measure_.max_samples;
@@ -461,8 +499,8 @@ void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, doub
   int warmup = measure_.warmup;
   while (static_cast<int>(samples.size()) < target) {
     const int have = static_cast<int>(samples.size());
-    const int want = fixed ? target - have
-                           : std::min(target - have, std::max(measure_.min_samples - have, 3));
+    const int want =
+        fixed ? target - have : std::min(target - have, std::max(measure_.min_samples - have, 3));
     // Warm-up runs go in front of the first chunk: one wait for both.
     auto chunk = sample_chunk(l, want, batch, flush, timed_gpu, warmup);
     if (warmup > 0) {
@@ -519,7 +557,8 @@ void Worker::record_failure(const CudaFailure& f, Measurement& m) {
   }
 }
 
-protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request, const std::string& blob) {
+protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
+                                     const std::string& blob) {
   protocol::RetimeReply out;
   std::vector<Loaded> loaded;
   std::size_t offset = 0;

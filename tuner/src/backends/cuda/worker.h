@@ -47,8 +47,12 @@ struct Buffer {
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
   std::vector<unsigned char> download;
-  bool checked() const { return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut; }
-  bool has_input() const { return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut; }
+  bool checked() const {
+    return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut;
+  }
+  bool has_input() const {
+    return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut;
+  }
 };
 
 // A loaded configuration.
@@ -64,19 +68,22 @@ struct Loaded {
 class Worker {
  public:
   // reference_cubin: the compiled reference configuration, for kernels without a host reference.
-  Worker(const KernelSpec& kernel, const Problem& problem, int device, const MeasureOptions& measure,
-         const std::string& reference_lowered, const std::string& reference_cubin);
+  Worker(const KernelSpec& kernel, const Problem& problem, int device,
+         const MeasureOptions& measure, const std::string& reference_lowered,
+         const std::string& reference_cubin);
   const KernelInstance& instance() const { return *instance_; }
   const DeviceInfo& device() const { return device_; }
   void* buffer(const std::string& name, std::size_t* count) const;
   // Trial-level failures come back as the measurement's status; a fault that poisons the context
   // also sets dead().
-  Measurement evaluate(const std::string& key, const std::string& lowered, const std::string& cubin);
+  Measurement evaluate(const std::string& key, const std::string& lowered,
+                       const std::string& cubin);
   protocol::RetimeReply retime(const protocol::RetimeRequest& request, const std::string& blob);
   bool dead() const { return dead_; }
 
  private:
-  void load(Loaded& l, const std::string& key, const std::string& lowered, const std::string& cubin);
+  void load(Loaded& l, const std::string& key, const std::string& lowered,
+            const std::string& cubin);
   void unload(Loaded& l);
   // The steps of evaluate(); each records what it found in `m`, false when the trial ends there.
   bool check_resources(const Loaded& l, Measurement& m);
@@ -94,8 +101,8 @@ class Worker {
   void flush_l2();
   // Enqueues `warmup` untimed runs and `count` timed samples of `batch` runs each, then waits
   // once; returns milliseconds per run for each sample and adds the GPU time to gpu_ms.
-  std::vector<double> sample_chunk(const Loaded& l, int count, int batch, bool flush, double& gpu_ms,
-                                   int warmup = 0);
+  std::vector<double> sample_chunk(const Loaded& l, int count, int batch, bool flush,
+                                   double& gpu_ms, int warmup = 0);
 
   // The run hooks a plugin's run function calls (hooks.cpp).
   static int hook_launch(const ktune_run_ctx* ctx, void* kernel, const unsigned grid[3],
@@ -116,9 +123,10 @@ class Worker {
   std::size_t flush_bytes_ = 0;
   std::vector<std::size_t> reference_sizes_;  // output sizes the reference was computed for
   bool reference_ok_ = false;
-  bool poison_collision_ = false;             // some expected element equals the poison
-  std::optional<Loaded> reference_config_;    // manifest kernels: the config whose output is the reference
-  const Loaded* current_ = nullptr;           // for the hook callbacks
+  bool poison_collision_ = false;  // some expected element equals the poison
+  std::optional<Loaded>
+      reference_config_;             // manifest kernels: the config whose output is the reference
+  const Loaded* current_ = nullptr;  // for the hook callbacks
   bool dead_ = false;
 };
 

@@ -1,13 +1,12 @@
 // The GPU worker process (`ktune __worker`): reads the init message, builds the kernel's Worker
 // and answers evaluate / retime requests until EOF or "quit". A fault that poisons the CUDA
 // context ends the process after answering; the tuner starts another.
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "backends/cuda/protocol.h"
 #include "backends/cuda/worker.h"
@@ -69,7 +68,8 @@ int cuda_worker_main() {
     w = std::make_unique<worker::Worker>(tuned_kernel(registry, init), init.problem, init.device,
                                          init.measure, init.reference_lowered, msg.blob);
   } catch (const worker::CudaFailure& f) {
-    reply(json{{"op", "fatal"}, {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
+    reply(json{{"op", "fatal"},
+               {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
     return 3;
   } catch (const std::exception& e) {
     reply(json{{"op", "fatal"}, {"message", e.what()}});

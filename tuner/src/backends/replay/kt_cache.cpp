@@ -13,9 +13,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "backends/stats.h"
 #include "ktune/error.h"
 #include "ktune/replay.h"
-#include "backends/stats.h"
 
 namespace ktune {
 
@@ -472,8 +472,7 @@ std::string kt_cache_text(const Recording& r) {
     }
     // The error says why a trial failed, or notes something of an ok one (a re-timing).
     // A failure without a message is written as such, or it would read back as the failure name.
-    if (t.status == TrialStatus::kOk ? !t.error.empty()
-                                     : t.error != kt_string_of_status(t.status))
+    if (t.status == TrialStatus::kOk ? !t.error.empty() : t.error != kt_string_of_status(t.status))
       e["ktune_error"] = t.error;
     e["compile_time"] = t.compile_ms;
     e["verification_time"] = 0;

@@ -383,10 +383,12 @@ ReplayTarget replay_target(const Recording& r, const Registry* registry, const J
     JobFile narrow;
     for (const auto& p : r.params) narrow.space.emplace_back(p.name, p.values);
     for (const Parameter& q : known.params)
-      if (std::none_of(r.params.begin(), r.params.end(), [&](const Parameter& p) { return p.name == q.name; })) {
+      if (std::none_of(r.params.begin(), r.params.end(),
+                       [&](const Parameter& p) { return p.name == q.name; })) {
         narrow.space.emplace_back(q.name, std::vector<Value>{q.values.at(q.default_index)});
-        t.notes.push_back(fmt::format("{}: parameter '{}' of kernel '{}' is not in the recording: kept at {}",
-                                      r.path, q.name, r.kernel_name, q.values.at(q.default_index).to_string()));
+        t.notes.push_back(
+            fmt::format("{}: parameter '{}' of kernel '{}' is not in the recording: kept at {}",
+                        r.path, q.name, r.kernel_name, q.values.at(q.default_index).to_string()));
       }
     t.kernel = apply_job(known, narrow);
     if (job) t.kernel = apply_job(t.kernel, *job);
@@ -474,7 +476,8 @@ Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) 
     return m;
   }
   m.status = t->status;
-  if (t->status != TrialStatus::kOk) m.error = fmt::format("replayed: recorded as {}", to_string(t->status));
+  if (t->status != TrialStatus::kOk)
+    m.error = fmt::format("replayed: recorded as {}", to_string(t->status));
   m.eval_ms = t->eval_ms;
   if (t->status == TrialStatus::kOk) {
     m.samples_ms = t->samples_ms;

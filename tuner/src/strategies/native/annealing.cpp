@@ -34,7 +34,8 @@ class Annealing final : public NativeStrategy {
     started_ = false;
     schedule_ = options.count("schedule", 0, 0, UINT64_MAX);
     max_iter_ = std::ceil(std::log(t_min_) / std::log(alpha_));
-    if (schedule_ == 0) schedule_ = budget() < UINT64_MAX ? budget() : static_cast<std::uint64_t>(max_iter_);
+    if (schedule_ == 0)
+      schedule_ = budget() < UINT64_MAX ? budget() : static_cast<std::uint64_t>(max_iter_);
     have_current_ = false;
     waiting_.reset();
     cycle_start_ = 0;
@@ -70,7 +71,10 @@ class Annealing final : public NativeStrategy {
         return out;
       }
     }
-    const std::size_t cap = parallel_ == 0 ? max_count : std::min<std::size_t>(max_count, parallel_ > outstanding() ? parallel_ - outstanding() : 0);
+    const std::size_t cap =
+        parallel_ == 0 ? max_count
+                       : std::min<std::size_t>(
+                             max_count, parallel_ > outstanding() ? parallel_ - outstanding() : 0);
     int stuck = 0;
     while (out.size() < cap) {
       const Config c = neighbour();
@@ -117,16 +121,21 @@ class Annealing final : public NativeStrategy {
       cycle_start_ = told_count();
       done = 0;
     }
-    return t_start_ * std::pow(alpha_, max_iter_ * static_cast<double>(done) / static_cast<double>(schedule_));
+    return t_start_ *
+           std::pow(alpha_, max_iter_ * static_cast<double>(done) / static_cast<double>(schedule_));
   }
 
   void judge(const Config& c, double value) {
     if (c == current_) return;
     double p = 0;
-    if (current_value_ == kFailed) p = 1;         // holding a failure: move anywhere
-    else if (value == kFailed) p = 0;             // never move onto a failure
-    else if (value < current_value_) p = 1;
-    else p = std::exp(((current_value_ - value) / current_value_) / temperature());
+    if (current_value_ == kFailed)
+      p = 1;  // holding a failure: move anywhere
+    else if (value == kFailed)
+      p = 0;  // never move onto a failure
+    else if (value < current_value_)
+      p = 1;
+    else
+      p = std::exp(((current_value_ - value) / current_value_) / temperature());
     if (p >= 1 || rng().uniform() < p) set_current(c, value);
   }
 
@@ -144,7 +153,8 @@ class Annealing final : public NativeStrategy {
         const std::size_t n = params[p].values.size();
         std::int64_t lo = current_[p] > 0 ? -1 : 0;
         std::int64_t hi = current_[p] + 1 < n ? 1 : 0;
-        const std::int64_t step = lo + static_cast<std::int64_t>(rng().below(static_cast<std::uint64_t>(hi - lo + 1)));
+        const std::int64_t step =
+            lo + static_cast<std::int64_t>(rng().below(static_cast<std::uint64_t>(hi - lo + 1)));
         c[p] = static_cast<std::uint32_t>(static_cast<std::int64_t>(current_[p]) + step);
         moved = moved || step != 0;
       }

@@ -64,8 +64,8 @@ double OptionReader::number(const std::string& key, double fallback, double low,
   return v;
 }
 
-std::uint64_t OptionReader::count(const std::string& key, std::uint64_t fallback,
-                                  std::uint64_t low, std::uint64_t high) {
+std::uint64_t OptionReader::count(const std::string& key, std::uint64_t fallback, std::uint64_t low,
+                                  std::uint64_t high) {
   const std::string* text = find(key);
   if (!text) return fallback;
   const std::string expected = fmt::format("a whole number in [{}, {}]", low, high);
@@ -102,7 +102,8 @@ void OptionReader::finish() const {
     std::sort(names.begin(), names.end());
     throw Error(ErrorKind::kUsage,
                 fmt::format("strategy '{}' has no option '{}'; known: {}", strategy_, key,
-                            names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+                            names.empty() ? std::string("none")
+                                          : fmt::format("{}", fmt::join(names, ", "))));
   }
 }
 
@@ -149,8 +150,9 @@ void NativeStrategy::start(const StrategyContext& context) {
   // Count the valid space (the loop does the same to size its progress bar) and keep it for
   // sampling when it is small enough. Past the budget and the list limit the exact count no
   // longer matters: the budget ends the run before the space could be exhausted.
-  const std::uint64_t stop_after =
-      budget_ >= UINT64_MAX - kListLimit ? UINT64_MAX : std::max(budget_ + warm_.size(), kListLimit);
+  const std::uint64_t stop_after = budget_ >= UINT64_MAX - kListLimit
+                                       ? UINT64_MAX
+                                       : std::max(budget_ + warm_.size(), kListLimit);
   std::uint64_t count = 0;
   bool complete = true;
   space_->for_each_valid([&](const Config& c) {
@@ -213,9 +215,7 @@ void NativeStrategy::tell(const Config& config, const Outcome& outcome) {
   on_result(config, value);
 }
 
-bool NativeStrategy::exhausted() const {
-  return valid_total_ && results_.size() >= *valid_total_;
-}
+bool NativeStrategy::exhausted() const { return valid_total_ && results_.size() >= *valid_total_; }
 
 std::optional<double> NativeStrategy::known(const Config& c) const {
   const auto it = results_.find(c);
@@ -284,7 +284,8 @@ Config NativeStrategy::random_valid() {
     if (rng_.below(++candidates) == 0) chosen = v;
     return true;
   });
-  if (!chosen) throw Error(ErrorKind::kUsage, name() + ": the search space has no valid configuration");
+  if (!chosen)
+    throw Error(ErrorKind::kUsage, name() + ": the search space has no valid configuration");
   return *chosen;
 }
 

@@ -97,8 +97,10 @@ class Genetic final : public NativeStrategy {
     while (population_.size() < popsize_) {
       std::optional<Config> c = random_unseen();
       if (!c) break;
-      if (members.insert(*c).second) population_.push_back(std::move(*c));
-      else break;  // cannot happen for unseen draws, but never spin
+      if (members.insert(*c).second)
+        population_.push_back(std::move(*c));
+      else
+        break;  // cannot happen for unseen draws, but never spin
     }
     if (population_.empty()) population_.push_back(random_valid());
   }
@@ -113,8 +115,10 @@ class Genetic final : public NativeStrategy {
     const std::size_t target = popsize_;
     const std::size_t tries = target * kBreedTriesPerMember;
     // The fastest members carry over; measured already, they cost no budget.
-    for (std::size_t i = 0; i < ranked.size() && next.size() < std::min<std::size_t>(elitism_, target); ++i)
-      if (ranked[i].first < kFailed && members.insert(ranked[i].second).second) next.push_back(ranked[i].second);
+    for (std::size_t i = 0;
+         i < ranked.size() && next.size() < std::min<std::size_t>(elitism_, target); ++i)
+      if (ranked[i].first < kFailed && members.insert(ranked[i].second).second)
+        next.push_back(ranked[i].second);
     for (std::size_t t = 0; t < tries && next.size() < target; ++t) {
       const auto [a, b] = pick_parents(ranked.size());
       auto children = crossover(ranked[a].second, ranked[b].second);

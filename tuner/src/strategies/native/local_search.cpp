@@ -26,9 +26,12 @@ class LocalSearch final : public NativeStrategy {
 
   std::string name() const override {
     switch (kind_) {
-      case LocalSearchKind::kMultiStart: return "mls";
-      case LocalSearchKind::kGreedyMultiStart: return "greedy_mls";
-      case LocalSearchKind::kGreedyIterated: return "greedy_ils";
+      case LocalSearchKind::kMultiStart:
+        return "mls";
+      case LocalSearchKind::kGreedyMultiStart:
+        return "greedy_mls";
+      case LocalSearchKind::kGreedyIterated:
+        return "greedy_ils";
     }
     return "local_search";
   }
@@ -48,7 +51,8 @@ class LocalSearch final : public NativeStrategy {
     }
     std::size_t tunable = 0;
     for (const auto& p : space().params()) tunable += p.values.size() > 1;
-    walk_steps_ = std::max<std::size_t>(1, static_cast<std::size_t>(random_walk_ * static_cast<double>(tunable)));
+    walk_steps_ = std::max<std::size_t>(
+        1, static_cast<std::size_t>(random_walk_ * static_cast<double>(tunable)));
 
     phase_ = sample_ ? Phase::kSample : Phase::kNeedStart;
     sampled_ = 0;
@@ -210,7 +214,7 @@ class LocalSearch final : public NativeStrategy {
   std::uint64_t sampled_ = 0;
   std::uint64_t epoch_ = 0;  // climb number: late tells of an abandoned climb never move this one
   std::unordered_map<Config, std::uint64_t, ConfigHash> proposed_epoch_;
-  Config waiting_;           // the start whose tell is awaited
+  Config waiting_;  // the start whose tell is awaited
   Config current_;
   double current_value_ = kFailed;
   std::vector<Config> neighbours_;  // of current_, shuffled

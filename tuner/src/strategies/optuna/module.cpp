@@ -39,7 +39,8 @@ class Interpreter {
  public:
   static Interpreter& instance() {
     static Interpreter interpreter;
-    if (!interpreter.start_error_.empty()) throw Failure(KTUNE_OPTUNA_E_UNAVAILABLE, interpreter.start_error_);
+    if (!interpreter.start_error_.empty())
+      throw Failure(KTUNE_OPTUNA_E_UNAVAILABLE, interpreter.start_error_);
     return interpreter;
   }
 
@@ -48,11 +49,13 @@ class Interpreter {
   py::module_ helper() {
     py::module_ m = py::reinterpret_borrow<py::module_>(*helper_);
     if (!py::none().is(m.attr("IMPORT_ERROR"))) {
-      throw Failure(KTUNE_OPTUNA_E_UNAVAILABLE,
-                    "the Optuna strategies need Optuna in the embedded " + m.attr("interpreter")().cast<std::string>() +
-                        ": import optuna failed: " + m.attr("IMPORT_ERROR").cast<std::string>() +
-                        "; install it for that interpreter (apt-get install python3-optuna) or put it "
-                        "on PYTHONPATH");
+      throw Failure(
+          KTUNE_OPTUNA_E_UNAVAILABLE,
+          "the Optuna strategies need Optuna in the embedded " +
+              m.attr("interpreter")().cast<std::string>() +
+              ": import optuna failed: " + m.attr("IMPORT_ERROR").cast<std::string>() +
+              "; install it for that interpreter (apt-get install python3-optuna) or put it "
+              "on PYTHONPATH");
     }
     return m;
   }
@@ -111,8 +114,10 @@ class Interpreter {
       alive_ = true;
     } catch (const std::exception& e) {
       start_error_ = std::string("the embedded Python (") + KTUNE_PYTHON_EXECUTABLE +
-                     ") did not start: " + e.what() + "; the Optuna strategies need Python 3 and Optuna: apt-get install libpython" +
-                     std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION) + " python3-optuna";
+                     ") did not start: " + e.what() +
+                     "; the Optuna strategies need Python 3 and Optuna: apt-get install libpython" +
+                     std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION) +
+                     " python3-optuna";
     }
   }
 
@@ -210,12 +215,14 @@ int create_study(const KtuneOptunaStudySpec* spec, KtuneOptunaStudy** out, char*
     py::module_ helper = interpreter.helper();
     py::list params, options;
     for (uint32_t i = 0; i < spec->param_count; ++i)
-      params.append(py::make_tuple(spec->params[i].name, spec->params[i].count, spec->params[i].categorical != 0));
+      params.append(py::make_tuple(spec->params[i].name, spec->params[i].count,
+                                   spec->params[i].categorical != 0));
     for (uint32_t i = 0; i < spec->option_count; ++i)
       options.append(py::make_tuple(spec->options[i].key, spec->options[i].value));
     auto study = std::make_unique<KtuneOptunaStudy>();
     study->study = helper.attr("Study")(spec->sampler, spec->seed, params, options,
-                                        spec->storage ? spec->storage : "", spec->study_name ? spec->study_name : "");
+                                        spec->storage ? spec->storage : "",
+                                        spec->study_name ? spec->study_name : "");
     study->param_count = spec->param_count;
     *out = study.release();
   });
@@ -232,31 +239,36 @@ void destroy_study(KtuneOptunaStudy* study) {
   }
 }
 
-int ask(KtuneOptunaStudy* study, const uint32_t* fixed, int64_t* number, uint32_t* params, char** error) {
+int ask(KtuneOptunaStudy* study, const uint32_t* fixed, int64_t* number, uint32_t* params,
+        char** error) {
   return guarded(error, [&] {
     py::gil_scoped_acquire gil;
     py::object fixed_list = py::none();
     if (fixed) fixed_list = py::cast(std::vector<uint32_t>(fixed, fixed + study->param_count));
-    const auto [n, values] = study->study.attr("ask")(fixed_list).cast<std::pair<int64_t, std::vector<uint32_t>>>();
-    if (values.size() != study->param_count) throw std::runtime_error("trial holds the wrong number of params");
+    const auto [n, values] =
+        study->study.attr("ask")(fixed_list).cast<std::pair<int64_t, std::vector<uint32_t>>>();
+    if (values.size() != study->param_count)
+      throw std::runtime_error("trial holds the wrong number of params");
     *number = n;
     std::copy(values.begin(), values.end(), params);
   });
 }
 
-int tell(KtuneOptunaStudy* study, int64_t number, int32_t state, double value, const char* config_key,
-         const char* status, char** error) {
+int tell(KtuneOptunaStudy* study, int64_t number, int32_t state, double value,
+         const char* config_key, const char* status, char** error) {
   return guarded(error, [&] {
     py::gil_scoped_acquire gil;
-    study->study.attr("tell")(number, state, value, config_key ? py::object(py::str(config_key)) : py::none(),
+    study->study.attr("tell")(number, state, value,
+                              config_key ? py::object(py::str(config_key)) : py::none(),
                               status ? py::object(py::str(status)) : py::none());
   });
 }
 
-int trials(KtuneOptunaStudy* study, int64_t first, KtuneOptunaTrialVisitor visit, void* context, char** error) {
+int trials(KtuneOptunaStudy* study, int64_t first, KtuneOptunaTrialVisitor visit, void* context,
+           char** error) {
   return guarded(error, [&] {
-    using Row = std::tuple<int64_t, int, bool, double, std::vector<uint32_t>, std::optional<std::string>,
-                           std::optional<std::string>>;
+    using Row = std::tuple<int64_t, int, bool, double, std::vector<uint32_t>,
+                           std::optional<std::string>, std::optional<std::string>>;
     std::vector<Row> rows;
     {
       py::gil_scoped_acquire gil;
@@ -290,10 +302,19 @@ int describe(char** description, char** error) {
 }
 
 const KtuneOptunaApi kApi = {
-    KTUNE_OPTUNA_ABI_VERSION, sizeof(KtuneOptunaApi), create_study, destroy_study, ask, tell, trials,
-    free_message,             describe,
+    KTUNE_OPTUNA_ABI_VERSION,
+    sizeof(KtuneOptunaApi),
+    create_study,
+    destroy_study,
+    ask,
+    tell,
+    trials,
+    free_message,
+    describe,
 };
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const KtuneOptunaApi* ktune_optuna_api(void) { return &kApi; }
+extern "C" __attribute__((visibility("default"))) const KtuneOptunaApi* ktune_optuna_api(void) {
+  return &kApi;
+}

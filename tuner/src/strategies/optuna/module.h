@@ -65,12 +65,12 @@ typedef struct KtuneOptunaStudySpec {
 // One trial as read back from the study.
 typedef struct KtuneOptunaTrial {
   int64_t number;
-  int32_t state;             // KTUNE_OPTUNA_RUNNING ...
-  int32_t has_params;        // zero while a trial holds fewer params than the study's
-  double value;              // NaN unless COMPLETE
-  const uint32_t* params;    // param_count indices when has_params
-  const char* config_key;    // user attr "ktune_config", or null
-  const char* status;        // user attr "ktune_status", or null
+  int32_t state;           // KTUNE_OPTUNA_RUNNING ...
+  int32_t has_params;      // zero while a trial holds fewer params than the study's
+  double value;            // NaN unless COMPLETE
+  const uint32_t* params;  // param_count indices when has_params
+  const char* config_key;  // user attr "ktune_config", or null
+  const char* status;      // user attr "ktune_status", or null
 } KtuneOptunaTrial;
 
 typedef void (*KtuneOptunaTrialVisitor)(void* context, const KtuneOptunaTrial* trial);

@@ -5,6 +5,8 @@
 // valid configuration (or, with constraints=reject, told as failed and asked again) before the
 // loop ever sees it. Proposals of configurations already told are answered at once; see
 // docs/optuna.md for the design and its measured cost.
+#include "strategies/optuna/strategy.h"
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,7 +25,6 @@
 
 #include "ktune/error.h"
 #include "ktune/hash.h"
-#include "strategies/optuna/strategy.h"
 #include "strategies/registry.h"
 
 #ifndef KTUNE_OPTUNA_MODULE_PATHS
@@ -49,8 +50,9 @@ namespace {
 constexpr const char* kModuleFile = "libktune_optuna.so";
 
 std::string install_hint() {
-  return fmt::format("the Optuna strategies need Python 3 and Optuna: apt-get install libpython{} python3-optuna",
-                     KTUNE_OPTUNA_PYTHON_VERSION);
+  return fmt::format(
+      "the Optuna strategies need Python 3 and Optuna: apt-get install libpython{} python3-optuna",
+      KTUNE_OPTUNA_PYTHON_VERSION);
 }
 
 std::vector<std::string> split_paths(std::string_view text) {
@@ -65,25 +67,31 @@ std::vector<std::string> split_paths(std::string_view text) {
 }
 
 // Turns a module status code into ktune's error kinds.
-[[noreturn]] void raise(const KtuneOptunaApi& api, int code, char* message, std::string_view context) {
+[[noreturn]] void raise(const KtuneOptunaApi& api, int code, char* message,
+                        std::string_view context) {
   std::string text = message ? message : "unknown failure";
   if (message) api.free_message(message);
   if (!context.empty()) text = fmt::format("{}: {}", context, text);
   switch (code) {
-    case KTUNE_OPTUNA_E_USAGE: throw Error(ErrorKind::kUsage, text);
-    case KTUNE_OPTUNA_E_UNAVAILABLE: throw Error(ErrorKind::kPlugin, text);
-    default: throw Error(ErrorKind::kInternal, text);
+    case KTUNE_OPTUNA_E_USAGE:
+      throw Error(ErrorKind::kUsage, text);
+    case KTUNE_OPTUNA_E_UNAVAILABLE:
+      throw Error(ErrorKind::kPlugin, text);
+    default:
+      throw Error(ErrorKind::kInternal, text);
   }
 }
 
-std::uint64_t parse_count(const std::string& strategy, const std::string& key, const std::string& text) {
+std::uint64_t parse_count(const std::string& strategy, const std::string& key,
+                          const std::string& text) {
   try {
     std::size_t used = 0;
     const long long v = std::stoll(text, &used);
     if (used == text.size() && v >= 1) return static_cast<std::uint64_t>(v);
   } catch (const std::exception&) {
   }
-  throw Error(ErrorKind::kUsage, fmt::format("{}: option {}={}: expected a positive integer", strategy, key, text));
+  throw Error(ErrorKind::kUsage,
+              fmt::format("{}: option {}={}: expected a positive integer", strategy, key, text));
 }
 
 struct ConfigHash {
@@ -96,7 +104,9 @@ struct ConfigHash {
 
 }  // namespace
 
-int trial_state(TrialStatus status) { return is_ok(status) ? KTUNE_OPTUNA_COMPLETE : KTUNE_OPTUNA_FAIL; }
+int trial_state(TrialStatus status) {
+  return is_ok(status) ? KTUNE_OPTUNA_COMPLETE : KTUNE_OPTUNA_FAIL;
+}
 
 std::vector<std::string> module_candidates() {
   if (const char* env = std::getenv("KTUNE_OPTUNA_MODULE"); env && *env) return {env};
@@ -106,7 +116,8 @@ std::vector<std::string> module_candidates() {
   if (!ec) {
     // Next to the binary (the build tree), then where an install puts it relative to bin/.
     out.push_back((exe.parent_path() / kModuleFile).string());
-    out.push_back((exe.parent_path() / KTUNE_OPTUNA_RELATIVE_DIR / kModuleFile).lexically_normal().string());
+    out.push_back(
+        (exe.parent_path() / KTUNE_OPTUNA_RELATIVE_DIR / kModuleFile).lexically_normal().string());
   }
   for (const std::string& dir : split_paths(KTUNE_OPTUNA_MODULE_PATHS)) {
     const std::string path = (fs::path(dir) / kModuleFile).lexically_normal().string();
@@ -133,20 +144,22 @@ const KtuneOptunaApi& load_module() {
       // The usual cause: libpython of the version the module was built against is missing.
       const char* why = ::dlerror();
       std::string text = why ? why : "cannot be loaded";
-      if (text.rfind(path, 0) != 0) text = path + ": " + text;  // name the module, not only its dependency
+      if (text.rfind(path, 0) != 0)
+        text = path + ": " + text;  // name the module, not only its dependency
       problems.push_back(text);
       continue;
     }
     auto entry = reinterpret_cast<KtuneOptunaEntry>(::dlsym(handle, KTUNE_OPTUNA_ENTRY));
     const KtuneOptunaApi* api = entry ? entry() : nullptr;
     if (!api) {
-      problems.push_back(fmt::format("{}: no entry '{}' (not a ktune Optuna module)", path, KTUNE_OPTUNA_ENTRY));
+      problems.push_back(
+          fmt::format("{}: no entry '{}' (not a ktune Optuna module)", path, KTUNE_OPTUNA_ENTRY));
       ::dlclose(handle);
       continue;
     }
     if (api->abi_version != KTUNE_OPTUNA_ABI_VERSION || api->struct_size < sizeof(KtuneOptunaApi)) {
-      problems.push_back(fmt::format("{}: built for Optuna module ABI {}, this ktune needs {}", path,
-                                     api->abi_version, KTUNE_OPTUNA_ABI_VERSION));
+      problems.push_back(fmt::format("{}: built for Optuna module ABI {}, this ktune needs {}",
+                                     path, api->abi_version, KTUNE_OPTUNA_ABI_VERSION));
       ::dlclose(handle);
       continue;
     }
@@ -155,11 +168,14 @@ const KtuneOptunaApi& load_module() {
   }
   std::string where = fmt::format("{}", fmt::join(problems, "; "));
   if (!KTUNE_OPTUNA_BUILT && std::getenv("KTUNE_OPTUNA_MODULE") == nullptr)
-    where = "this ktune was built without the Optuna module (CMake found no Python 3 development files or "
-            "pybind11); " + where;
-  throw Error(ErrorKind::kPlugin,
-              fmt::format("optuna: cannot load {} ({}); {}; keep {} next to the ktune binary or set KTUNE_OPTUNA_MODULE",
-                          kModuleFile, where, install_hint(), kModuleFile));
+    where =
+        "this ktune was built without the Optuna module (CMake found no Python 3 development files "
+        "or "
+        "pybind11); " +
+        where;
+  throw Error(ErrorKind::kPlugin, fmt::format("optuna: cannot load {} ({}); {}; keep {} next to "
+                                              "the ktune binary or set KTUNE_OPTUNA_MODULE",
+                                              kModuleFile, where, install_hint(), kModuleFile));
 }
 
 std::string describe_python() {
@@ -194,24 +210,24 @@ struct OptunaStrategy::Impl {
   KtuneOptunaStudy* study = nullptr;
   const SearchSpace* space = nullptr;
   bool reject = false;
-  bool shared = false;  // the study lives in a storage other workers may write
+  bool shared = false;           // the study lives in a storage other workers may write
   bool loop_duplicates = false;  // duplicates=loop: hand them to the loop instead of a neighbour
   std::uint64_t max_rejections = 10000;
 
-  std::vector<Config> valid;                           // every valid configuration
-  std::vector<std::uint32_t> flat;                     // valid, flattened for the projection scan
-  std::vector<double> weight;                          // distance per index step, per parameter
+  std::vector<Config> valid;        // every valid configuration
+  std::vector<std::uint32_t> flat;  // valid, flattened for the projection scan
+  std::vector<double> weight;       // distance per index step, per parameter
   std::vector<bool> categorical;
   std::unordered_map<Config, std::size_t, ConfigHash> index;  // config -> position in valid
   std::vector<Slot> slots;
-  std::size_t new_count = 0;                           // slots still kNew
-  std::optional<Config> detour;                        // the neighbour replacing a duplicate
-  std::vector<Config> warm;                            // proposed first, as fixed trials
+  std::size_t new_count = 0;     // slots still kNew
+  std::optional<Config> detour;  // the neighbour replacing a duplicate
+  std::vector<Config> warm;      // proposed first, as fixed trials
   std::size_t warm_next = 0;
-  std::vector<std::size_t> grid_order;                 // grid: a seeded shuffle of valid
+  std::vector<std::size_t> grid_order;  // grid: a seeded shuffle of valid
   std::size_t grid_next = 0;
   bool grid_second_pass = false;
-  std::int64_t synced = 0;                             // trials below this number were read
+  std::int64_t synced = 0;  // trials below this number were read
   std::mt19937_64 rng;
   Stats stats;
 
@@ -243,7 +259,8 @@ struct OptunaStrategy::Impl {
   void tell_trial(std::int64_t number, const Outcome& outcome, const Config* evaluated) {
     int state = trial_state(outcome.status);
     // An ok outcome without a finite time cannot be a value; Optuna would reject it.
-    if (state == KTUNE_OPTUNA_COMPLETE && !std::isfinite(outcome.time_ms)) state = KTUNE_OPTUNA_FAIL;
+    if (state == KTUNE_OPTUNA_COMPLETE && !std::isfinite(outcome.time_ms))
+      state = KTUNE_OPTUNA_FAIL;
     const std::string key = evaluated ? space->key(*evaluated) : std::string();
     const std::string status(to_string(outcome.status));
     const auto t0 = Clock::now();
@@ -270,8 +287,10 @@ struct OptunaStrategy::Impl {
       const std::uint32_t* q = &flat[v * k];
       double d = 0;
       for (std::size_t i = 0; i < k && d <= best; ++i) {
-        if (categorical[i]) d += q[i] != p[i] ? 1.0 : 0.0;
-        else d += weight[i] * (q[i] > p[i] ? q[i] - p[i] : p[i] - q[i]);
+        if (categorical[i])
+          d += q[i] != p[i] ? 1.0 : 0.0;
+        else
+          d += weight[i] * (q[i] > p[i] ? q[i] - p[i] : p[i] - q[i]);
       }
       if (d > best) continue;
       const bool is_new = slots[v].seen == Seen::kNew;
@@ -370,12 +389,14 @@ struct OptunaStrategy::Impl {
         grid_next = 0;
       }
       const Slot& s = slots[grid_order[grid_next++]];
-      if (s.seen == Seen::kNew && (grid_second_pass || !s.taken)) return valid[grid_order[grid_next - 1]];
+      if (s.seen == Seen::kNew && (grid_second_pass || !s.taken))
+        return valid[grid_order[grid_next - 1]];
     }
   }
 };
 
-OptunaStrategy::OptunaStrategy(std::string name, std::string sampler) : impl_(std::make_unique<Impl>()) {
+OptunaStrategy::OptunaStrategy(std::string name, std::string sampler)
+    : impl_(std::make_unique<Impl>()) {
   impl_->name = std::move(name);
   impl_->sampler = std::move(sampler);
   // Fail at make_strategy(), before a run is recorded, when the module or libpython is missing.
@@ -410,13 +431,15 @@ void OptunaStrategy::start(const StrategyContext& context) {
       study_name = value;
     } else if (key == "constraints") {
       if (value != "project" && value != "reject")
-        throw Error(ErrorKind::kUsage,
-                    fmt::format("{}: option constraints={}: expected project or reject", m.name, value));
+        throw Error(
+            ErrorKind::kUsage,
+            fmt::format("{}: option constraints={}: expected project or reject", m.name, value));
       m.reject = value == "reject";
     } else if (key == "duplicates") {
       if (value != "neighbour" && value != "loop")
-        throw Error(ErrorKind::kUsage,
-                    fmt::format("{}: option duplicates={}: expected neighbour or loop", m.name, value));
+        throw Error(
+            ErrorKind::kUsage,
+            fmt::format("{}: option duplicates={}: expected neighbour or loop", m.name, value));
       m.loop_duplicates = value == "loop";
     } else if (key == "max_rejections") {
       m.max_rejections = parse_count(m.name, key, value);
@@ -435,7 +458,9 @@ void OptunaStrategy::start(const StrategyContext& context) {
 
   // The valid configurations, for the projection, duplicates and the grid.
   m.valid = m.space->enumerate();
-  if (m.valid.empty()) throw Error(ErrorKind::kUsage, fmt::format("{}: the search space has no valid configuration", m.name));
+  if (m.valid.empty())
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{}: the search space has no valid configuration", m.name));
   const std::size_t k = m.space->size();
   m.flat.clear();
   m.flat.reserve(m.valid.size() * k);
@@ -454,7 +479,8 @@ void OptunaStrategy::start(const StrategyContext& context) {
     const Parameter& p = m.space->params()[i];
     m.categorical[i] = p.categorical();
     m.weight[i] = p.values.size() > 1 ? 1.0 / static_cast<double>(p.values.size() - 1) : 0.0;
-    params[i] = {p.name.c_str(), static_cast<std::uint32_t>(p.values.size()), p.categorical() ? 1 : 0};
+    params[i] = {p.name.c_str(), static_cast<std::uint32_t>(p.values.size()),
+                 p.categorical() ? 1 : 0};
   }
   m.warm = context.warm_start;
   m.warm_next = 0;
@@ -493,7 +519,8 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
   std::uint64_t rejections = 0;
   // Each pass adds a configuration or sets a detour that adds one next pass; the cap only
   // guards against a shared study whose other workers keep taking our enqueued trials.
-  for (std::size_t pass = 0; out.size() < max_count && m.new_count > 0 && pass < 4 * max_count + 64; ++pass) {
+  for (std::size_t pass = 0; out.size() < max_count && m.new_count > 0 && pass < 4 * max_count + 64;
+       ++pass) {
     const std::optional<Config> fixed = m.next_fixed();
     if (!fixed && m.sampler == "grid") break;
     auto [number, proposal] = m.ask_trial(fixed ? &*fixed : nullptr);
@@ -555,7 +582,8 @@ void OptunaStrategy::tell(const Config& config, const Outcome& outcome) {
   s->outcome = outcome;
   std::vector<Impl::Waiting> waiting;
   waiting.swap(s->waiting);
-  for (const Impl::Waiting& w : waiting) m.tell_trial(w.number, outcome, w.projected ? &config : nullptr);
+  for (const Impl::Waiting& w : waiting)
+    m.tell_trial(w.number, outcome, w.projected ? &config : nullptr);
 }
 
 bool OptunaStrategy::exhausted() const { return impl_->study != nullptr && impl_->new_count == 0; }
@@ -604,11 +632,14 @@ void add_optuna_strategies(std::vector<StrategyEntry>& table) {
       {"optuna:nsgaii", "nsgaii", "Optuna: NSGA-II genetic algorithm"},
       {"optuna:qmc", "qmc", "Optuna: quasi-Monte Carlo (Sobol or Halton) sampling"},
       {"optuna:random", "random", "Optuna: random sampling"},
-      {"optuna:grid", "grid", "Optuna: every valid configuration once, in a seeded order (brute force)"},
+      {"optuna:grid", "grid",
+       "Optuna: every valid configuration once, in a seeded order (brute force)"},
   };
   for (const Sampler& s : kSamplers) {
     const std::string name = s.name, sampler = s.sampler;
-    table.push_back({name, s.summary, [name, sampler] { return std::make_unique<optuna::OptunaStrategy>(name, sampler); }});
+    table.push_back({name, s.summary, [name, sampler] {
+                       return std::make_unique<optuna::OptunaStrategy>(name, sampler);
+                     }});
   }
 }
 

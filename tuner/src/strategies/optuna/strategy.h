@@ -32,25 +32,25 @@ const KtuneOptunaApi& load_module();
 std::string describe_python();
 
 struct Stats {
-  std::uint64_t asks = 0;       // trials asked from Optuna
-  std::uint64_t proposed = 0;   // configurations handed to the loop
-  std::uint64_t projected = 0;  // invalid proposals projected onto the nearest valid config
-  std::uint64_t rejected = 0;   // invalid proposals told as failures (constraints=reject)
-  std::uint64_t answered = 0;   // proposals of configurations already told, answered at once
-  std::uint64_t waited = 0;     // proposals of configurations in flight, told with them
-  std::uint64_t neighbours = 0; // duplicates replaced by their nearest new configuration
-  std::uint64_t tells = 0;      // trials told to Optuna
-  double optuna_seconds = 0;    // time spent in the module's ask and tell
+  std::uint64_t asks = 0;        // trials asked from Optuna
+  std::uint64_t proposed = 0;    // configurations handed to the loop
+  std::uint64_t projected = 0;   // invalid proposals projected onto the nearest valid config
+  std::uint64_t rejected = 0;    // invalid proposals told as failures (constraints=reject)
+  std::uint64_t answered = 0;    // proposals of configurations already told, answered at once
+  std::uint64_t waited = 0;      // proposals of configurations in flight, told with them
+  std::uint64_t neighbours = 0;  // duplicates replaced by their nearest new configuration
+  std::uint64_t tells = 0;       // trials told to Optuna
+  double optuna_seconds = 0;     // time spent in the module's ask and tell
 };
 
 // One trial of the study, read back from Optuna.
 struct StudyTrial {
   std::int64_t number = 0;
   int state = KTUNE_OPTUNA_RUNNING;
-  double value = 0;                    // NaN unless COMPLETE
-  std::optional<Config> params;        // what Optuna proposed
-  std::optional<std::string> config;   // user attr ktune_config: the config evaluated instead
-  std::optional<std::string> status;   // user attr ktune_status: why it failed
+  double value = 0;                   // NaN unless COMPLETE
+  std::optional<Config> params;       // what Optuna proposed
+  std::optional<std::string> config;  // user attr ktune_config: the config evaluated instead
+  std::optional<std::string> status;  // user attr ktune_status: why it failed
 };
 
 class OptunaStrategy final : public Strategy {
