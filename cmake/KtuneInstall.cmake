@@ -16,7 +16,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/plugins/include/ktune
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS ktune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Shipped recordings and the replay jobs with the restrictions of known recorded spaces; the
-# binary looks for them at <prefix>/share/ktune (tuner/src/replay.cpp).
+# binary looks for them at <prefix>/share/ktune (tuner/src/backends/replay/replay.cpp).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/db/recordings/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/recordings)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/replay/
