@@ -195,11 +195,16 @@ class TuningRun {
         continue;
       }
       const bool starved = fill_queue(lookahead);
+      const std::uint64_t told_before = summary_.trials;
       feed_backend(depth);
       if (!in_flight_.empty()) {
         collect();
-      } else if (queue_.empty() && (starved || strategy_.exhausted())) {
-        break;  // nothing outstanding and nothing more to propose
+      } else if (queue_.empty() &&
+                 (strategy_.exhausted() || (starved && summary_.trials == told_before))) {
+        // Nothing outstanding and nothing more to propose. A strategy that had nothing to
+        // propose before answers from the database were told (a resumed run's whole batch)
+        // is asked again: only one that stays silent after its tells is done.
+        break;
       }
     }
   }
