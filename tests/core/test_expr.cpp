@@ -1,6 +1,7 @@
 // The expression language: values, operators, functions, and the errors for bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -429,6 +430,71 @@ TEST_F(ExprTest, MathDomainErrors) {
             "expression '(-8) ** 0.5': column 6: negative number to a fractional power");
   EXPECT_EQ(error_of("10.0 ** 400"), "expression '10.0 ** 400': column 6: float power overflow");
   expect_double(ev("1e308 * 10"), std::numeric_limits<double>::infinity());  // as in Python
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// An int against a float is compared exactly, as Python does, not in double.
+TEST_F(ExprTest, IntAgainstFloatComparesExactlyAsPython) {
+  expect_int(ev("9007199254740993 == 9007199254740992.0"), 0);
+  expect_int(ev("9007199254740993 != 9007199254740992.0"), 1);
+  expect_int(ev("9007199254740993 > 9007199254740992.0"), 1);
+  expect_int(ev("9007199254740992.0 < 9007199254740993"), 1);
+  expect_int(ev("9007199254740992 == 9007199254740992.0"), 1);
+  expect_int(ev("3 < 3.5 < 4"), 1);
+  expect_int(ev("-3 > -3.5"), 1);
+  expect_int(ev("9223372036854775807 < 9223372036854775808.0"), 1);
+  expect_int(ev("-9223372036854775807 - 1 == -9223372036854775808.0"), 1);
+  EXPECT_TRUE(compare_exact(1, std::numeric_limits<double>::infinity()) < 0);
+  EXPECT_TRUE(compare_exact(std::numeric_limits<std::int64_t>::min(),
+                            -std::numeric_limits<double>::infinity()) > 0);
+  EXPECT_FALSE(compare_exact(1, std::nan("")) == 0);
+  EXPECT_FALSE(compare_exact(1, std::nan("")) < 0);
+  EXPECT_TRUE(compare_exact(-3, -2.5) < 0);
+  EXPECT_TRUE(compare_exact(-2, -2.5) > 0);
+  expect_int(ev("9007199254740993 in [9007199254740992.0]"), 0);
+  EXPECT_FALSE(Value(std::int64_t{9007199254740993}) == Value(9007199254740992.0));
+  EXPECT_TRUE(Value(std::int64_t{9007199254740993}) > Value(9007199254740992.0));
+  EXPECT_TRUE(Value(2) == Value(2.0));
+  EXPECT_TRUE(Value(2.5) > Value(2));
+}
+
+// Whatever the input, parsing is linear and its recursion bounded: what would nest or chain
+// past the limits, or is longer than a restriction could sensibly be, is refused by name.
+TEST_F(ExprTest, LimitsOnLengthNestingAndChainsAreErrorsNotCrashes) {
+  const auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  EXPECT_NE(error_of(repeat("(", 20000) + "1" + repeat(")", 20000)).find("nests more than 256"),
+            std::string::npos);
+  EXPECT_NE(error_of(repeat("-", 30000) + "1").find("nests more than 256"), std::string::npos);
+  EXPECT_NE(error_of(repeat("not ", 10000) + "1").find("nests more than 256"), std::string::npos);
+  EXPECT_NE(error_of(repeat("2**", 15000) + "1").find("nests more than 256"), std::string::npos);
+  EXPECT_NE(error_of(repeat("1 if a else ", 5000) + "1").find("nests more than 256"),
+            std::string::npos);
+  EXPECT_NE(error_of(repeat("abs(", 10000) + "1" + repeat(")", 10000)).find("nests more than"),
+            std::string::npos);
+  std::string chain = "a";
+  for (int i = 0; i < 5000; ++i) chain += "+a";
+  EXPECT_NE(error_of(chain).find("has more than 256 operations nested or in a row"),
+            std::string::npos);
+  const std::string huge = "1" + repeat("+1", 5000000);
+  const std::string m = error_of(huge);
+  EXPECT_NE(m.find("is 10000001 characters long; at most 65536 are allowed"), std::string::npos);
+  EXPECT_LT(m.size(), 300u) << "the message quotes a prefix, not the whole input";
+  // Within the limits: a long constant chain folds as it is read, a deep but legal one works.
+  expect_int(ev("1" + repeat("+1", 20000)), 20001);
+  expect_int(ev(repeat("(", 200) + "a" + repeat(")", 200) + repeat(" + a", 200)), 6 * 201);
+  expect_int(ev(repeat("-", 200) + "a"), 6);
+  // Control characters are shown, with the column.
+  EXPECT_NE(error_of(std::string("a > 1\0 + 2", 10)).find("'a > 1\\x00 + 2': column 6"),
+            std::string::npos);
 }
 
 }  // namespace

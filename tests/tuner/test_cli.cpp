@@ -373,7 +373,14 @@ TEST_F(Cli, MalformedSetAndProblem) {
     EXPECT_TRUE(r.err.starts_with("error: ")) << r;
   }
   const CliResult abc = run({"space", "reduce", "--arch", "sm_90", "--problem", "n=abc"});
-  EXPECT_TRUE(contains(abc.err, "--problem n=abc")) << abc;
+  EXPECT_TRUE(contains(abc.err, "--problem n: expression 'abc': column 1: unknown name 'abc'"))
+      << abc;
+  // Not an integer a problem can hold: a usage error too, never an input error (exit 3).
+  for (const char* v : {"n=1e300", "n=2.5", "n=2**63"}) {
+    const CliResult r = run({"space", "reduce", "--arch", "sm_90", "--problem", v});
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_TRUE(contains(r.err, "is not a 64-bit integer") || contains(r.err, "overflow")) << r;
+  }
   const CliResult m = run({"space", "reduce", "--arch", "sm_90", "--problem", "m=5"});
   EXPECT_TRUE(contains(m.err, "unknown problem parameter 'm'")) << m;
 }

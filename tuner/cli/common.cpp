@@ -108,11 +108,15 @@ std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>
     try {
       v = Expr::parse(text, none).eval({});
     } catch (const Error& e) {
-      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: {}", item, e.what()));
+      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: {}", name, e.what()));
     }
-    if (!v.is_int() && !(v.is_double() && std::floor(v.as_double()) == v.as_double()))
+    // An integer, or a float with an integral value that a 64-bit integer holds.
+    const bool integral = v.is_int() || (v.is_double() && std::isfinite(v.as_double()) &&
+                                         std::floor(v.as_double()) == v.as_double() &&
+                                         std::abs(v.as_double()) < 9223372036854775808.0);
+    if (!integral)
       throw Error(ErrorKind::kUsage,
-                  fmt::format("--problem {}: '{}' is not an integer", item, text));
+                  fmt::format("--problem {}: {} is not a 64-bit integer", name, v.to_string()));
     out[name] = v.as_int();
   }
   return out;

@@ -245,8 +245,27 @@ namespace {
 
 using Impl = expr_detail::Program;
 
+// The expression as an error message quotes it: at most 80 characters, control characters
+// (a NUL, say) shown as \xNN, so a message stays one readable line whatever the input.
+std::string quoted(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 80; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > 80) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
+
 [[noreturn]] void throw_at(const std::string& text, int column, std::string_view detail) {
-  std::string message = "expression '" + text + "'";
+  std::string message = "expression '" + quoted(text) + "'";
   if (column > 0) message += ": column " + std::to_string(column);
   message += ": ";
   message += detail;
@@ -449,10 +468,19 @@ void binary_slow(const Impl& p, std::size_t pc, Op op, Cell& a, const Cell& b) {
 }
 
 // Python's ==: numbers by value, strings by content, a number never equals a string.
+// Two numbers compared exactly, as Python does (an int against a float is not compared in
+// double: 9007199254740993 != 9007199254740992.0).
+inline std::partial_ordering numeric_order(const Cell& a, const Cell& b) {
+  if (a.tag == Cell::kInt && b.tag == Cell::kInt) return a.i <=> b.i;
+  if (a.tag == Cell::kInt) return compare_exact(a.i, b.d);
+  if (b.tag == Cell::kInt) return 0 <=> compare_exact(b.i, a.d);
+  return a.d <=> b.d;
+}
+
 inline bool equal(const Cell& a, const Cell& b) {
   if (a.tag == Cell::kInt && b.tag == Cell::kInt) return a.i == b.i;
   if (a.tag == Cell::kString || b.tag == Cell::kString) return a.tag == b.tag && *a.s == *b.s;
-  return to_double(a) == to_double(b);
+  return numeric_order(a, b) == 0;
 }
 
 inline bool compare(const Impl& p, std::size_t pc, Op op, const Cell& a, const Cell& b) {
@@ -471,17 +499,16 @@ inline bool compare(const Impl& p, std::size_t pc, Op op, const Cell& a, const C
     }
   }
   if (a.tag == Cell::kString || b.tag == Cell::kString) compare_type_error(p, pc, op, a, b);
-  const double x = to_double(a);
-  const double y = to_double(b);
+  const std::partial_ordering order = numeric_order(a, b);
   switch (op) {
     case Op::kLt:
-      return x < y;
+      return order < 0;
     case Op::kLe:
-      return x <= y;
+      return order <= 0;
     case Op::kGt:
-      return x > y;
+      return order > 0;
     default:
-      return x >= y;
+      return order >= 0;
   }
 }
 
@@ -889,13 +916,20 @@ enum class Kind : std::uint8_t {
 };
 // clang-format on
 
+// Limits that keep a parse linear and its recursion shallow, whatever the input: a restriction
+// is a line of a job file, not a program.
+constexpr std::size_t kMaxLength = 65536;  // characters
+constexpr int kMaxDepth = 256;             // nesting: parentheses, operators in a row, chains
+
 struct Node {
   Kind kind = Kind::kConst;
-  Op op = Op::kAdd;  // kUnary, kBinary
-  Fn fn = Fn::kAbs;  // kCall
-  int column = 0;    // where an evaluation error points
-  int slot = -1;     // kName
-  Value value;       // kConst
+  int height = 1;        // of the subtree: compiling recurses this deep
+  bool constant = true;  // names nothing, so it has one value whatever the slots hold
+  Op op = Op::kAdd;      // kUnary, kBinary
+  Fn fn = Fn::kAbs;      // kCall
+  int column = 0;        // where an evaluation error points
+  int slot = -1;         // kName
+  Value value;           // kConst
   std::vector<int> kids;
   std::vector<Op> ops;          // kCompare: ops[i] sits between kids[i] and kids[i + 1]
   std::vector<int> op_columns;  // kCompare
@@ -1030,7 +1064,7 @@ bool is_keyword(std::string_view s) {
 class Parser {
  public:
   Parser(const std::string& text, const Scope& scope)
-      : text_(text), scope_(scope), tokens_(lex(text)) {}
+      : text_(text), scope_(scope), tokens_(lex(checked_length(text))) {}
 
   std::vector<Node>& nodes() { return nodes_; }
 
@@ -1058,25 +1092,53 @@ class Parser {
     throw_at(text_, t.column, detail);
   }
 
+  static const std::string& checked_length(const std::string& text) {
+    if (text.size() > kMaxLength)
+      throw_at(text, 0,
+               "is " + std::to_string(text.size()) + " characters long; at most " +
+                   std::to_string(kMaxLength) + " are allowed");
+    return text;
+  }
+
+  // Counts the parser's nesting (parentheses, unary operators, 'not', '**', 'if ... else'
+  // chains), so that no input recurses without a bound.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxDepth)
+        p_.error(p_.peek(),
+                 "nests more than " + std::to_string(kMaxDepth) + " levels deep; simplify it");
+    }
+    ~Nesting() { --p_.nesting_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   int add(Node n) {
+    n.constant = n.kind != Kind::kName;
+    for (const int k : n.kids) {
+      const Node& kid = nodes_[static_cast<std::size_t>(k)];
+      n.height = std::max(n.height, kid.height + 1);
+      n.constant = n.constant && kid.constant;
+    }
+    if (n.height > kMaxDepth)
+      throw_at(text_, n.column,
+               "has more than " + std::to_string(kMaxDepth) +
+                   " operations nested or in a row; split it (into several restrictions)");
     nodes_.push_back(std::move(n));
     const int index = static_cast<int>(nodes_.size()) - 1;
     fold(index);
     return index;
   }
 
-  // True when the subtree names nothing, so it has one value whatever the slots hold.
-  bool constant(int index) const {
-    const Node& n = nodes_[static_cast<std::size_t>(index)];
-    if (n.kind == Kind::kName) return false;
-    return std::all_of(n.kids.begin(), n.kids.end(), [&](int k) { return constant(k); });
-  }
-
   // Replaces a constant subtree by its value; one that fails (1/0) stays, to fail when run.
   void fold(int index) {
     const Kind kind = nodes_[static_cast<std::size_t>(index)].kind;
     if (kind == Kind::kConst || kind == Kind::kName || kind == Kind::kList) return;
-    if (!constant(index)) return;
+    if (!nodes_[static_cast<std::size_t>(index)].constant) return;
     Impl tmp;
     tmp.text = text_;
     Compiler c(tmp, nodes_);
@@ -1094,6 +1156,7 @@ class Parser {
   }
 
   int expr() {
+    const Nesting nesting(*this);
     const int value = or_test();
     if (!at("if")) return value;
     Node n;
@@ -1138,6 +1201,7 @@ class Parser {
 
   int not_test() {
     if (!at("not") && !at("!")) return comparison();
+    const Nesting nesting(*this);
     Node n;
     n.kind = Kind::kNot;
     n.column = take().column;
@@ -1240,6 +1304,7 @@ class Parser {
   int factor() {
     const Token& t = peek();
     if (t.type == Tok::kPunct && (t.text == "-" || t.text == "+" || t.text == "~")) {
+      const Nesting nesting(*this);
       Node n;
       n.kind = Kind::kUnary;
       n.op = t.text == "-" ? Op::kNeg : t.text == "+" ? Op::kPos : Op::kInvert;
@@ -1253,6 +1318,7 @@ class Parser {
   int power() {
     const int base = primary();
     if (!at("**")) return base;
+    const Nesting nesting(*this);
     Node n;
     n.kind = Kind::kBinary;
     n.op = Op::kPow;
@@ -1372,6 +1438,7 @@ class Parser {
   const Scope& scope_;
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
   std::vector<Node> nodes_;
 };
 

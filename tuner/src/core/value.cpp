@@ -153,11 +153,32 @@ Value Value::parse(std::string_view text) {
   return Value(std::string(s));
 }
 
+std::partial_ordering compare_exact(std::int64_t i, double d) {
+  if (std::isnan(d)) return std::partial_ordering::unordered;
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (d >= kTwo63) return std::partial_ordering::less;
+  if (d < -kTwo63) return std::partial_ordering::greater;
+  const double floor = std::floor(d);
+  const auto f = static_cast<std::int64_t>(floor);  // exact: |floor| < 2^63
+  if (i != f) return i < f ? std::partial_ordering::less : std::partial_ordering::greater;
+  return floor == d ? std::partial_ordering::equivalent : std::partial_ordering::less;
+}
+
+namespace {
+// Numbers of any kind, exactly.
+std::partial_ordering compare_numbers(const Value& a, const Value& b) {
+  if (a.is_int() && b.is_int()) return a.as_int() <=> b.as_int();
+  if (a.is_int()) return compare_exact(a.as_int(), b.as_double());
+  if (b.is_int()) return 0 <=> compare_exact(b.as_int(), a.as_double());
+  return a.as_double() <=> b.as_double();
+}
+}  // namespace
+
 bool operator==(const Value& a, const Value& b) {
   const auto& x = a.v_;
   const auto& y = b.v_;
   if (x.index() == 0 && y.index() == 0) return std::get<0>(x) == std::get<0>(y);
-  if (a.is_number() && b.is_number()) return a.as_double() == b.as_double();
+  if (a.is_number() && b.is_number()) return compare_numbers(a, b) == 0;
   if (a.is_string() && b.is_string()) return std::get<2>(x) == std::get<2>(y);
   return false;
 }
@@ -166,7 +187,7 @@ std::partial_ordering operator<=>(const Value& a, const Value& b) {
   const auto& x = a.v_;
   const auto& y = b.v_;
   if (x.index() == 0 && y.index() == 0) return std::get<0>(x) <=> std::get<0>(y);
-  if (a.is_number() && b.is_number()) return a.as_double() <=> b.as_double();
+  if (a.is_number() && b.is_number()) return compare_numbers(a, b);
   if (a.is_string() && b.is_string()) return std::get<2>(x).compare(std::get<2>(y)) <=> 0;
   return a.is_number() ? std::partial_ordering::less : std::partial_ordering::greater;
 }

@@ -49,6 +49,10 @@ class Value {
   std::variant<std::int64_t, double, std::string> v_;
 };
 
+// An integer against a float exactly, as Python compares them: 2^53 + 1 > 2^53 as a float,
+// although both are the same double. NaN is unordered.
+std::partial_ordering compare_exact(std::int64_t i, double d);
+
 // As JSON: a number or a string. From JSON: integers, floats and strings as they are, booleans
 // as 0/1, anything else as its JSON text (a string).
 nlohmann::json to_json(const Value& value);
