@@ -18,6 +18,15 @@ namespace ktune::cli {
 
 namespace po = boost::program_options;
 
+// An unsigned option value, parsed strictly: Boost reads "-1" into an unsigned type as 2^64-1
+// (lexical_cast's rule); this refuses a sign, a fraction and anything out of range, naming the
+// value.
+struct Unsigned {
+  std::uint64_t value = 0;
+};
+void validate(boost::any& out, const std::vector<std::string>& values, Unsigned*, int);
+std::ostream& operator<<(std::ostream& os, const Unsigned& u);  // for default values in help
+
 struct Command {
   const char* name;
   const char* summary;

@@ -17,9 +17,10 @@ int cmd_space(const std::vector<std::string>& args) {
   own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "kernel name")(
       "config", po::value<std::string>()->value_name("JOB.toml"),
       "job file (configs/*.toml) narrowing the space")(
-      "sample", po::value<int>()->default_value(10)->value_name("N"),
+      "sample", po::value<Unsigned>()->default_value(Unsigned{10})->value_name("N"),
       "number of valid configurations to show")(
-      "seed", po::value<unsigned>()->default_value(1)->value_name("N"), "seed of the sample");
+      "seed", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
+      "seed of the sample");
   opts.add(own)
       .add(problem_options())
       .add(target_options())
@@ -49,9 +50,13 @@ int cmd_space(const std::vector<std::string>& args) {
     valid.push_back(c);
     return true;
   });
-  const int want = std::max(0, vm["sample"].as<int>());
+  const std::uint64_t asked = vm["sample"].as<Unsigned>().value;
+  if (asked > 1'000'000)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--sample {}: at most 1000000 configurations", asked));
+  const int want = static_cast<int>(asked);
   std::vector<Config> sample;
-  std::mt19937_64 rng(vm["seed"].as<unsigned>());
+  std::mt19937_64 rng(vm["seed"].as<Unsigned>().value);
   std::sample(valid.begin(), valid.end(), std::back_inserter(sample),
               std::min<std::size_t>(static_cast<std::size_t>(want), valid.size()), rng);
 

@@ -108,9 +108,9 @@ po::options_description tune_options() {
       "study-storage", po::value<std::string>()->value_name("URL"),
       "Optuna strategies: keep the study in this storage to continue or share it (journal:PATH, "
       "sqlite:///PATH or another database URL); the same as --strategy-option study_storage=URL")(
-      "budget-evals", po::value<std::uint64_t>()->value_name("N"), "stop after this many trials")(
+      "budget-evals", po::value<Unsigned>()->value_name("N"), "stop after this many trials")(
       "budget-time", po::value<double>()->value_name("SECONDS"), "stop after this many seconds")(
-      "seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"),
+      "seed", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
       "seed of the strategy and of the input data")(
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
@@ -118,7 +118,7 @@ po::options_description tune_options() {
       "try first the best configurations stored for this kernel on other devices/problems")(
       "retime-top", po::value<int>()->default_value(5)->value_name("N"),
       "finalists re-timed interleaved at the end")(
-      "compile-threads", po::value<unsigned>()->default_value(0)->value_name("N"),
+      "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
@@ -173,9 +173,9 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
     o.strategy_options =
         parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
   o.study_storage = optional_value<std::string>(vm, "study-storage");
-  o.budget_evaluations = optional_value<std::uint64_t>(vm, "budget-evals");
+  if (vm.count("budget-evals")) o.budget_evaluations = vm["budget-evals"].as<Unsigned>().value;
   o.budget_seconds = optional_value<double>(vm, "budget-time");
-  o.seed = vm["seed"].as<std::uint64_t>();
+  o.seed = vm["seed"].as<Unsigned>().value;
   o.reuse = !vm.count("no-reuse");
   o.warm_start = vm.count("warm-start") > 0;
   o.retime_top = vm["retime-top"].as<int>();
@@ -314,7 +314,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   print_notes(setup);
 
   Store store = Store::open(vm["db"].as<std::string>());
-  unsigned threads = vm["compile-threads"].as<unsigned>();
+  const std::uint64_t asked = vm["compile-threads"].as<Unsigned>().value;
+  if (asked > 1024)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--compile-threads {}: at most 1024 compile threads", asked));
+  unsigned threads = static_cast<unsigned>(asked);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
   std::vector<std::string> compile_command;
   if (!vm.count("compile-in-process")) compile_command = {self_executable(), "__compile"};

@@ -1,6 +1,7 @@
 // Option groups and helpers shared by the ktune commands.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <iostream>
 
@@ -25,6 +26,18 @@ bool parse(const std::vector<std::string>& args, const char* command, const char
   po::notify(vm);
   return false;
 }
+
+void validate(boost::any& out, const std::vector<std::string>& values, Unsigned*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& text = po::validators::get_single_string(values);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw po::invalid_option_value(text + " (expected a whole number from 0 to 2^64-1)");
+  out = Unsigned{v};
+}
+
+std::ostream& operator<<(std::ostream& os, const Unsigned& u) { return os << u.value; }
 
 po::options_description plugin_options() {
   po::options_description o("Kernels");

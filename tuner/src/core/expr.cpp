@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "ktune/error.h"
+#include "ktune/suggest.h"
 
 namespace ktune {
 
@@ -1382,6 +1383,7 @@ class Parser {
       } else if (scope_.size() == 0) {
         m += "; no names are defined here";
       } else {
+        m += did_you_mean(t.text, scope_.names());
         m += "; known: ";
         for (std::size_t i = 0; i < scope_.size(); ++i) {
           if (i > 0) m += ", ";

@@ -65,6 +65,25 @@ T pick(const std::optional<T>& given, const std::optional<T>& from_job, T fallba
   return given ? *given : from_job ? *from_job : fallback;
 }
 
+// Every number of a run within what it can mean: finite, positive where it must be.
+void check_ranges(const TuneOptions& o) {
+  const auto refuse = [](const std::string& what) { throw Error(ErrorKind::kUsage, what); };
+  const MeasureOptions& m = o.measure;
+  if (o.budget.evaluations == 0) refuse("--budget-evals 0: a run needs at least one evaluation");
+  if (std::isnan(o.budget.seconds) || o.budget.seconds <= 0)
+    refuse(fmt::format("--budget-time {}: expected a number of seconds above 0", o.budget.seconds));
+  if (m.samples < 0) refuse(fmt::format("--samples {}: must not be negative", m.samples));
+  if (m.warmup < 0) refuse(fmt::format("--warmup {}: must not be negative", m.warmup));
+  if (m.max_samples < 1) refuse(fmt::format("--max-samples {}: at least 1", m.max_samples));
+  if (!std::isfinite(m.target_spread) || m.target_spread < 0)
+    refuse(
+        fmt::format("--target-spread {}: expected a finite number of at least 0", m.target_spread));
+  if (!std::isfinite(m.timeout_seconds) || m.timeout_seconds <= 0)
+    refuse(fmt::format("--timeout {}: expected a finite number of seconds above 0",
+                       m.timeout_seconds));
+  if (o.retime_top < 0) refuse(fmt::format("--retime-top {}: must not be negative", o.retime_top));
+}
+
 // The strategy, budget and measurement of a job with its overrides, checked.
 TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   TuneOptions options;
@@ -106,8 +125,7 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   else
     throw Error(ErrorKind::kUsage,
                 fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
-  if (m.samples < 0 || m.warmup < 0 || m.max_samples < 1)
-    throw Error(ErrorKind::kUsage, "--samples, --warmup and --max-samples must not be negative");
+  check_ranges(options);
   options.command_line = o.command_line;
   return options;
 }
