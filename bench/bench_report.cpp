@@ -93,12 +93,25 @@ struct Model {
     return std::exp(amount * (static_cast<double>(h % 20001) / 10000.0 - 1.0));
   }
 
-  void evaluate(const Config& c, const Gpu& gpu, std::uint64_t salt, TrialRecord& t) const {
+  struct Params {
+    int bs, var, ept, unroll, maxr, lb;
+  };
+  struct Resources {
+    int regs, spill, blocks;
+  };
+
+  Params params(const Config& c) const {
     auto v = values(c);
     const int bs = static_cast<int>(v["block_size"]), var = static_cast<int>(v["variant"]);
     const int ept = static_cast<int>(v["elements_per_thread"]),
               unroll = static_cast<int>(v["unroll"]);
     const int maxr = static_cast<int>(v["maxrregcount"]), lb = static_cast<int>(v["launch_bounds"]);
+    return {bs, var, ept, unroll, maxr, lb};
+  }
+
+  // Registers, spills and occupancy as ptxas and the occupancy calculator would give them.
+  static Resources resources(const Params& p, const Gpu& gpu, std::uint64_t salt, TrialRecord& t) {
+    const int bs = p.bs, var = p.var, ept = p.ept, unroll = p.unroll, maxr = p.maxr, lb = p.lb;
     int regs = 14 + (var >= 7 ? 2 * unroll + ept / 2 : 4) + (var == 9 ? 6 : 0);
     int spill = 0;
     if (maxr > 0 && regs > maxr) spill = (regs - maxr) * 4, regs = maxr;
@@ -117,48 +130,60 @@ struct Model {
                         (maxr ? " --maxrregcount=" + std::to_string(maxr) : std::string());
     t.compile_ms = 90 + 25 * unroll + 3 * ept + 40 * noise(salt * 7 + 1, 0.5);
     t.cubin_hash = std::to_string(std::hash<std::string>{}(t.config_key));
-    if (var == 9 && ept * unroll > 128) {
-      t.status = TrialStatus::kCompileFailed;
-      t.compile_log =
-          "reduce.cu(142): error: static assertion failed with \"vector loads: ELEMENTS_PER_THREAD "
-          "* UNROLL must be "
-          "at most 128\"\n    static_assert(ELEMENTS_PER_THREAD * UNROLL <= 128,\n    ^\n          "
-          "detected during "
-          "instantiation of \"void reduce<BLOCK_SIZE,VARIANT,ELEMENTS_PER_THREAD,T>(const T *, T "
-          "*, unsigned int) "
-          "[with BLOCK_SIZE=" +
-          std::to_string(bs) + "U, VARIANT=9, ELEMENTS_PER_THREAD=" + std::to_string(ept) +
-          ", T=int]\"\n\n1 error detected in the compilation of \"reduce.cu\".\n";
-      t.error =
-          "reduce.cu 'reduce<" + std::to_string(bs) + ", 9, " + std::to_string(ept) +
-          ", int>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(142): error: static assertion failed";
-      t.registers = -1;
-      t.occupancy = -1;
-      return;
-    }
-    t.compile_log = "ptxas info    : Compiling entry function '_Z6reduceILj" + std::to_string(bs) +
-                    "ELi" + std::to_string(var) + "ELi" + std::to_string(ept) +
-                    "EiEvPKT2_PS0_j' for 'sm_90'\nptxas info    : Used " + std::to_string(regs) +
-                    " registers, " + std::to_string(spill) + " bytes spill stores\n";
-    if (blocks == 0 || (lb == 4 && bs >= 512 && maxr == 0 && regs > 24)) {
+    return {regs, spill, blocks};
+  }
+
+  // The vector-load variant's static_assert; true (the trial a compile failure) when it fires.
+  static bool compile_fails(const Params& p, TrialRecord& t) {
+    const int bs = p.bs, var = p.var, ept = p.ept, unroll = p.unroll;
+    if (!(var == 9 && ept * unroll > 128)) return false;
+    t.status = TrialStatus::kCompileFailed;
+    t.compile_log =
+        "reduce.cu(142): error: static assertion failed with \"vector loads: ELEMENTS_PER_THREAD "
+        "* UNROLL must be "
+        "at most 128\"\n    static_assert(ELEMENTS_PER_THREAD * UNROLL <= 128,\n    ^\n          "
+        "detected during "
+        "instantiation of \"void reduce<BLOCK_SIZE,VARIANT,ELEMENTS_PER_THREAD,T>(const T *, T "
+        "*, unsigned int) "
+        "[with BLOCK_SIZE=" +
+        std::to_string(bs) + "U, VARIANT=9, ELEMENTS_PER_THREAD=" + std::to_string(ept) +
+        ", T=int]\"\n\n1 error detected in the compilation of \"reduce.cu\".\n";
+    t.error =
+        "reduce.cu 'reduce<" + std::to_string(bs) + ", 9, " + std::to_string(ept) +
+        ", int>' sm_90: NVRTC_ERROR_COMPILATION: reduce.cu(142): error: static assertion failed";
+    t.registers = -1;
+    t.occupancy = -1;
+    return true;
+  }
+
+  // Failures of a compiled kernel; true (the trial's status and error set) when it fails.
+  static bool run_fails(const Params& p, const Resources& r, std::uint64_t salt, TrialRecord& t) {
+    const int bs = p.bs, var = p.var, ept = p.ept, maxr = p.maxr, lb = p.lb;
+    if (r.blocks == 0 || (lb == 4 && bs >= 512 && maxr == 0 && r.regs > 24)) {
       t.status = TrialStatus::kResourcesExceeded;
       t.error = "launch: too many resources requested for launch";
       t.eval_ms = 40;
-      return;
+      return true;
     }
     if (var == 5 && bs == 32) {
       // Step 5 unrolls the last warp assuming at least 64 threads: a real bug of the lecture code.
       t.status = TrialStatus::kWrongResult;
       t.error = "output differs from the reference: out[0] = 1073487113, expected 1073741793";
       t.eval_ms = 60;
-      return;
+      return true;
     }
     if (var <= 2 && bs == 32 && ept == 1 && noise(salt, 1) > 2.2) {
       t.status = TrialStatus::kTimeout;
       t.error = "no result within 20.0 s; the worker was killed and will be restarted";
       t.eval_ms = 20000;
-      return;
+      return true;
     }
+    return false;
+  }
+
+  // The fraction of the DRAM bandwidth the configuration reaches.
+  static double efficiency(const Params& p, const Resources& r, double occupancy) {
+    const int bs = p.bs, var = p.var, ept = p.ept, unroll = p.unroll, lb = p.lb;
     static const std::map<int, double> kVariant = {{1, 0.10}, {2, 0.17}, {3, 0.28},
                                                    {4, 0.52}, {5, 0.63}, {6, 0.70},
                                                    {7, 0.86}, {8, 0.91}, {9, 0.95}};
@@ -169,12 +194,14 @@ struct Model {
     static const std::map<int, double> kUnroll = {{1, 0.95}, {2, 1.0}, {4, 1.0}, {8, 0.975}};
     double eff =
         kVariant.at(var) * kBlock.at(bs) * (var >= 7 ? kEpt.at(ept) : 1.0) * kUnroll.at(unroll);
-    if (spill > 0) eff *= 0.8;
+    if (r.spill > 0) eff *= 0.8;
     if (lb > 0) eff *= lb == 2 ? 1.01 : 0.995;
-    eff *= std::min(1.0, 0.55 + t.occupancy * 0.6);
-    const double ms = bytes / (gpu.bandwidth_gbs * 1e9 * std::min(eff, 0.97)) * 1e3 / gpu.speed *
-                          noise(salt * 31 + 7, 0.015) +
-                      0.004;
+    eff *= std::min(1.0, 0.55 + occupancy * 0.6);
+    return eff;
+  }
+
+  // Samples around `ms` and their statistics.
+  void fill_timing(double ms, std::uint64_t salt, TrialRecord& t) const {
     t.status = TrialStatus::kOk;
     t.sample_count = 12 + static_cast<int>(salt % 9);
     for (int i = 0; i < t.sample_count; ++i)
@@ -191,6 +218,23 @@ struct Model {
     t.gflops = std::nan("");
     t.eval_ms = 30 + t.sample_count * ms * 2 + 25 * noise(salt, 0.3);
   }
+
+  void evaluate(const Config& c, const Gpu& gpu, std::uint64_t salt, TrialRecord& t) const {
+    const Params p = params(c);
+    const Resources r = resources(p, gpu, salt, t);
+    if (compile_fails(p, t)) return;
+    t.compile_log = "ptxas info    : Compiling entry function '_Z6reduceILj" +
+                    std::to_string(p.bs) + "ELi" + std::to_string(p.var) + "ELi" +
+                    std::to_string(p.ept) + "EiEvPKT2_PS0_j' for 'sm_90'\nptxas info    : Used " +
+                    std::to_string(r.regs) + " registers, " + std::to_string(r.spill) +
+                    " bytes spill stores\n";
+    if (run_fails(p, r, salt, t)) return;
+    const double eff = efficiency(p, r, t.occupancy);
+    const double ms = bytes / (gpu.bandwidth_gbs * 1e9 * std::min(eff, 0.97)) * 1e3 / gpu.speed *
+                          noise(salt * 31 + 7, 0.015) +
+                      0.004;
+    fill_timing(ms, salt, t);
+  }
 };
 
 struct RunPlan {
@@ -199,6 +243,183 @@ struct RunPlan {
   std::size_t evaluations;
   std::uint64_t seed;
 };
+
+// Writes simulated runs into a store: the kernel, problem and devices once, then run by run on a
+// simulated clock.
+class RunWriter {
+ public:
+  RunWriter(const fs::path& path, const KernelInstance& instance, const Problem& problem,
+            const std::vector<Config>& all, const Model& model, const std::vector<Gpu>& devices)
+      : store_(Store::open(path)),
+        space_(instance.space()),
+        all_(all),
+        model_(model),
+        devices_(devices) {
+    kernel_id_ = store_.upsert_kernel(kernel_record(instance));
+    ProblemRecord pr;
+    pr.kernel_name = "reduce";
+    pr.key = instance.problem_key();
+    pr.json = "{\"n\": " + std::to_string(problem.at("n")) + "}";
+    problem_id_ = store_.upsert_problem(pr);
+    for (const auto& g : devices_) device_ids_.push_back(store_.upsert_device(g.record));
+  }
+
+  void add_run(const RunPlan& plan) {
+    const Gpu& gpu = devices_[plan.gpu];
+    const std::int64_t run_id = store_.begin_run(run_record(plan, gpu));
+    const double start = clock_;
+
+    std::mt19937_64 rng(plan.seed * 7919 + plan.gpu);
+    const std::size_t n = std::min(plan.evaluations, all_.size());
+    const std::map<std::string, TrialRecord> ok = run_search(plan, gpu, run_id, n, rng);
+    const TrialRecord winner = retime_leaders(ok, rng);
+    if (winner.id) store_.set_best(winner.id);
+    store_.finish_run(run_id, ktune::RunStatus::kFinished,
+                      "{\"trials\": " + std::to_string(n) + "}");
+    run_times_.emplace_back(run_id, start, clock_ + 0.5);
+    clock_ += 120;
+  }
+
+  std::size_t trials() const { return trials_; }
+  // (run id, start, end) of each run on the simulated clock.
+  const std::vector<std::tuple<std::int64_t, double, double>>& run_times() const {
+    return run_times_;
+  }
+
+ private:
+  RunRecord run_record(const RunPlan& plan, const Gpu& gpu) const {
+    RunRecord run;
+    run.kernel_id = kernel_id_;
+    run.device_id = device_ids_[plan.gpu];
+    run.problem_id = problem_id_;
+    run.backend = "cuda";
+    run.strategy = plan.strategy;
+    run.strategy_options = plan.strategy == "optuna:tpe" ? "{\"n_startup_trials\":\"20\"}" : "{}";
+    run.budget = "{\"evaluations\": " + std::to_string(plan.evaluations) + "}";
+    run.ktune_version = KTUNE_VERSION;
+    run.nvrtc_version = "13.0";
+    run.driver_version = gpu.record.driver_version;
+    run.host = plan.gpu == 0 ? "gpu-node-07" : "gpu-node-12";
+    run.seed = plan.seed;
+    run.command_line = "ktune tune reduce -p n=2**28 --strategy " + plan.strategy +
+                       " --budget-evals " + std::to_string(plan.evaluations) + " --seed " +
+                       std::to_string(plan.seed);
+    return run;
+  }
+
+  // Proposes 24 unseen candidates, keeps the one the model (with noise) likes best: a crude
+  // stand-in for a model-based sampler, so its curve converges faster than random.
+  std::size_t tpe_pick(const std::vector<Config>& order, const std::vector<bool>& used,
+                       const Gpu& gpu, std::size_t k, std::mt19937_64& rng) const {
+    std::size_t pick = 0;
+    double best_guess = INFINITY;
+    for (int tries = 0; tries < 24; ++tries) {
+      std::size_t i = rng() % order.size();
+      while (used[i]) i = (i + 1) % order.size();
+      TrialRecord probe;
+      probe.config_key = space_.key(order[i]);
+      model_.evaluate(order[i], gpu, i, probe);
+      const double guess =
+          (probe.status == TrialStatus::kOk ? probe.time_ms : 50.0) *
+          Model::noise(rng(), 0.35 * (1.0 - std::min(1.0, static_cast<double>(k) / 400)));
+      if (guess < best_guess) best_guess = guess, pick = i;
+    }
+    return pick;
+  }
+
+  // Evaluates `n` configurations in the strategy's order; returns the ok trials by key.
+  std::map<std::string, TrialRecord> run_search(const RunPlan& plan, const Gpu& gpu,
+                                                std::int64_t run_id, std::size_t n,
+                                                std::mt19937_64& rng) {
+    std::vector<Config> order = all_;
+    if (plan.strategy != "brute_force") std::shuffle(order.begin(), order.end(), rng);
+    std::vector<bool> used(order.size(), false);
+    std::map<std::string, TrialRecord> ok;
+    std::size_t cursor = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t pick = 0;
+      if (plan.strategy == "optuna:tpe" && k >= 20) {
+        pick = tpe_pick(order, used, gpu, k, rng);
+      } else {
+        while (used[cursor]) ++cursor;
+        pick = cursor;
+      }
+      used[pick] = true;
+      TrialRecord t;
+      t.run_id = run_id;
+      t.kernel_id = kernel_id_;
+      t.device_id = device_ids_[plan.gpu];
+      t.problem_id = problem_id_;
+      t.config_key = space_.key(order[pick]);
+      t.config_json = space_.to_json(order[pick]).dump();
+      t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops = std::nan("");
+      model_.evaluate(order[pick], gpu,
+                      std::hash<std::string>{}(t.config_key) + plan.gpu * 17 + plan.seed, t);
+      clock_ += (t.compile_ms * 0.35 + t.eval_ms) / 1000.0 + 0.02;
+      t.created_at = iso(clock_);
+      t.id = store_.add_trial(t);
+      ++trials_;
+      if (t.status == TrialStatus::kOk) ok[t.config_key] = t;
+    }
+    return ok;
+  }
+
+  // Re-times the five fastest, interleaved; returns the fastest of the re-timing (id 0: none).
+  TrialRecord retime_leaders(const std::map<std::string, TrialRecord>& ok, std::mt19937_64& rng) {
+    std::vector<TrialRecord> leaders;
+    for (auto& [key, t] : ok) leaders.push_back(t);
+    std::sort(leaders.begin(), leaders.end(),
+              [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
+    leaders.resize(std::min<std::size_t>(leaders.size(), 5));
+    TrialRecord winner;
+    for (std::size_t i = 0; i < leaders.size(); ++i) {
+      TrialRecord r = leaders[i];
+      r.id = 0;
+      r.error = "re-timed interleaved with the other finalists";
+      r.samples_ms.assign(10, 0);
+      for (int s = 0; s < 10; ++s)
+        r.samples_ms[s] = leaders[i].time_ms * Model::noise(rng(), 0.012);
+      std::vector<double> s = r.samples_ms;
+      std::sort(s.begin(), s.end());
+      r.sample_count = 10;
+      r.time_ms = (s[4] + s[5]) / 2;
+      r.time_min_ms = s.front();
+      r.time_spread = (s[7] - s[2]) / r.time_ms;
+      r.gbps = model_.bytes / (r.time_ms * 1e-3) / 1e9;
+      clock_ += 0.4;
+      r.created_at = iso(clock_);
+      r.id = store_.add_trial(r);
+      ++trials_;
+      if (winner.id == 0 || r.time_ms < winner.time_ms) winner = r;
+    }
+    return winner;
+  }
+
+  Store store_;
+  const SearchSpace& space_;
+  const std::vector<Config>& all_;
+  const Model& model_;
+  const std::vector<Gpu>& devices_;
+  std::int64_t kernel_id_ = 0, problem_id_ = 0;
+  std::vector<std::int64_t> device_ids_;
+  double clock_ = 1773525600.0;  // 2026-03-14T22:00:00Z, a Saturday night
+  std::size_t trials_ = 0;
+  std::vector<std::tuple<std::int64_t, double, double>> run_times_;
+};
+
+// The store dates runs by the real clock; move them to the simulated one.
+void redate_runs(const fs::path& path,
+                 const std::vector<std::tuple<std::int64_t, double, double>>& run_times) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    for (const auto& [id, start, end] : run_times) {
+      const std::string sql = "UPDATE runs SET started_at = '" + iso(start) + "', finished_at = '" +
+                              iso(end) + "' WHERE id = " + std::to_string(id);
+      sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+    }
+  }
+  sqlite3_close(db);
+}
 
 // Writes the runs of `plans` into a fresh database at `path`; returns the trial count.
 std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& plans) {
@@ -209,8 +430,7 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
   register_builtin_kernels(registry);
   const Problem problem = {{"n", std::int64_t{1} << 28}};
   const KernelInstance instance(registry.get("reduce"), problem, DeviceLimits::for_arch(90));
-  const SearchSpace& space = instance.space();
-  std::vector<Config> all = space.enumerate();
+  const std::vector<Config> all = instance.space().enumerate();
   Model model{instance, instance.bytes(all.front())};
   if (!std::isfinite(model.bytes)) model.bytes = 4.0 * static_cast<double>(problem.at("n"));
   const auto devices = gpus();
@@ -218,130 +438,12 @@ std::size_t build_database(const fs::path& path, const std::vector<RunPlan>& pla
   std::size_t trials = 0;
   std::vector<std::tuple<std::int64_t, double, double>> run_times;
   {
-    Store store = Store::open(path);
-    const std::int64_t kernel_id = store.upsert_kernel(kernel_record(instance));
-    ProblemRecord pr;
-    pr.kernel_name = "reduce";
-    pr.key = instance.problem_key();
-    pr.json = "{\"n\": " + std::to_string(problem.at("n")) + "}";
-    const std::int64_t problem_id = store.upsert_problem(pr);
-    std::vector<std::int64_t> device_ids;
-    for (const auto& g : devices) device_ids.push_back(store.upsert_device(g.record));
-
-    double clock = 1773525600.0;  // 2026-03-14T22:00:00Z, a Saturday night
-    for (const RunPlan& plan : plans) {
-      const Gpu& gpu = devices[plan.gpu];
-      RunRecord run;
-      run.kernel_id = kernel_id;
-      run.device_id = device_ids[plan.gpu];
-      run.problem_id = problem_id;
-      run.backend = "cuda";
-      run.strategy = plan.strategy;
-      run.strategy_options = plan.strategy == "optuna:tpe" ? "{\"n_startup_trials\":\"20\"}" : "{}";
-      run.budget = "{\"evaluations\": " + std::to_string(plan.evaluations) + "}";
-      run.ktune_version = KTUNE_VERSION;
-      run.nvrtc_version = "13.0";
-      run.driver_version = gpu.record.driver_version;
-      run.host = plan.gpu == 0 ? "gpu-node-07" : "gpu-node-12";
-      run.seed = plan.seed;
-      run.command_line = "ktune tune reduce -p n=2**28 --strategy " + plan.strategy +
-                         " --budget-evals " + std::to_string(plan.evaluations) + " --seed " +
-                         std::to_string(plan.seed);
-      const std::int64_t run_id = store.begin_run(run);
-      const double start = clock;
-
-      std::mt19937_64 rng(plan.seed * 7919 + plan.gpu);
-      std::vector<Config> order = all;
-      if (plan.strategy != "brute_force") std::shuffle(order.begin(), order.end(), rng);
-      std::vector<std::pair<double, std::size_t>>
-          seen;  // (time, index in order) for the TPE-like pick
-      std::vector<bool> used(order.size(), false);
-      std::map<std::string, TrialRecord> ok;
-      const std::size_t n = std::min(plan.evaluations, order.size());
-      std::size_t cursor = 0;
-      for (std::size_t k = 0; k < n; ++k) {
-        std::size_t pick = 0;
-        if (plan.strategy == "optuna:tpe" && k >= 20) {
-          // Propose 24 unseen candidates, keep the one the model (with noise) likes best: a crude
-          // stand-in for a model-based sampler, so its curve converges faster than random.
-          double best_guess = INFINITY;
-          for (int tries = 0; tries < 24; ++tries) {
-            std::size_t i = rng() % order.size();
-            while (used[i]) i = (i + 1) % order.size();
-            TrialRecord probe;
-            probe.config_key = space.key(order[i]);
-            model.evaluate(order[i], gpu, i, probe);
-            const double guess =
-                (probe.status == TrialStatus::kOk ? probe.time_ms : 50.0) *
-                Model::noise(rng(), 0.35 * (1.0 - std::min(1.0, static_cast<double>(k) / 400)));
-            if (guess < best_guess) best_guess = guess, pick = i;
-          }
-        } else {
-          while (used[cursor]) ++cursor;
-          pick = cursor;
-        }
-        used[pick] = true;
-        TrialRecord t;
-        t.run_id = run_id;
-        t.kernel_id = kernel_id;
-        t.device_id = device_ids[plan.gpu];
-        t.problem_id = problem_id;
-        t.config_key = space.key(order[pick]);
-        t.config_json = space.to_json(order[pick]).dump();
-        t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.gbps = t.gflops =
-            std::nan("");
-        model.evaluate(order[pick], gpu,
-                       std::hash<std::string>{}(t.config_key) + plan.gpu * 17 + plan.seed, t);
-        clock += (t.compile_ms * 0.35 + t.eval_ms) / 1000.0 + 0.02;
-        t.created_at = iso(clock);
-        t.id = store.add_trial(t);
-        ++trials;
-        if (t.status == TrialStatus::kOk) ok[t.config_key] = t;
-      }
-      // Re-time the five fastest, interleaved; the fastest of the re-timing becomes the best.
-      std::vector<TrialRecord> leaders;
-      for (auto& [key, t] : ok) leaders.push_back(t);
-      std::sort(leaders.begin(), leaders.end(),
-                [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
-      leaders.resize(std::min<std::size_t>(leaders.size(), 5));
-      TrialRecord winner;
-      for (std::size_t i = 0; i < leaders.size(); ++i) {
-        TrialRecord r = leaders[i];
-        r.id = 0;
-        r.error = "re-timed interleaved with the other finalists";
-        r.samples_ms.assign(10, 0);
-        for (int s = 0; s < 10; ++s)
-          r.samples_ms[s] = leaders[i].time_ms * Model::noise(rng(), 0.012);
-        std::vector<double> s = r.samples_ms;
-        std::sort(s.begin(), s.end());
-        r.sample_count = 10;
-        r.time_ms = (s[4] + s[5]) / 2;
-        r.time_min_ms = s.front();
-        r.time_spread = (s[7] - s[2]) / r.time_ms;
-        r.gbps = model.bytes / (r.time_ms * 1e-3) / 1e9;
-        clock += 0.4;
-        r.created_at = iso(clock);
-        r.id = store.add_trial(r);
-        ++trials;
-        if (winner.id == 0 || r.time_ms < winner.time_ms) winner = r;
-      }
-      if (winner.id) store.set_best(winner.id);
-      store.finish_run(run_id, ktune::RunStatus::kFinished,
-                       "{\"trials\": " + std::to_string(n) + "}");
-      run_times.emplace_back(run_id, start, clock + 0.5);
-      clock += 120;
-    }
+    RunWriter writer(path, instance, problem, all, model, devices);
+    for (const RunPlan& plan : plans) writer.add_run(plan);
+    trials = writer.trials();
+    run_times = writer.run_times();
   }
-  // The store dates runs by the real clock; move them to the simulated one.
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
-    for (const auto& [id, start, end] : run_times) {
-      const std::string sql = "UPDATE runs SET started_at = '" + iso(start) + "', finished_at = '" +
-                              iso(end) + "' WHERE id = " + std::to_string(id);
-      sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-    }
-  }
-  sqlite3_close(db);
+  redate_runs(path, run_times);
   return trials;
 }
 

@@ -152,6 +152,167 @@ struct Row {
   double ratio() const { return peer_ms / ktune_ms; }
 };
 
+// A kernel whose reference is a configuration's output needs that configuration compiled.
+std::optional<CompileResult> compile_reference(const KernelSpec& spec, const Problem& problem,
+                                               const DeviceInfo& dev) {
+  std::optional<CompileResult> reference;
+  if (spec.reference == nullptr && !spec.reference_config.empty()) {
+    const KernelInstance probe(spec, problem, dev.limits);
+    const Config ref = probe.space().from_assignments(spec.reference_assignments());
+    reference = compile(render(probe, ref, dev.arch));
+    if (!reference->ok)
+      throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
+  }
+  return reference;
+}
+
+// The peer, on ktune's own buffers: inputs as ktune generated them, its own output. Holds what
+// the peer allocated for as long as it runs.
+struct PeerSetup {
+  PeerRun peer;
+  std::vector<std::shared_ptr<void>> owned;
+  std::shared_ptr<peers::CubSum> cub;
+  std::shared_ptr<peers::Blas> blas;
+  double peer_work = 0;
+
+  void* alloc(std::size_t bytes) {
+    void* p = peers::device_alloc(bytes);
+    if (!p) throw Error(ErrorKind::kDevice, fmt::format("cudaMalloc of {} bytes failed", bytes));
+    owned.emplace_back(p, peers::device_free);
+    return p;
+  }
+};
+
+void set_up_memcpy(const Case& c, const GpuEvaluator& ev, PeerSetup& s) {
+  std::size_t count = 0;
+  const std::string in_name = c.kernel == "convolution2d" ? "image" : "in";
+  void* in = ev.buffer(in_name, &count);
+  const std::size_t bytes = count * 4;
+  void* out = s.alloc(bytes);
+  s.peer.launch = [=] { return peers::memcpy_d2d(out, in, bytes); };
+  s.peer_work = 2.0 * double(bytes);  // read and written, as copy's own metric counts
+  if (c.kernel == "copy") {
+    s.peer.check = [=] {
+      return compare_floats(to_host<float>(out, count), to_host<float>(in, count), 0, 0);
+    };
+  }
+  s.peer.version = "CUDA runtime";
+}
+
+void set_up_cub(const GpuEvaluator& ev, PeerSetup& s) {
+  std::size_t count = 0;
+  auto* in = static_cast<const std::int32_t*>(ev.buffer("in", &count));
+  auto* out = static_cast<std::int32_t*>(s.alloc(sizeof(std::int32_t)));
+  s.cub = std::make_shared<peers::CubSum>(in, out, static_cast<std::int64_t>(count));
+  check(s.cub->error());
+  s.peer.launch = [cub = s.cub] { return cub->run(); };
+  s.peer.check = [&ev, out] {
+    std::size_t one = 0;
+    const auto want = to_host<std::int32_t>(ev.buffer("out", &one), 1);
+    const auto got = to_host<std::int32_t>(out, 1);
+    return got[0] == want[0] ? std::string()
+                             : fmt::format("CUB sum {} vs ktune {}", got[0], want[0]);
+  };
+  s.peer.version = "CUB (CUDA toolkit)";
+}
+
+void set_up_sgeam(const Case& c, const GpuEvaluator& ev, PeerSetup& s) {
+  std::size_t count = 0;
+  const int rows = int(c.problem.at("rows")), cols = int(c.problem.at("cols"));
+  auto* in = static_cast<const float*>(ev.buffer("in", &count));
+  auto* out = static_cast<float*>(s.alloc(count * 4));
+  s.blas = std::make_shared<peers::Blas>();
+  check(s.blas->error());
+  s.peer.launch = [=, blas = s.blas] { return blas->transpose(in, out, rows, cols); };
+  s.peer.check = [&ev, out, count] {
+    std::size_t n = 0;
+    return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("out", &n), count),
+                          0, 0);
+  };
+  s.peer.version = "cuBLAS " + s.blas->version();
+}
+
+void set_up_sgemm(const Case& c, const GpuEvaluator& ev, PeerSetup& s) {
+  const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")), kk = int(c.problem.at("k"));
+  std::size_t na = 0, nb = 0;
+  auto* a = static_cast<const float*>(ev.buffer("a", &na));
+  auto* b = static_cast<const float*>(ev.buffer("b", &nb));
+  const std::size_t count = std::size_t(mm) * std::size_t(nn);
+  auto* out = static_cast<float*>(s.alloc(count * 4));
+  s.blas = std::make_shared<peers::Blas>();
+  check(s.blas->error());
+  s.peer.launch = [=, blas = s.blas] { return blas->sgemm(a, b, out, mm, nn, kk); };
+  // Both sum 4096 products in fp32, in different orders: as close as the kernel's own check.
+  s.peer.check = [&ev, out, count] {
+    std::size_t n = 0;
+    return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count),
+                          1e-4, 5e-3);
+  };
+  s.peer.version = "cuBLAS " + s.blas->version();
+}
+
+// `work` is what ktune's metric counts; a memcpy peer counts its own bytes instead.
+void set_up_peer(const Case& c, const GpuEvaluator& ev, double work, PeerSetup& s) {
+  s.peer_work = work;
+  switch (c.peer) {
+    case Peer::kMemcpy:
+      set_up_memcpy(c, ev, s);
+      break;
+    case Peer::kCub:
+      set_up_cub(ev, s);
+      break;
+    case Peer::kSgeam:
+      set_up_sgeam(c, ev, s);
+      break;
+    case Peer::kSgemm:
+      set_up_sgemm(c, ev, s);
+      break;
+  }
+}
+
+double time_peer(const PeerRun& peer, peers::EventTimer& timer, int samples) {
+  for (int w = 0; w < 3; ++w) check(peer.launch());
+  check(peers::last_error());
+  std::vector<double> s;
+  for (int i = 0; i < samples; ++i) {
+    timer.start();
+    check(peer.launch());
+    const double ms = timer.stop();
+    if (ms < 0) check(peers::last_error());
+    s.push_back(ms);
+  }
+  return median(s);
+}
+
+// Times ktune and the peer in `rounds` interleaved rounds into the row; false (the row's error
+// said) when either fails.
+bool time_rounds(GpuEvaluator& ev, const Config& config, const CompileResult& compiled,
+                 const PeerRun& peer, int rounds, int samples, Row& row) {
+  peers::EventTimer timer;
+  for (int r = 0; r < rounds; ++r) {
+    // Alternate which goes first, so neither always runs on a GPU the other has just warmed.
+    const auto time_ktune = [&] {
+      const Measurement meas = ev.evaluate(config, compiled);
+      if (meas.status != TrialStatus::kOk)
+        throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
+      row.ktune_rounds.push_back(meas.time_ms);
+    };
+    try {
+      if (r % 2 == 0) {
+        time_ktune();
+        row.peer_rounds.push_back(time_peer(peer, timer, samples));
+      } else {
+        row.peer_rounds.push_back(time_peer(peer, timer, samples));
+        time_ktune();
+      }
+    } catch (const Error& e) {
+      row.error = e.what();
+      return false;
+    }
+  }
+  return true;
+}
+
 Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, const Store* store,
              int rounds, int samples) {
   Row row{c};
@@ -162,15 +323,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers
                                         // run the same way
 
-  // A kernel whose reference is a configuration's output needs that configuration compiled.
-  std::optional<CompileResult> reference;
-  if (spec.reference == nullptr && !spec.reference_config.empty()) {
-    const KernelInstance probe(spec, c.problem, dev.limits);
-    const Config ref = probe.space().from_assignments(spec.reference_assignments());
-    reference = compile(render(probe, ref, dev.arch));
-    if (!reference->ok)
-      throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
-  }
+  std::optional<CompileResult> reference = compile_reference(spec, c.problem, dev);
   GpuEvaluator ev(spec, c.problem, dev.ordinal, m, reference ? &*reference : nullptr);
   const KernelInstance& inst = ev.instance();
   const Chosen chosen = choose(inst, dev, store);
@@ -186,123 +339,10 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   row.unit = gflops ? "GFLOP/s" : "GB/s";
   const double work = gflops ? inst.flops(chosen.config) : inst.bytes(chosen.config);
 
-  // The peer, on ktune's own buffers: inputs as ktune generated them, its own output.
-  PeerRun peer;
-  std::size_t count = 0;
-  std::vector<std::shared_ptr<void>> owned;
-  const auto alloc = [&](std::size_t bytes) {
-    void* p = peers::device_alloc(bytes);
-    if (!p) throw Error(ErrorKind::kDevice, fmt::format("cudaMalloc of {} bytes failed", bytes));
-    owned.emplace_back(p, peers::device_free);
-    return p;
-  };
-  std::shared_ptr<peers::CubSum> cub;
-  std::shared_ptr<peers::Blas> blas;
-  double peer_work = work;
-  switch (c.peer) {
-    case Peer::kMemcpy: {
-      const std::string in_name = c.kernel == "convolution2d" ? "image" : "in";
-      void* in = ev.buffer(in_name, &count);
-      const std::size_t bytes = count * 4;
-      void* out = alloc(bytes);
-      peer.launch = [=] { return peers::memcpy_d2d(out, in, bytes); };
-      peer_work = 2.0 * double(bytes);  // read and written, as copy's own metric counts
-      if (c.kernel == "copy") {
-        peer.check = [=] {
-          return compare_floats(to_host<float>(out, count), to_host<float>(in, count), 0, 0);
-        };
-      }
-      peer.version = "CUDA runtime";
-      break;
-    }
-    case Peer::kCub: {
-      auto* in = static_cast<const std::int32_t*>(ev.buffer("in", &count));
-      auto* out = static_cast<std::int32_t*>(alloc(sizeof(std::int32_t)));
-      cub = std::make_shared<peers::CubSum>(in, out, static_cast<std::int64_t>(count));
-      check(cub->error());
-      peer.launch = [cub] { return cub->run(); };
-      peer.check = [&ev, out] {
-        std::size_t one = 0;
-        const auto want = to_host<std::int32_t>(ev.buffer("out", &one), 1);
-        const auto got = to_host<std::int32_t>(out, 1);
-        return got[0] == want[0] ? std::string()
-                                 : fmt::format("CUB sum {} vs ktune {}", got[0], want[0]);
-      };
-      peer.version = "CUB (CUDA toolkit)";
-      break;
-    }
-    case Peer::kSgeam: {
-      const int rows = int(c.problem.at("rows")), cols = int(c.problem.at("cols"));
-      auto* in = static_cast<const float*>(ev.buffer("in", &count));
-      auto* out = static_cast<float*>(alloc(count * 4));
-      blas = std::make_shared<peers::Blas>();
-      check(blas->error());
-      peer.launch = [=] { return blas->transpose(in, out, rows, cols); };
-      peer.check = [&ev, out, count] {
-        std::size_t n = 0;
-        return compare_floats(to_host<float>(out, count),
-                              to_host<float>(ev.buffer("out", &n), count), 0, 0);
-      };
-      peer.version = "cuBLAS " + blas->version();
-      break;
-    }
-    case Peer::kSgemm: {
-      const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")),
-                kk = int(c.problem.at("k"));
-      std::size_t na = 0, nb = 0;
-      auto* a = static_cast<const float*>(ev.buffer("a", &na));
-      auto* b = static_cast<const float*>(ev.buffer("b", &nb));
-      count = std::size_t(mm) * std::size_t(nn);
-      auto* out = static_cast<float*>(alloc(count * 4));
-      blas = std::make_shared<peers::Blas>();
-      check(blas->error());
-      peer.launch = [=] { return blas->sgemm(a, b, out, mm, nn, kk); };
-      // Both sum 4096 products in fp32, in different orders: as close as the kernel's own check.
-      peer.check = [&ev, out, count] {
-        std::size_t n = 0;
-        return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count),
-                              1e-4, 5e-3);
-      };
-      peer.version = "cuBLAS " + blas->version();
-      break;
-    }
-  }
-
-  peers::EventTimer timer;
-  const auto time_peer = [&] {
-    for (int w = 0; w < 3; ++w) check(peer.launch());
-    check(peers::last_error());
-    std::vector<double> s;
-    for (int i = 0; i < samples; ++i) {
-      timer.start();
-      check(peer.launch());
-      const double ms = timer.stop();
-      if (ms < 0) check(peers::last_error());
-      s.push_back(ms);
-    }
-    return median(s);
-  };
-  for (int r = 0; r < rounds; ++r) {
-    // Alternate which goes first, so neither always runs on a GPU the other has just warmed.
-    const auto time_ktune = [&] {
-      const Measurement meas = ev.evaluate(chosen.config, compiled);
-      if (meas.status != TrialStatus::kOk)
-        throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
-      row.ktune_rounds.push_back(meas.time_ms);
-    };
-    try {
-      if (r % 2 == 0) {
-        time_ktune();
-        row.peer_rounds.push_back(time_peer());
-      } else {
-        row.peer_rounds.push_back(time_peer());
-        time_ktune();
-      }
-    } catch (const Error& e) {
-      row.error = e.what();
-      return row;
-    }
-  }
+  PeerSetup setup;
+  set_up_peer(c, ev, work, setup);
+  const PeerRun& peer = setup.peer;
+  if (!time_rounds(ev, chosen.config, compiled, peer, rounds, samples, row)) return row;
   if (peer.check) {
     try {
       row.peer_error = peer.check();
@@ -313,7 +353,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   row.ktune_ms = median(row.ktune_rounds);
   row.peer_ms = median(row.peer_rounds);
   row.metric = work / (row.ktune_ms * 1e6);
-  row.peer_metric = (c.peer == Peer::kMemcpy ? peer_work : work) / (row.peer_ms * 1e6);
+  row.peer_metric = (c.peer == Peer::kMemcpy ? setup.peer_work : work) / (row.peer_ms * 1e6);
   return row;
 }
 
@@ -321,7 +361,7 @@ std::string fmt_num(double v, int digits) {
   return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, digits);
 }
 
-int run(int argc, char** argv) {
+po::options_description peer_options() {
   po::options_description opts("ktune_peers [options]");
   opts.add_options()("help,h", "this help")(
       "db", po::value<std::string>(),
@@ -332,6 +372,105 @@ int run(int argc, char** argv) {
       "only", po::value<std::string>(),
       "comma-separated kernels (copy,reduce,transpose,matmul,stencil3d,convolution2d)")(
       "json", po::value<std::string>(), "write the results as JSON here");
+  return opts;
+}
+
+std::vector<Case> selected_cases(const po::variables_map& vm) {
+  std::vector<Case> cases = all_cases();
+  if (vm.count("only")) {
+    const std::string only = "," + vm["only"].as<std::string>() + ",";
+    std::erase_if(
+        cases, [&](const Case& c) { return only.find("," + c.kernel + ",") == std::string::npos; });
+    if (cases.empty())
+      throw Error(ErrorKind::kUsage, "--only names none of the benchmark's kernels");
+  }
+  return cases;
+}
+
+// Runs every case, saying each on stderr as it goes; a case that fails becomes a row with its
+// error.
+std::vector<Row> run_cases(const std::vector<Case>& cases, const Registry& registry,
+                           const DeviceInfo& dev, const Store* store, int rounds, int samples) {
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    std::cerr << "  " << c.label << " ..." << std::endl;
+    try {
+      rows.push_back(run_case(c, registry, dev, store, rounds, samples));
+    } catch (const Error& e) {
+      Row r{c};
+      r.error = e.what();
+      rows.push_back(r);
+    }
+    const Row& r = rows.back();
+    std::cerr << fmt::format("    {} [{}]: ktune {} ms, peer {} ms{}\n", r.config_key, r.source,
+                             fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+                             r.error.empty() ? "" : "  ERROR " + r.error);
+  }
+  return rows;
+}
+
+void print_row(const Row& r, bool ok, double ratio) {
+  std::string verdict = !ok ? "error" : !r.c.target ? "" : ratio >= *r.c.target ? "met" : "MISSED";
+  std::cout << fmt::format("{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n",
+                           r.c.label, r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+                           fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
+                           fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
+                           fmt_num(ratio, 3), r.c.target ? fmt_num(*r.c.target, 2) : "-",
+                           r.config_key, r.source, verdict);
+  if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
+  if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
+}
+
+json row_json(const Row& r, double ratio) {
+  json j;
+  j["case"] = r.c.label;
+  j["kernel"] = r.c.kernel;
+  j["problem"] = r.c.problem;
+  j["peer"] = r.c.peer_name;
+  j["config"] = r.config_key;
+  j["config_source"] = r.source;
+  j["unit"] = r.unit;
+  j["ktune_ms"] = r.ktune_ms;
+  j["peer_ms"] = r.peer_ms;
+  j["ktune_rate"] = r.metric;
+  j["peer_rate"] = r.peer_metric;
+  j["ratio"] = ratio;  // peer time / ktune time: above 1, ktune is faster
+  j["target"] = r.c.target ? json(*r.c.target) : json(nullptr);
+  j["ktune_round_ms"] = r.ktune_rounds;
+  j["peer_round_ms"] = r.peer_rounds;
+  j["stored_ms"] = r.stored_ms;
+  j["error"] = r.error;
+  j["peer_error"] = r.peer_error;
+  return j;
+}
+
+// Prints the table of the rows on stdout and returns them as JSON.
+json report(const std::vector<Row>& rows, const DeviceInfo& dev, int rounds, int samples) {
+  json out;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  out["device"] = dev.name;
+  out["arch"] = dev.arch;
+  out["date"] = date;
+  out["rounds"] = rounds;
+  out["samples"] = samples;
+  json list = json::array();
+  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case",
+                           "peer", "ktune ms", "peer ms", "ktune", "peer", "ratio", "target",
+                           "config");
+  for (const Row& r : rows) {
+    const bool ok = r.error.empty() && r.peer_error.empty();
+    const double ratio = ok ? r.ratio() : std::nan("");
+    print_row(r, ok, ratio);
+    list.push_back(row_json(r, ratio));
+  }
+  out["cases"] = list;
+  return out;
+}
+
+int run(int argc, char** argv) {
+  const po::options_description opts = peer_options();
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, opts), vm);
   po::notify(vm);
@@ -349,82 +488,13 @@ int run(int argc, char** argv) {
   Registry registry;
   register_builtin_kernels(registry);
 
-  std::vector<Case> cases = all_cases();
-  if (vm.count("only")) {
-    const std::string only = "," + vm["only"].as<std::string>() + ",";
-    std::erase_if(
-        cases, [&](const Case& c) { return only.find("," + c.kernel + ",") == std::string::npos; });
-    if (cases.empty())
-      throw Error(ErrorKind::kUsage, "--only names none of the benchmark's kernels");
-  }
+  const std::vector<Case> cases = selected_cases(vm);
   std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch,
                            rounds, samples);
-  std::vector<Row> rows;
-  for (const Case& c : cases) {
-    std::cerr << "  " << c.label << " ..." << std::endl;
-    try {
-      rows.push_back(run_case(c, registry, dev, store ? &*store : nullptr, rounds, samples));
-    } catch (const Error& e) {
-      Row r{c};
-      r.error = e.what();
-      rows.push_back(r);
-    }
-    const Row& r = rows.back();
-    std::cerr << fmt::format("    {} [{}]: ktune {} ms, peer {} ms{}\n", r.config_key, r.source,
-                             fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
-                             r.error.empty() ? "" : "  ERROR " + r.error);
-  }
+  const std::vector<Row> rows =
+      run_cases(cases, registry, dev, store ? &*store : nullptr, rounds, samples);
 
-  json out;
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  out["device"] = dev.name;
-  out["arch"] = dev.arch;
-  out["date"] = date;
-  out["rounds"] = rounds;
-  out["samples"] = samples;
-  json list = json::array();
-  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case",
-                           "peer", "ktune ms", "peer ms", "ktune", "peer", "ratio", "target",
-                           "config");
-  for (const Row& r : rows) {
-    const bool ok = r.error.empty() && r.peer_error.empty();
-    const double ratio = ok ? r.ratio() : std::nan("");
-    std::string verdict = !ok                    ? "error"
-                          : !r.c.target          ? ""
-                          : ratio >= *r.c.target ? "met"
-                                                 : "MISSED";
-    std::cout << fmt::format(
-        "{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n", r.c.label,
-        r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
-        fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
-        fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"), fmt_num(ratio, 3),
-        r.c.target ? fmt_num(*r.c.target, 2) : "-", r.config_key, r.source, verdict);
-    if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
-    if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
-    json j;
-    j["case"] = r.c.label;
-    j["kernel"] = r.c.kernel;
-    j["problem"] = r.c.problem;
-    j["peer"] = r.c.peer_name;
-    j["config"] = r.config_key;
-    j["config_source"] = r.source;
-    j["unit"] = r.unit;
-    j["ktune_ms"] = r.ktune_ms;
-    j["peer_ms"] = r.peer_ms;
-    j["ktune_rate"] = r.metric;
-    j["peer_rate"] = r.peer_metric;
-    j["ratio"] = ratio;  // peer time / ktune time: above 1, ktune is faster
-    j["target"] = r.c.target ? json(*r.c.target) : json(nullptr);
-    j["ktune_round_ms"] = r.ktune_rounds;
-    j["peer_round_ms"] = r.peer_rounds;
-    j["stored_ms"] = r.stored_ms;
-    j["error"] = r.error;
-    j["peer_error"] = r.peer_error;
-    list.push_back(j);
-  }
-  out["cases"] = list;
+  const json out = report(rows, dev, rounds, samples);
   if (vm.count("json")) {
     std::ofstream f(vm["json"].as<std::string>());
     f << out.dump(2) << "\n";

@@ -108,132 +108,185 @@ Pipeline& pipeline() {
   return *p;
 }
 
-int streams_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
-  const auto fail = [&](const char* what, int rc) {
+// One run of the hook: what it reads from the context, and the steps of the pipeline. Every
+// step returns 0 or the hook's failure code, with the error message written.
+class StreamsRun {
+ public:
+  StreamsRun(const ktune_run_ctx* ctx, char* error, std::size_t error_size)
+      : ctx_(ctx), error_(error), error_size_(error_size) {}
+
+  int run() {
+    if (!load(ctx_, cuda_)) return fail("a CUDA runtime function is not available", 0);
+    if (const int rc = read_context()) return rc;
+    Pipeline& p = pipeline();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (const int rc = create_streams(p)) return rc;
+    if (const int rc = prepare_host_memory(p)) return rc;
+    return issue_pipeline(p);
+  }
+
+ private:
+  int fail(const char* what, int rc) const {
     if (rc != 0)
-      std::snprintf(error, error_size, "streams: %s failed (CUDA error %d)", what, rc);
+      std::snprintf(error_, error_size_, "streams: %s failed (CUDA error %d)", what, rc);
     else
-      std::snprintf(error, error_size, "streams: %s", what);
+      std::snprintf(error_, error_size_, "streams: %s", what);
     return rc != 0 ? rc : 1;
-  };
-  Cuda cuda{};
-  if (!load(ctx, cuda)) return fail("a CUDA runtime function is not available", 0);
-  std::int64_t v[4];
-  static const char* const kNames[] = {"n", "chunks", "streams", "block_size"};
-  for (std::size_t i = 0; i < std::size(kNames); ++i) {
-    int found = 0;
-    v[i] = ctx->value(ctx, kNames[i], &found);
-    if (!found || v[i] < 1) {
-      std::snprintf(error, error_size, "streams: no positive value for %s", kNames[i]);
-      return 1;
+  }
+
+  // The configuration's values and the kernel's buffers.
+  int read_context() {
+    std::int64_t v[4];
+    static const char* const kNames[] = {"n", "chunks", "streams", "block_size"};
+    for (std::size_t i = 0; i < std::size(kNames); ++i) {
+      int found = 0;
+      v[i] = ctx_->value(ctx_, kNames[i], &found);
+      if (!found || v[i] < 1) {
+        std::snprintf(error_, error_size_, "streams: no positive value for %s", kNames[i]);
+        return 1;
+      }
     }
-  }
-  int found = 0;
-  const bool breadth_first = ctx->value(ctx, "breadth_first", &found) != 0;
-  const auto n = static_cast<std::size_t>(v[0]);
-  const auto chunks = static_cast<std::size_t>(v[1]);
-  const auto stream_count = static_cast<std::size_t>(v[2]);
-  const auto block = static_cast<unsigned>(v[3]);
-  std::size_t x_count = 0, y_count = 0, dev_count = 0;
-  const void* x = ctx->buffer(ctx, "x", &x_count);
-  auto* y = static_cast<float*>(ctx->buffer(ctx, "y", &y_count));
-  auto* x_dev = static_cast<float*>(ctx->buffer(ctx, "x_dev", &dev_count));
-  if (!x || !y || !x_dev || x_count < n || y_count < n || dev_count < n)
-    return fail("buffers x, y and x_dev must hold n values", 0);
-
-  Pipeline& p = pipeline();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  const auto sync_all = [&]() -> int {
-    for (void* s : p.streams)
-      if (const int rc = cuda.stream_synchronize(s)) return rc;
+    int found = 0;
+    breadth_first_ = ctx_->value(ctx_, "breadth_first", &found) != 0;
+    n_ = static_cast<std::size_t>(v[0]);
+    chunks_ = static_cast<std::size_t>(v[1]);
+    stream_count_ = static_cast<std::size_t>(v[2]);
+    block_ = static_cast<unsigned>(v[3]);
+    std::size_t x_count = 0, y_count = 0, dev_count = 0;
+    x_ = ctx_->buffer(ctx_, "x", &x_count);
+    y_ = static_cast<float*>(ctx_->buffer(ctx_, "y", &y_count));
+    x_dev_ = static_cast<float*>(ctx_->buffer(ctx_, "x_dev", &dev_count));
+    if (!x_ || !y_ || !x_dev_ || x_count < n_ || y_count < n_ || dev_count < n_)
+      return fail("buffers x, y and x_dev must hold n values", 0);
     return 0;
-  };
-  if (!p.start) {
-    if (const int rc = cuda.event_create_with_flags(&p.start, kDisableTiming))
-      return fail("cudaEventCreate", rc);
-  }
-  while (p.streams.size() < stream_count) {
-    void* s = nullptr;
-    void* e = nullptr;
-    if (const int rc = cuda.stream_create_with_flags(&s, kNonBlocking))
-      return fail("cudaStreamCreate", rc);
-    p.streams.push_back(s);
-    if (const int rc = cuda.event_create_with_flags(&e, kDisableTiming))
-      return fail("cudaEventCreate", rc);
-    p.done.push_back(e);
-  }
-  if (p.capacity < n) {
-    if (const int rc = sync_all()) return fail("cudaStreamSynchronize", rc);
-    if (p.host_x) cuda.free_host(p.host_x);
-    if (p.host_y) cuda.free_host(p.host_y);
-    p.host_x = p.host_y = nullptr;
-    p.capacity = 0;
-    p.mirrored = nullptr;
-    void* hx = nullptr;
-    void* hy = nullptr;
-    if (const int rc = cuda.malloc_host(&hx, n * sizeof(float))) return fail("cudaMallocHost", rc);
-    p.host_x = static_cast<float*>(hx);
-    if (const int rc = cuda.malloc_host(&hy, n * sizeof(float))) return fail("cudaMallocHost", rc);
-    p.host_y = static_cast<float*>(hy);
-    p.capacity = n;
-  }
-  if (p.mirrored != x || p.mirrored_count != n) {
-    if (const int rc = sync_all()) return fail("cudaStreamSynchronize", rc);
-    if (const int rc = cuda.memcpy(p.host_x, x, n * sizeof(float), kDeviceToHost))
-      return fail("the copy of x to pinned memory", rc);
-    p.mirrored = x;
-    p.mirrored_count = n;
   }
 
-  // Chunks of whole kilobytes; the last one takes the rest, and chunks past n are left out.
-  const std::size_t chunk = (n + chunks - 1) / chunks;
-  const std::size_t step = (chunk + 255) / 256 * 256;
-  if (const int rc = cuda.event_record(p.start, ctx->stream)) return fail("cudaEventRecord", rc);
-  for (std::size_t s = 0; s < stream_count; ++s) {
-    if (const int rc = cuda.stream_wait_event(p.streams[s], p.start, 0))
-      return fail("cudaStreamWaitEvent", rc);
+  int sync_all(const Pipeline& p) const {
+    for (void* s : p.streams)
+      if (const int rc = cuda_.stream_synchronize(s)) return rc;
+    return 0;
   }
-  // Stage 0: host -> device copy of a chunk; 1: its kernel; 2: device -> host copy.
-  const auto issue = [&](int stage, std::size_t c, std::size_t begin, std::size_t count) {
-    void* stream = p.streams[c % stream_count];
+
+  int create_streams(Pipeline& p) const {
+    if (!p.start) {
+      if (const int rc = cuda_.event_create_with_flags(&p.start, kDisableTiming))
+        return fail("cudaEventCreate", rc);
+    }
+    while (p.streams.size() < stream_count_) {
+      void* s = nullptr;
+      void* e = nullptr;
+      if (const int rc = cuda_.stream_create_with_flags(&s, kNonBlocking))
+        return fail("cudaStreamCreate", rc);
+      p.streams.push_back(s);
+      if (const int rc = cuda_.event_create_with_flags(&e, kDisableTiming))
+        return fail("cudaEventCreate", rc);
+      p.done.push_back(e);
+    }
+    return 0;
+  }
+
+  // Pinned buffers large enough for n, and the mirror of x up to date.
+  int prepare_host_memory(Pipeline& p) const {
+    const std::size_t n = n_;
+    if (p.capacity < n) {
+      if (const int rc = sync_all(p)) return fail("cudaStreamSynchronize", rc);
+      if (p.host_x) cuda_.free_host(p.host_x);
+      if (p.host_y) cuda_.free_host(p.host_y);
+      p.host_x = p.host_y = nullptr;
+      p.capacity = 0;
+      p.mirrored = nullptr;
+      void* hx = nullptr;
+      void* hy = nullptr;
+      if (const int rc = cuda_.malloc_host(&hx, n * sizeof(float)))
+        return fail("cudaMallocHost", rc);
+      p.host_x = static_cast<float*>(hx);
+      if (const int rc = cuda_.malloc_host(&hy, n * sizeof(float)))
+        return fail("cudaMallocHost", rc);
+      p.host_y = static_cast<float*>(hy);
+      p.capacity = n;
+    }
+    if (p.mirrored != x_ || p.mirrored_count != n) {
+      if (const int rc = sync_all(p)) return fail("cudaStreamSynchronize", rc);
+      if (const int rc = cuda_.memcpy(p.host_x, x_, n * sizeof(float), kDeviceToHost))
+        return fail("the copy of x to pinned memory", rc);
+      p.mirrored = x_;
+      p.mirrored_count = n;
+    }
+    return 0;
+  }
+
+  // Stage 0: host -> device copy of a chunk; 1: its kernel; 2: device -> host copy. Returns the
+  // CUDA error.
+  int issue(const Pipeline& p, int stage, std::size_t c, std::size_t begin,
+            std::size_t count) const {
+    void* stream = p.streams[c % stream_count_];
     if (stage == 0)
-      return cuda.memcpy_async(x_dev + begin, p.host_x + begin, count * sizeof(float),
-                               kHostToDevice, stream);
+      return cuda_.memcpy_async(x_dev_ + begin, p.host_x + begin, count * sizeof(float),
+                                kHostToDevice, stream);
     if (stage == 2)
-      return cuda.memcpy_async(p.host_y + begin, y + begin, count * sizeof(float), kDeviceToHost,
-                               stream);
-    const float* xp = x_dev + begin;
-    float* yp = y + begin;
+      return cuda_.memcpy_async(p.host_y + begin, y_ + begin, count * sizeof(float), kDeviceToHost,
+                                stream);
+    const float* xp = x_dev_ + begin;
+    float* yp = y_ + begin;
     unsigned cnt = static_cast<unsigned>(count);
     float a = kA, b = kB;
     void* args[] = {&xp, &yp, &cnt, &a, &b};
-    const Dim3 grid{static_cast<unsigned>((count + block - 1) / block), 1, 1};
-    const Dim3 threads{block, 1, 1};
-    return cuda.launch_kernel(ctx->kernel, grid, threads, args, 0, stream);
-  };
-  static const char* const kStage[] = {"host -> device copy", "kernel launch",
-                                       "device -> host copy"};
-  // Depth first: each chunk's copy, kernel, copy in turn. Breadth first: every chunk's
-  // host -> device copy, then every kernel, then every device -> host copy (the lecture's
-  // second issue order, which overlapped better on GPUs with one queue per engine).
-  const int passes = breadth_first ? 3 : 1;
-  for (int pass = 0; pass < passes; ++pass) {
-    const int first = breadth_first ? pass : 0, last = breadth_first ? pass : 2;
-    for (std::size_t c = 0; c * step < n; ++c) {
-      const std::size_t begin = c * step;
-      const std::size_t count = std::min(step, n - begin);
-      for (int stage = first; stage <= last; ++stage) {
-        if (const int rc = issue(stage, c, begin, count)) return fail(kStage[stage], rc);
+    const Dim3 grid{static_cast<unsigned>((count + block_ - 1) / block_), 1, 1};
+    const Dim3 threads{block_, 1, 1};
+    return cuda_.launch_kernel(ctx_->kernel, grid, threads, args, 0, stream);
+  }
+
+  // The pipeline between the timed stream's start event and its wait for every stream.
+  int issue_pipeline(const Pipeline& p) const {
+    const std::size_t n = n_;
+    // Chunks of whole kilobytes; the last one takes the rest, and chunks past n are left out.
+    const std::size_t chunk = (n + chunks_ - 1) / chunks_;
+    const std::size_t step = (chunk + 255) / 256 * 256;
+    if (const int rc = cuda_.event_record(p.start, ctx_->stream))
+      return fail("cudaEventRecord", rc);
+    for (std::size_t s = 0; s < stream_count_; ++s) {
+      if (const int rc = cuda_.stream_wait_event(p.streams[s], p.start, 0))
+        return fail("cudaStreamWaitEvent", rc);
+    }
+    static const char* const kStage[] = {"host -> device copy", "kernel launch",
+                                         "device -> host copy"};
+    // Depth first: each chunk's copy, kernel, copy in turn. Breadth first: every chunk's
+    // host -> device copy, then every kernel, then every device -> host copy (the lecture's
+    // second issue order, which overlapped better on GPUs with one queue per engine).
+    const int passes = breadth_first_ ? 3 : 1;
+    for (int pass = 0; pass < passes; ++pass) {
+      const int first = breadth_first_ ? pass : 0, last = breadth_first_ ? pass : 2;
+      for (std::size_t c = 0; c * step < n; ++c) {
+        const std::size_t begin = c * step;
+        const std::size_t count = std::min(step, n - begin);
+        for (int stage = first; stage <= last; ++stage) {
+          if (const int rc = issue(p, stage, c, begin, count)) return fail(kStage[stage], rc);
+        }
       }
     }
+    for (std::size_t s = 0; s < stream_count_; ++s) {
+      if (const int rc = cuda_.event_record(p.done[s], p.streams[s]))
+        return fail("cudaEventRecord", rc);
+      if (const int rc = cuda_.stream_wait_event(ctx_->stream, p.done[s], 0))
+        return fail("cudaStreamWaitEvent", rc);
+    }
+    return 0;
   }
-  for (std::size_t s = 0; s < stream_count; ++s) {
-    if (const int rc = cuda.event_record(p.done[s], p.streams[s]))
-      return fail("cudaEventRecord", rc);
-    if (const int rc = cuda.stream_wait_event(ctx->stream, p.done[s], 0))
-      return fail("cudaStreamWaitEvent", rc);
-  }
-  return 0;
+
+  const ktune_run_ctx* ctx_;
+  char* error_;
+  std::size_t error_size_;
+  Cuda cuda_{};
+  std::size_t n_ = 0, chunks_ = 0, stream_count_ = 0;
+  unsigned block_ = 0;
+  bool breadth_first_ = false;
+  const void* x_ = nullptr;
+  float* y_ = nullptr;
+  float* x_dev_ = nullptr;
+};
+
+int streams_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
+  return StreamsRun(ctx, error, error_size).run();
 }
 
 const ktune_param_desc kParams[] = {

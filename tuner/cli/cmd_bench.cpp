@@ -31,9 +31,7 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
-int cmd_bench_strategies(const std::vector<std::string>& args) {
+po::options_description bench_options() {
   po::options_description opts;
   po::options_description own("Benchmark");
   own.add_options()(
@@ -59,27 +57,12 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>()->value_name("FILE"),
       "also write the results as JSON to FILE");
   opts.add(own).add(plugin_options()).add(output_options());
-  po::positional_options_description pos;
-  pos.add("replay", -1);
-  po::variables_map vm;
-  if (parse(args, "bench-strategies",
-            "--strategies a,b,... --replay FILE... [--seeds 50] [--budgets 25,50,100,200,400] "
-            "[-o FILE] [--json]",
-            opts, pos, vm)) {
-    std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
-    return 0;
-  }
-  if (!vm.count("replay"))
-    throw Error(ErrorKind::kUsage, "bench-strategies: give the recordings with --replay FILE...");
-  BenchOptions options;
-  options.strategies = vm["strategies"].as<std::string>() == "all"
-                           ? strategy_names()
-                           : split_list(vm["strategies"].as<std::string>());
-  if (options.strategies.empty())
-    throw Error(ErrorKind::kUsage, "bench-strategies: --strategies names none");
-  for (const auto& name : options.strategies) (void)make_strategy(name);
+  return opts;
+}
+
+void read_budgets(const std::string& text, BenchOptions& options) {
   options.budgets.clear();
-  for (const auto& b : split_list(vm["budgets"].as<std::string>())) {
+  for (const auto& b : split_list(text)) {
     std::size_t used = 0;
     unsigned long long v = 0;
     try {
@@ -91,6 +74,17 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
       throw Error(ErrorKind::kUsage, fmt::format("--budgets: '{}' is not a positive integer", b));
     options.budgets.push_back(v);
   }
+}
+
+BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
+  BenchOptions options;
+  options.strategies = vm["strategies"].as<std::string>() == "all"
+                           ? strategy_names()
+                           : split_list(vm["strategies"].as<std::string>());
+  if (options.strategies.empty())
+    throw Error(ErrorKind::kUsage, "bench-strategies: --strategies names none");
+  for (const auto& name : options.strategies) (void)make_strategy(name);
+  read_budgets(vm["budgets"].as<std::string>(), options);
   options.seeds = vm["seeds"].as<std::uint64_t>();
   options.first_seed = vm["first-seed"].as<std::uint64_t>();
   options.cutoff = vm["cutoff"].as<double>();
@@ -98,10 +92,13 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
   if (vm.count("strategy-option"))
     options.strategy_options =
         parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
-  const bool quiet = vm.count("quiet") > 0;
   if (!quiet && !json_output(vm))
     options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  return options;
+}
 
+// The recordings as spaces, each named by its file name without the extensions.
+std::vector<BenchSpace> read_spaces(const po::variables_map& vm, bool quiet) {
   auto registry = make_registry(vm);
   std::vector<BenchSpace> spaces;
   for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
@@ -116,7 +113,10 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
       for (const auto& n : spaces.back().notes)
         std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
   }
-  const BenchReport report = bench_strategies(spaces, options);
+  return spaces;
+}
+
+void write_results(const po::variables_map& vm, const BenchReport& report, bool quiet) {
   const std::string json = bench_report_json(report);
   if (vm.count("output")) {
     const std::string out = vm["output"].as<std::string>();
@@ -129,6 +129,28 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
     std::cout << json << "\n";
   else if (!quiet)
     std::cout << format_bench_report(report);
+}
+
+}  // namespace
+
+int cmd_bench_strategies(const std::vector<std::string>& args) {
+  const po::options_description opts = bench_options();
+  po::positional_options_description pos;
+  pos.add("replay", -1);
+  po::variables_map vm;
+  if (parse(args, "bench-strategies",
+            "--strategies a,b,... --replay FILE... [--seeds 50] [--budgets 25,50,100,200,400] "
+            "[-o FILE] [--json]",
+            opts, pos, vm)) {
+    std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
+    return 0;
+  }
+  if (!vm.count("replay"))
+    throw Error(ErrorKind::kUsage, "bench-strategies: give the recordings with --replay FILE...");
+  const bool quiet = vm.count("quiet") > 0;
+  const BenchOptions options = read_bench_options(vm, quiet);
+  const std::vector<BenchSpace> spaces = read_spaces(vm, quiet);
+  write_results(vm, bench_strategies(spaces, options), quiet);
   return 0;
 }
 

@@ -11,6 +11,90 @@
 
 namespace ktune::cli {
 
+namespace {
+
+// The devices a query covers, and how the output names them.
+struct Scope {
+  std::string name;
+  std::vector<DeviceRecord> devices;
+};
+
+// This machine's GPU if it has one (--device picks which), else every device in the database.
+Scope machine_scope(const po::variables_map& vm, const Store& store) {
+  Scope scope;
+  DeviceQuery q = list_devices();
+  const int ordinal = vm["device"].as<int>();
+  if (!q.devices.empty() && !vm["device"].defaulted() &&
+      (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size())))
+    throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)",
+                                               ordinal, q.devices.size()));
+  if (!q.devices.empty() && ordinal >= 0 && ordinal < static_cast<int>(q.devices.size())) {
+    const DeviceInfo& here = q.devices[static_cast<std::size_t>(ordinal)];
+    for (const auto& d : store.devices())
+      if (d.name == here.name && d.arch == here.arch && d.sm_count == here.sm_count &&
+          d.memory_bytes == here.memory_bytes)
+        scope.devices.push_back(d);
+    scope.name = fmt::format("device {} ({})", ordinal, here.name);
+  } else {
+    scope.devices = store.devices();
+    scope.name = "any device";
+  }
+  return scope;
+}
+
+// Which devices: --arch names an architecture; otherwise those of machine_scope.
+Scope query_scope(const po::variables_map& vm, const Store& store) {
+  if (!vm.count("arch")) return machine_scope(vm, store);
+  Scope scope;
+  const std::string arch = vm["arch"].as<std::string>();
+  compute_capability_of(arch);
+  for (const auto& d : store.devices())
+    if (d.arch == arch) scope.devices.push_back(d);
+  scope.name = "architecture " + arch;
+  return scope;
+}
+
+void print_best_json(const std::string& kernel, const std::string& key, const std::string& scope,
+                     const std::vector<BestRecord>& found) {
+  nlohmann::json out;
+  out["kernel"] = kernel;
+  out["problem"] = key;
+  out["scope"] = scope;
+  out["results"] = nlohmann::json::array();
+  for (const auto& b : found) {
+    out["results"].push_back(
+        {{"device", b.device.name},
+         {"arch", b.device.arch},
+         {"config",
+          nlohmann::json::parse(b.trial.config_json.empty() ? "{}" : b.trial.config_json)},
+         {"key", b.trial.config_key},
+         {"time_ms", b.trial.time_ms},
+         {"gbps", std::isfinite(b.trial.gbps) ? nlohmann::json(b.trial.gbps) : nlohmann::json()},
+         {"samples", b.trial.sample_count},
+         {"spread", b.trial.time_spread},
+         {"run_id", b.trial.run_id},
+         {"trial_id", b.trial_id},
+         {"updated_at", b.updated_at},
+         {"source_hash", b.kernel.source_hash}});
+  }
+  print_json(out);
+}
+
+void print_best_text(const std::string& kernel, const std::string& key,
+                     const std::vector<BestRecord>& found) {
+  for (const auto& b : found) {
+    std::cout << fmt::format(
+        "{} [{}] on {} ({})\n  {}\n  {:.4f} ms median of {} runs (spread {:.2f}%)", kernel, key,
+        b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms, b.trial.sample_count,
+        100 * b.trial.time_spread);
+    if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
+    std::cout << fmt::format("\n  run {}, trial {}, {}\n", b.trial.run_id, b.trial_id,
+                             b.updated_at);
+  }
+}
+
+}  // namespace
+
 int cmd_best(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Query");
@@ -37,77 +121,19 @@ int cmd_best(const std::vector<std::string>& args) {
   const std::string db = vm["db"].as<std::string>();
   Store store = Store::open(db, Store::Mode::kReadOnly);
 
-  // Which devices: --arch names an architecture; otherwise this machine's GPU if it has one
-  // (--device picks which), else every device in the database.
-  std::string scope;
-  std::vector<DeviceRecord> devices;
-  if (vm.count("arch")) {
-    const std::string arch = vm["arch"].as<std::string>();
-    compute_capability_of(arch);
-    for (const auto& d : store.devices())
-      if (d.arch == arch) devices.push_back(d);
-    scope = "architecture " + arch;
-  } else {
-    DeviceQuery q = list_devices();
-    const int ordinal = vm["device"].as<int>();
-    if (!q.devices.empty() && !vm["device"].defaulted() &&
-        (ordinal < 0 || ordinal >= static_cast<int>(q.devices.size())))
-      throw Error(ErrorKind::kUsage, fmt::format("--device {}: this machine has {} CUDA device(s)",
-                                                 ordinal, q.devices.size()));
-    if (!q.devices.empty() && ordinal >= 0 && ordinal < static_cast<int>(q.devices.size())) {
-      const DeviceInfo& here = q.devices[static_cast<std::size_t>(ordinal)];
-      for (const auto& d : store.devices())
-        if (d.name == here.name && d.arch == here.arch && d.sm_count == here.sm_count &&
-            d.memory_bytes == here.memory_bytes)
-          devices.push_back(d);
-      scope = fmt::format("device {} ({})", ordinal, here.name);
-    } else {
-      devices = store.devices();
-      scope = "any device";
-    }
-  }
+  const Scope scope = query_scope(vm, store);
   std::vector<BestRecord> found;
-  for (const auto& d : devices)
+  for (const auto& d : scope.devices)
     if (auto b = store.best(kernel.name, key, d.id)) found.push_back(std::move(*b));
 
-  if (json_output(vm)) {
-    nlohmann::json out;
-    out["kernel"] = kernel.name;
-    out["problem"] = key;
-    out["scope"] = scope;
-    out["results"] = nlohmann::json::array();
-    for (const auto& b : found) {
-      out["results"].push_back(
-          {{"device", b.device.name},
-           {"arch", b.device.arch},
-           {"config",
-            nlohmann::json::parse(b.trial.config_json.empty() ? "{}" : b.trial.config_json)},
-           {"key", b.trial.config_key},
-           {"time_ms", b.trial.time_ms},
-           {"gbps", std::isfinite(b.trial.gbps) ? nlohmann::json(b.trial.gbps) : nlohmann::json()},
-           {"samples", b.trial.sample_count},
-           {"spread", b.trial.time_spread},
-           {"run_id", b.trial.run_id},
-           {"trial_id", b.trial_id},
-           {"updated_at", b.updated_at},
-           {"source_hash", b.kernel.source_hash}});
-    }
-    print_json(out);
-  } else if (!found.empty()) {
-    for (const auto& b : found) {
-      std::cout << fmt::format(
-          "{} [{}] on {} ({})\n  {}\n  {:.4f} ms median of {} runs (spread {:.2f}%)", kernel.name,
-          key, b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms,
-          b.trial.sample_count, 100 * b.trial.time_spread);
-      if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
-      std::cout << fmt::format("\n  run {}, trial {}, {}\n", b.trial.run_id, b.trial_id,
-                               b.updated_at);
-    }
-  }
+  if (json_output(vm))
+    print_best_json(kernel.name, key, scope.name, found);
+  else if (!found.empty())
+    print_best_text(kernel.name, key, found);
   if (found.empty()) {
     if (!json_output(vm))
       std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name,
-                               key, scope, db);
+                               key, scope.name, db);
     return 1;
   }
   return 0;

@@ -10,7 +10,9 @@
 
 namespace ktune::cli {
 
-int cmd_compile(const std::vector<std::string>& args) {
+namespace {
+
+po::options_description compile_command_options() {
   po::options_description opts;
   po::options_description own("Configuration");
   own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
@@ -25,6 +27,58 @@ int cmd_compile(const std::vector<std::string>& args) {
       .add(target_options())
       .add(plugin_options())
       .add(output_options());
+  return opts;
+}
+
+nlohmann::json compile_json(const std::string& kernel, const SearchSpace& space,
+                            const Config& config, const std::string& key, const CompileResult& r) {
+  nlohmann::json j;
+  j["kernel"] = kernel;
+  j["config"] = space.to_json(config);
+  j["key"] = key;
+  j["arch"] = r.arch;
+  j["options"] = r.options;
+  j["ok"] = r.ok;
+  j["error"] = r.error;
+  j["log"] = r.log;
+  j["compile_ms"] = r.compile_ms;
+  j["from_cache"] = r.from_cache;
+  j["cubin_bytes"] = r.cubin.size();
+  j["lowered_name"] = r.lowered_name;
+  j["resources"] = {{"registers", r.resources.registers},
+                    {"spill_store_bytes", r.resources.spill_store_bytes},
+                    {"spill_load_bytes", r.resources.spill_load_bytes},
+                    {"stack_frame_bytes", r.resources.stack_frame_bytes},
+                    {"static_shared_bytes", r.resources.static_shared_bytes},
+                    {"constant_bytes", r.resources.constant_bytes}};
+  return j;
+}
+
+void print_compiled(const std::string& kernel, const std::string& key, const std::string& arch,
+                    const CompileResult& r) {
+  std::cout << fmt::format(
+      "{}[{}] {}\n  entry      {}\n  options    {}\n  cubin      {} bytes\n"
+      "  compile    {:.1f} ms{}\n",
+      kernel, key, arch, r.lowered_name, fmt::join(r.options, " "), r.cubin.size(), r.compile_ms,
+      r.from_cache ? " (from cache)" : "");
+  const auto& res = r.resources;
+  std::cout << fmt::format(
+      "  resources  {} registers, {} B stack, {} B spill stores, {} B spill loads, "
+      "{} B static shared\n",
+      res.registers, res.stack_frame_bytes, res.spill_store_bytes, res.spill_load_bytes,
+      res.static_shared_bytes);
+}
+
+void write_cubin(const std::string& path, const CompileResult& r) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
+  if (!out) throw Error(ErrorKind::kInput, fmt::format("{}: cannot write the CUBIN", path));
+}
+
+}  // namespace
+
+int cmd_compile(const std::vector<std::string>& args) {
+  const po::options_description opts = compile_command_options();
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
@@ -59,50 +113,15 @@ int cmd_compile(const std::vector<std::string>& args) {
   if (!vm.count("no-cache")) cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   const CompileResult r = compile_cached(request, cache.get());
 
-  if (json_output(vm)) {
-    nlohmann::json j;
-    j["kernel"] = kernel.name;
-    j["config"] = space.to_json(config);
-    j["key"] = key;
-    j["arch"] = r.arch;
-    j["options"] = r.options;
-    j["ok"] = r.ok;
-    j["error"] = r.error;
-    j["log"] = r.log;
-    j["compile_ms"] = r.compile_ms;
-    j["from_cache"] = r.from_cache;
-    j["cubin_bytes"] = r.cubin.size();
-    j["lowered_name"] = r.lowered_name;
-    j["resources"] = {{"registers", r.resources.registers},
-                      {"spill_store_bytes", r.resources.spill_store_bytes},
-                      {"spill_load_bytes", r.resources.spill_load_bytes},
-                      {"stack_frame_bytes", r.resources.stack_frame_bytes},
-                      {"static_shared_bytes", r.resources.static_shared_bytes},
-                      {"constant_bytes", r.resources.constant_bytes}};
-    print_json(j);
-  } else if (!r.ok) {
+  if (json_output(vm))
+    print_json(compile_json(kernel.name, space, config, key, r));
+  else if (!r.ok)
     std::cerr << fmt::format("error: {}[{}] {}: compilation failed: {}\noptions: {}\n{}",
                              kernel.name, key, target.arch, r.error, fmt::join(r.options, " "),
                              r.log);
-  } else if (!vm.count("quiet")) {
-    std::cout << fmt::format(
-        "{}[{}] {}\n  entry      {}\n  options    {}\n  cubin      {} bytes\n"
-        "  compile    {:.1f} ms{}\n",
-        kernel.name, key, target.arch, r.lowered_name, fmt::join(r.options, " "), r.cubin.size(),
-        r.compile_ms, r.from_cache ? " (from cache)" : "");
-    const auto& res = r.resources;
-    std::cout << fmt::format(
-        "  resources  {} registers, {} B stack, {} B spill stores, {} B spill loads, "
-        "{} B static shared\n",
-        res.registers, res.stack_frame_bytes, res.spill_store_bytes, res.spill_load_bytes,
-        res.static_shared_bytes);
-  }
-  if (r.ok && vm.count("output")) {
-    const std::string path = vm["output"].as<std::string>();
-    std::ofstream out(path, std::ios::binary);
-    out.write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
-    if (!out) throw Error(ErrorKind::kInput, fmt::format("{}: cannot write the CUBIN", path));
-  }
+  else if (!vm.count("quiet"))
+    print_compiled(kernel.name, key, target.arch, r);
+  if (r.ok && vm.count("output")) write_cubin(vm["output"].as<std::string>(), r);
   return r.ok ? 0 : exit_code(ErrorKind::kCompile);
 }
 

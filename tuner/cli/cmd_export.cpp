@@ -42,9 +42,7 @@ const ExportFormat kFormats[] = {
      write_kt_cache_file},
 };
 
-}  // namespace
-
-int cmd_export(const std::vector<std::string>& args) {
+po::options_description export_options() {
   po::options_description opts;
   po::options_description own("Export");
   own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
@@ -67,6 +65,70 @@ int cmd_export(const std::vector<std::string>& args) {
       .add(database_options())
       .add(plugin_options())
       .add(output_options());
+  return opts;
+}
+
+// --header and --best-json; with no format as well (`formats_too` false), the JSON summary.
+void export_bests(const po::variables_map& vm, bool formats_too) {
+  ExportOptions best;
+  best.kernel = vm["kernel"].as<std::string>();
+  const std::string db = vm["db"].as<std::string>();
+  for (const char* flag : {"header", "best-json"}) {
+    if (!vm.count(flag)) continue;
+    const std::string path = vm[flag].as<std::string>();
+    if (std::string_view(flag) == "header")
+      export_header_file(db, path, best);
+    else
+      export_json_file(db, path, best);
+    if (!json_output(vm) && !vm.count("quiet"))
+      std::cout << fmt::format("wrote the best configurations of {} to {}\n", *best.kernel, path);
+  }
+  if (!formats_too && json_output(vm))
+    print_json({{"kernel", *best.kernel},
+                {"header", vm.count("header") ? vm["header"].as<std::string>() : ""},
+                {"best_json", vm.count("best-json") ? vm["best-json"].as<std::string>() : ""}});
+}
+
+RecordingQuery recording_query(const po::variables_map& vm) {
+  RecordingQuery query;
+  query.kernel = vm["kernel"].as<std::string>();
+  if (vm.count("problem")) {
+    query.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+    // A registered kernel checks the names; an unregistered one (a replayed recording) matches
+    // what the database holds.
+    auto registry = make_registry(vm);
+    if (registry->contains(query.kernel))
+      (void)registry->get(query.kernel).make_problem(query.problem);
+  }
+  if (vm.count("device-name")) query.device = vm["device-name"].as<std::string>();
+  return query;
+}
+
+void export_formats(const po::variables_map& vm, const Recording& recording) {
+  nlohmann::json written = nlohmann::json::array();
+  for (const auto& f : kFormats) {
+    if (!vm.count(f.flag)) continue;
+    const std::string path = f.write(recording, vm[f.flag].as<std::string>());
+    written.push_back({{"format", f.flag}, {"path", path}});
+    if (!json_output(vm) && !vm.count("quiet"))
+      std::cout << fmt::format("wrote {} configurations of {} [{}] on {} ({} ok) to {}\n",
+                               recording.trials.size(), recording.kernel_name,
+                               recording.problem_key(), recording.device_name,
+                               recording.count(TrialStatus::kOk), path);
+  }
+  if (json_output(vm))
+    print_json({{"kernel", recording.kernel_name},
+                {"problem", recording.problem_key()},
+                {"device", recording.device_name},
+                {"configurations", recording.trials.size()},
+                {"ok", recording.count(TrialStatus::kOk)},
+                {"written", written}});
+}
+
+}  // namespace
+
+int cmd_export(const std::vector<std::string>& args) {
+  const po::options_description opts = export_options();
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
@@ -86,60 +148,13 @@ int cmd_export(const std::vector<std::string>& args) {
                 fmt::format("export: name an output ({}, --header FILE, --best-json FILE)", flags));
   }
   if (best_outputs) {
-    ExportOptions best;
-    best.kernel = vm["kernel"].as<std::string>();
-    const std::string db = vm["db"].as<std::string>();
-    for (const char* flag : {"header", "best-json"}) {
-      if (!vm.count(flag)) continue;
-      const std::string path = vm[flag].as<std::string>();
-      if (std::string_view(flag) == "header")
-        export_header_file(db, path, best);
-      else
-        export_json_file(db, path, best);
-      if (!json_output(vm) && !vm.count("quiet"))
-        std::cout << fmt::format("wrote the best configurations of {} to {}\n", *best.kernel, path);
-    }
-    if (!any) {
-      if (json_output(vm))
-        print_json({{"kernel", *best.kernel},
-                    {"header", vm.count("header") ? vm["header"].as<std::string>() : ""},
-                    {"best_json", vm.count("best-json") ? vm["best-json"].as<std::string>() : ""}});
-      return 0;
-    }
+    export_bests(vm, any);
+    if (!any) return 0;
   }
 
-  RecordingQuery query;
-  query.kernel = vm["kernel"].as<std::string>();
-  if (vm.count("problem")) {
-    query.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
-    // A registered kernel checks the names; an unregistered one (a replayed recording) matches
-    // what the database holds.
-    auto registry = make_registry(vm);
-    if (registry->contains(query.kernel))
-      (void)registry->get(query.kernel).make_problem(query.problem);
-  }
-  if (vm.count("device-name")) query.device = vm["device-name"].as<std::string>();
+  const RecordingQuery query = recording_query(vm);
   const std::string db = vm["db"].as<std::string>();
-  const Recording recording = read_db_recording(db, query);
-
-  nlohmann::json written = nlohmann::json::array();
-  for (const auto& f : kFormats) {
-    if (!vm.count(f.flag)) continue;
-    const std::string path = f.write(recording, vm[f.flag].as<std::string>());
-    written.push_back({{"format", f.flag}, {"path", path}});
-    if (!json_output(vm) && !vm.count("quiet"))
-      std::cout << fmt::format("wrote {} configurations of {} [{}] on {} ({} ok) to {}\n",
-                               recording.trials.size(), recording.kernel_name,
-                               recording.problem_key(), recording.device_name,
-                               recording.count(TrialStatus::kOk), path);
-  }
-  if (json_output(vm))
-    print_json({{"kernel", recording.kernel_name},
-                {"problem", recording.problem_key()},
-                {"device", recording.device_name},
-                {"configurations", recording.trials.size()},
-                {"ok", recording.count(TrialStatus::kOk)},
-                {"written", written}});
+  export_formats(vm, read_db_recording(db, query));
   return 0;
 }
 

@@ -28,9 +28,7 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw Error(ErrorKind::kUsage, fmt::format("{}: write failed", path));
 }
 
-}  // namespace
-
-int cmd_report(const std::vector<std::string>& args) {
+po::options_description report_command_options() {
   po::options_description opts;
   po::options_description own("Report");
   own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"),
@@ -50,24 +48,22 @@ int cmd_report(const std::vector<std::string>& args) {
       "t4-metadata", po::value<std::string>()->value_name("FILE"),
       "write the T4 metadata document of the selected run to FILE");
   opts.add(own).add(problem_options()).add(database_options()).add(output_options());
-  po::positional_options_description pos;
-  pos.add("kernel", 1);
-  po::variables_map vm;
-  if (parse(args, "report",
-            "[KERNEL] [--run ID ...] [--device-name NAME] [--problem ...] [--db DB] [-o "
-            "report.html] [--format md]",
-            opts, pos, vm))
-    return 0;
+  return opts;
+}
 
+ReportSelection read_selection(const po::variables_map& vm) {
   ReportSelection sel;
   if (vm.count("kernel")) sel.kernel = vm["kernel"].as<std::string>();
   if (vm.count("run")) sel.runs = vm["run"].as<std::vector<std::int64_t>>();
   if (vm.count("device-name")) sel.device = vm["device-name"].as<std::string>();
   if (vm.count("problem"))
     sel.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+  return sel;
+}
 
+// html, md or json: --format, else --json, else by the output file's extension.
+std::string report_format(const po::variables_map& vm, const std::string& output) {
   std::string format = vm.count("format") ? vm["format"].as<std::string>() : "";
-  const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
   if (format.empty()) {
     const bool md = output.size() > 3 && (output.ends_with(".md") || output.ends_with(".markdown"));
     format = md ? "md" : "html";
@@ -80,6 +76,40 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (format != "html" && format != "md" && format != "json")
     throw Error(ErrorKind::kUsage, fmt::format("--format '{}': expected html, md or json", format));
+  return format;
+}
+
+// --t4 and --t4-metadata, of the one run the selection must name.
+void export_t4(const po::variables_map& vm, const Store& store, const ReportSelection& sel) {
+  const std::vector<std::int64_t> runs = select_runs(store, sel);
+  if (runs.size() != 1) {
+    std::string ids;
+    for (const auto id : runs) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--t4 exports one run, and {} runs match ({}); pick one with --run ID",
+                            runs.size(), ids));
+  }
+  if (vm.count("t4")) write_output(vm["t4"].as<std::string>(), t4_results(store, runs.front()));
+  if (vm.count("t4-metadata"))
+    write_output(vm["t4-metadata"].as<std::string>(), t4_metadata(store, runs.front()));
+}
+
+}  // namespace
+
+int cmd_report(const std::vector<std::string>& args) {
+  const po::options_description opts = report_command_options();
+  po::positional_options_description pos;
+  pos.add("kernel", 1);
+  po::variables_map vm;
+  if (parse(args, "report",
+            "[KERNEL] [--run ID ...] [--device-name NAME] [--problem ...] [--db DB] [-o "
+            "report.html] [--format md]",
+            opts, pos, vm))
+    return 0;
+
+  const ReportSelection sel = read_selection(vm);
+  const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
+  const std::string format = report_format(vm, output);
   const bool t4 = vm.count("t4") || vm.count("t4-metadata");
   const bool render = !t4 || vm.count("output") || vm.count("format");
   const int top = vm["top"].as<int>();
@@ -88,20 +118,7 @@ int cmd_report(const std::vector<std::string>& args) {
   const std::string db = vm["db"].as<std::string>();
   Store store = Store::open(db, Store::Mode::kReadOnly);
 
-  if (t4) {
-    const std::vector<std::int64_t> runs = select_runs(store, sel);
-    if (runs.size() != 1) {
-      std::string ids;
-      for (const auto id : runs) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-      throw Error(
-          ErrorKind::kUsage,
-          fmt::format("--t4 exports one run, and {} runs match ({}); pick one with --run ID",
-                      runs.size(), ids));
-    }
-    if (vm.count("t4")) write_output(vm["t4"].as<std::string>(), t4_results(store, runs.front()));
-    if (vm.count("t4-metadata"))
-      write_output(vm["t4-metadata"].as<std::string>(), t4_metadata(store, runs.front()));
-  }
+  if (t4) export_t4(vm, store, sel);
   if (!render) return 0;
 
   ReportOptions options;

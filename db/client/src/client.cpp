@@ -408,6 +408,79 @@ std::string Client::Impl::no_match_message(const std::string& kernel, const Prob
   return out;
 }
 
+namespace {
+
+// The candidates of one device level.
+struct Level {
+  DeviceMatch match;
+  std::vector<const Candidate*> members;
+};
+
+// Device levels, most specific first; the same-major level goes down from the newest minor.
+std::vector<Level> device_levels(const std::vector<Candidate>& candidates,
+                                 const ClientDevice& device) {
+  std::vector<Level> levels;
+  levels.push_back({DeviceMatch::kExactDevice, {}});
+  levels.push_back({DeviceMatch::kSameArch, {}});
+  std::map<int, std::vector<const Candidate*>, std::greater<>> by_minor;
+  for (const Candidate& c : candidates) {
+    const DeviceRow& d = *c.device;
+    const bool same_arch = d.arch == device.arch;
+    if (same_arch && d.name == device.name && d.sm_count == device.sm_count &&
+        d.memory_bytes == device.memory_bytes) {
+      levels[0].members.push_back(&c);
+    } else if (same_arch) {
+      levels[1].members.push_back(&c);
+    } else if (d.cc_major == device.cc_major && d.cc_minor <= device.cc_minor) {
+      by_minor[d.cc_minor].push_back(&c);
+    }
+  }
+  for (auto& [minor, members] : by_minor)
+    levels.push_back({DeviceMatch::kSameMajor, std::move(members)});
+  return levels;
+}
+
+const Candidate* exact_match(const Level& level, const Problem& query, const ClientDevice& device) {
+  const Candidate* exact = nullptr;
+  for (const Candidate* c : level.members) {
+    if (c->problem_ok && c->problem == query && (!exact || preferred(*c, *exact, device)))
+      exact = c;
+  }
+  return exact;
+}
+
+// The level's candidate of the nearest problem within the allowed distance (nullptr: none), its
+// distance in `nearest_distance`.
+const Candidate* nearest_match(const Level& level, const Problem& query, const ClientDevice& device,
+                               const LookupOptions& options, double& nearest_distance) {
+  const Candidate* nearest = nullptr;
+  nearest_distance = 0;
+  for (const Candidate* c : level.members) {
+    if (!c->problem_ok) continue;
+    const double d = problem_distance(c->problem, query);
+    if (!std::isfinite(d) || d > options.max_problem_distance) continue;  // other names: inf
+    bool better = !nearest || d < nearest_distance;
+    if (nearest && d == nearest_distance) {
+      // Ties: the device most like this one, then the larger problem, then the newest.
+      const auto pc = preference(*c, device), pn = preference(*nearest, device);
+      if (pc != pn) {
+        better = pc < pn;
+      } else if (magnitude(c->problem) != magnitude(nearest->problem)) {
+        better = magnitude(c->problem) > magnitude(nearest->problem);
+      } else {
+        better = preferred(*c, *nearest, device);
+      }
+    }
+    if (better) {
+      nearest = c;
+      nearest_distance = d;
+    }
+  }
+  return nearest;
+}
+
+}  // namespace
+
 LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& asked,
                                   const LookupOptions& options) {
   // No read transaction: trials and kernel versions are never changed or deleted, so the
@@ -430,67 +503,16 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
     for (const auto& [name, fallback] : problem_defaults(kernel, e)) query.emplace(name, fallback);
   }
 
-  // Device levels, most specific first; the same-major level goes down from the newest minor.
-  struct Level {
-    DeviceMatch match;
-    std::vector<const Candidate*> members;
-  };
-  std::vector<Level> levels;
-  levels.push_back({DeviceMatch::kExactDevice, {}});
-  levels.push_back({DeviceMatch::kSameArch, {}});
-  std::map<int, std::vector<const Candidate*>, std::greater<>> by_minor;
-  for (const Candidate& c : e.candidates) {
-    const DeviceRow& d = *c.device;
-    const bool same_arch = d.arch == device.arch;
-    if (same_arch && d.name == device.name && d.sm_count == device.sm_count &&
-        d.memory_bytes == device.memory_bytes) {
-      levels[0].members.push_back(&c);
-    } else if (same_arch) {
-      levels[1].members.push_back(&c);
-    } else if (d.cc_major == device.cc_major && d.cc_minor <= device.cc_minor) {
-      by_minor[d.cc_minor].push_back(&c);
-    }
-  }
-  for (auto& [minor, members] : by_minor)
-    levels.push_back({DeviceMatch::kSameMajor, std::move(members)});
-
-  for (const Level& level : levels) {
+  for (const Level& level : device_levels(e.candidates, device)) {
     if (level.match != DeviceMatch::kExactDevice && !options.other_devices) break;
-    const Candidate* exact = nullptr;
-    for (const Candidate* c : level.members) {
-      if (c->problem_ok && c->problem == query && (!exact || preferred(*c, *exact, device)))
-        exact = c;
-    }
-    if (exact) {
+    if (const Candidate* exact = exact_match(level, query, device)) {
       result.status = LookupResult::Status::kFound;
       result.best = details(*exact, kernel, query, level.match, ProblemMatch::kExact, 0);
       return result;
     }
     if (!options.nearest_problem) continue;
-    const Candidate* nearest = nullptr;
     double nearest_distance = 0;
-    for (const Candidate* c : level.members) {
-      if (!c->problem_ok) continue;
-      const double d = problem_distance(c->problem, query);
-      if (!std::isfinite(d) || d > options.max_problem_distance) continue;  // other names: inf
-      bool better = !nearest || d < nearest_distance;
-      if (nearest && d == nearest_distance) {
-        // Ties: the device most like this one, then the larger problem, then the newest.
-        const auto pc = preference(*c, device), pn = preference(*nearest, device);
-        if (pc != pn) {
-          better = pc < pn;
-        } else if (magnitude(c->problem) != magnitude(nearest->problem)) {
-          better = magnitude(c->problem) > magnitude(nearest->problem);
-        } else {
-          better = preferred(*c, *nearest, device);
-        }
-      }
-      if (better) {
-        nearest = c;
-        nearest_distance = d;
-      }
-    }
-    if (nearest) {
+    if (const Candidate* nearest = nearest_match(level, query, device, options, nearest_distance)) {
       result.status = LookupResult::Status::kFound;
       result.best =
           details(*nearest, kernel, query, level.match, ProblemMatch::kNearest, nearest_distance);

@@ -208,12 +208,14 @@ std::string measured(const Row& r) {
   return s;
 }
 
-}  // namespace
+// A C++ name for a problem or parameter field that cannot clash with Config's fixed fields.
+std::string field_name(const std::string& n) {
+  static const std::set<std::string> kFixed = {"cc", "arch", "device", "time_ms"};
+  std::string f = identifier(n);
+  return kFixed.count(f) ? f + "_" : f;
+}
 
-void export_header(const std::filesystem::path& db, std::ostream& out,
-                   const ExportOptions& options) {
-  const auto kernels = read_bests(db, options);
-  const std::string ns = identifier(options.namespace_name);
+void header_preamble(std::ostream& out, const std::filesystem::path& db, const std::string& ns) {
   out << "// Best configurations exported by `ktune export --header` from "
       << db.filename().string() << " (database schema " << Client::kSchemaVersion << ").\n"
       << "// Generated: do not edit; export again after tuning. Each row keeps the measurement "
@@ -233,76 +235,93 @@ void export_header(const std::filesystem::path& db, std::ostream& out,
       << "  const double lb = std::log2(1.0 + std::fabs(static_cast<double>(b)));\n"
       << "  return std::fabs((a < 0 ? -la : la) - (b < 0 ? -lb : lb));\n}\n"
       << "}  // namespace detail\n";
-  static const std::set<std::string> kFixed = {"cc", "arch", "device", "time_ms"};
+}
+
+void config_struct(std::ostream& out, const KernelRows& k, const std::vector<Kind>& kinds) {
+  out << "struct Config {\n"
+      << "  int cc;                // compute capability, major * 10 + minor (90: sm_90)\n"
+      << "  const char* arch;      // \"sm_90\"\n"
+      << "  const char* device;    // the device it was measured on\n";
+  for (const auto& p : k.problem) out << "  std::int64_t " << field_name(p) << ";  // problem\n";
+  for (std::size_t i = 0; i < k.params.size(); ++i) {
+    const char* type = kinds[i] == Kind::kString   ? "const char*"
+                       : kinds[i] == Kind::kDouble ? "double"
+                                                   : "std::int64_t";
+    out << "  " << type << " " << field_name(k.params[i]) << ";\n";
+  }
+  out << "  double time_ms;        // measured median time per run\n};\n\n";
+}
+
+void config_table(std::ostream& out, const KernelRows& k, const std::vector<Kind>& kinds) {
+  out << "inline constexpr Config kConfigs[] = {\n";
+  for (const Row& r : k.rows) {
+    out << "    // " << r.device_name << " (" << r.device_arch << ", " << r.sm_count << " SMs), "
+        << r.problem_key << ": " << measured(r) << "\n"
+        << "    // run " << r.run_id << ", trial " << r.trial_id << ", measured " << r.measured_at
+        << ", source " << r.source_hash.substr(0, 12) << "\n"
+        << "    {" << r.cc_major * 10 + r.cc_minor << ", " << quoted(r.device_arch) << ", "
+        << quoted(r.device_name);
+    for (const auto& p : k.problem) {
+      const auto& v = r.problem.contains(p) ? r.problem[p] : nlohmann::json(0);
+      out << ", " << literal(v, Kind::kInt);
+    }
+    for (std::size_t i = 0; i < k.params.size(); ++i) {
+      const auto& v = r.config.contains(k.params[i]) ? r.config[k.params[i]] : nlohmann::json();
+      out << ", " << literal(v, kinds[i]);
+    }
+    out << ", " << number(r.time_ms, "%.6g") << "},\n";
+  }
+  out << "};\n\n";
+}
+
+void lookup_function(std::ostream& out, const KernelRows& k) {
+  out << "// The row for a device of compute capability `cc` (and, optionally, name) and a "
+         "problem,\n"
+      << "// falling through as ktune::Client does: the newest tuned cc at or below `cc` of the "
+         "same\n"
+      << "// major (the same arch first); within it the named device, then the exact problem, "
+         "else the\n"
+      << "// nearest by log distance (ties: the larger problem). nullptr when no row has the "
+         "same major.\n"
+      << "inline const Config* lookup(int cc";
+  for (const auto& p : k.problem) out << ", std::int64_t " << field_name(p);
+  out << ", const char* device = nullptr) {\n"
+      << "  const Config* found = nullptr;\n"
+      << "  int found_cc = 0;\n  bool found_device = false;\n  double found_distance = 0;\n"
+      << "  for (const Config& c : kConfigs) {\n"
+      << "    if (c.cc / 10 != cc / 10 || c.cc > cc) continue;\n"
+      << "    const bool same_device = device != nullptr && c.cc == cc && std::strcmp(c.device, "
+         "device) == 0;\n"
+      << "    const double distance = 0.0";
+  for (const auto& p : k.problem) {
+    out << "\n        + detail::log_distance(c." << field_name(p) << ", " << field_name(p) << ")";
+  }
+  out << ";\n"
+      << "    const bool better = found == nullptr || c.cc > found_cc ||\n"
+      << "        (c.cc == found_cc && (same_device > found_device ||\n"
+      << "         (same_device == found_device && distance <= found_distance)));\n"
+      << "    if (better) {\n"
+      << "      found = &c;\n      found_cc = c.cc;\n      found_device = same_device;\n"
+      << "      found_distance = distance;\n    }\n  }\n  return found;\n}\n\n";
+}
+
+}  // namespace
+
+void export_header(const std::filesystem::path& db, std::ostream& out,
+                   const ExportOptions& options) {
+  const auto kernels = read_bests(db, options);
+  const std::string ns = identifier(options.namespace_name);
+  header_preamble(out, db, ns);
   for (const auto& [name, k] : kernels) {
-    const auto field = [&](const std::string& n) {
-      std::string f = identifier(n);
-      return kFixed.count(f) ? f + "_" : f;
-    };
     std::vector<Kind> kinds;
     for (const auto& p : k.params) kinds.push_back(column_kind(k, p));
     out << "\n// " << std::string(92, '-') << "\n// " << name << ": " << k.rows.size()
-        << (k.rows.size() == 1 ? " row" : " rows") << "\nnamespace " << identifier(name) << " {\n\n"
-        << "struct Config {\n"
-        << "  int cc;                // compute capability, major * 10 + minor (90: sm_90)\n"
-        << "  const char* arch;      // \"sm_90\"\n"
-        << "  const char* device;    // the device it was measured on\n";
-    for (const auto& p : k.problem) out << "  std::int64_t " << field(p) << ";  // problem\n";
-    for (std::size_t i = 0; i < k.params.size(); ++i) {
-      const char* type = kinds[i] == Kind::kString   ? "const char*"
-                         : kinds[i] == Kind::kDouble ? "double"
-                                                     : "std::int64_t";
-      out << "  " << type << " " << field(k.params[i]) << ";\n";
-    }
-    out << "  double time_ms;        // measured median time per run\n};\n\n"
-        << "inline constexpr Config kConfigs[] = {\n";
-    for (const Row& r : k.rows) {
-      out << "    // " << r.device_name << " (" << r.device_arch << ", " << r.sm_count << " SMs), "
-          << r.problem_key << ": " << measured(r) << "\n"
-          << "    // run " << r.run_id << ", trial " << r.trial_id << ", measured " << r.measured_at
-          << ", source " << r.source_hash.substr(0, 12) << "\n"
-          << "    {" << r.cc_major * 10 + r.cc_minor << ", " << quoted(r.device_arch) << ", "
-          << quoted(r.device_name);
-      for (const auto& p : k.problem) {
-        const auto& v = r.problem.contains(p) ? r.problem[p] : nlohmann::json(0);
-        out << ", " << literal(v, Kind::kInt);
-      }
-      for (std::size_t i = 0; i < k.params.size(); ++i) {
-        const auto& v = r.config.contains(k.params[i]) ? r.config[k.params[i]] : nlohmann::json();
-        out << ", " << literal(v, kinds[i]);
-      }
-      out << ", " << number(r.time_ms, "%.6g") << "},\n";
-    }
-    out << "};\n\n"
-        << "// The row for a device of compute capability `cc` (and, optionally, name) and a "
-           "problem,\n"
-        << "// falling through as ktune::Client does: the newest tuned cc at or below `cc` of the "
-           "same\n"
-        << "// major (the same arch first); within it the named device, then the exact problem, "
-           "else the\n"
-        << "// nearest by log distance (ties: the larger problem). nullptr when no row has the "
-           "same major.\n"
-        << "inline const Config* lookup(int cc";
-    for (const auto& p : k.problem) out << ", std::int64_t " << field(p);
-    out << ", const char* device = nullptr) {\n"
-        << "  const Config* found = nullptr;\n"
-        << "  int found_cc = 0;\n  bool found_device = false;\n  double found_distance = 0;\n"
-        << "  for (const Config& c : kConfigs) {\n"
-        << "    if (c.cc / 10 != cc / 10 || c.cc > cc) continue;\n"
-        << "    const bool same_device = device != nullptr && c.cc == cc && std::strcmp(c.device, "
-           "device) == 0;\n"
-        << "    const double distance = 0.0";
-    for (const auto& p : k.problem) {
-      out << "\n        + detail::log_distance(c." << field(p) << ", " << field(p) << ")";
-    }
-    out << ";\n"
-        << "    const bool better = found == nullptr || c.cc > found_cc ||\n"
-        << "        (c.cc == found_cc && (same_device > found_device ||\n"
-        << "         (same_device == found_device && distance <= found_distance)));\n"
-        << "    if (better) {\n"
-        << "      found = &c;\n      found_cc = c.cc;\n      found_device = same_device;\n"
-        << "      found_distance = distance;\n    }\n  }\n  return found;\n}\n\n"
-        << "}  // namespace " << identifier(name) << "\n";
+        << (k.rows.size() == 1 ? " row" : " rows") << "\nnamespace " << identifier(name)
+        << " {\n\n";
+    config_struct(out, k, kinds);
+    config_table(out, k, kinds);
+    lookup_function(out, k);
+    out << "}  // namespace " << identifier(name) << "\n";
   }
   out << "\n}  // namespace " << ns << "\n";
 }

@@ -223,7 +223,9 @@ BenchRun run_strategy(const BenchSpace& space, Strategy& s, std::uint64_t seed,
   return run;
 }
 
-BenchReport bench_strategies(const std::vector<BenchSpace>& spaces, const BenchOptions& options) {
+namespace {
+
+void check_options(const BenchOptions& options) {
   if (options.budgets.empty()) throw Error(ErrorKind::kUsage, "bench-strategies: no budgets");
   if (options.seeds == 0)
     throw Error(ErrorKind::kUsage, "bench-strategies: --seeds must be at least 1");
@@ -233,126 +235,152 @@ BenchReport bench_strategies(const std::vector<BenchSpace>& spaces, const BenchO
     if (b == 0) throw Error(ErrorKind::kUsage, "bench-strategies: budgets must be positive");
   for (const auto& name : options.strategies)
     (void)make_strategy(name);  // unknown names fail first
+}
+
+struct Prepared {
+  const BenchSpace* space;
+  double optimum, worst;
+  std::vector<double> random;  // random[b - 1]: expected random best after b evaluations
+  std::uint64_t cutoff_budget;
+};
+
+// The space's summary; the space joins `prepared` unless no configuration has a time.
+SpaceSummary prepare_space(const BenchSpace& s, const BenchOptions& options,
+                           std::vector<Prepared>& prepared) {
+  SpaceSummary sum;
+  sum.name = s.name;
+  sum.kernel = s.kernel;
+  sum.device = s.device;
+  sum.configs = s.configs.size();
+  sum.notes = s.notes;
+  const std::vector<double> ok = ok_times(s);
+  sum.ok = ok.size();
+  if (ok.empty()) {
+    sum.optimum_ms = sum.median_ms = sum.cutoff_ms = kNaN;
+    sum.notes.push_back(fmt::format("{}: skipped, no configuration has a time", s.name));
+    return sum;
+  }
+  Prepared p{&s, ok.front(), ok.back(), {}, 0};
+  sum.optimum_ms = p.optimum;
+  sum.median_ms = s.median();
+  sum.cutoff_ms = sum.median_ms - options.cutoff * (sum.median_ms - p.optimum);
+  // Random search draws from every valid configuration; a failure counts as the slowest
+  // time, the value a strategy's curve has before it finds a time.
+  std::vector<double> population = ok;
+  population.resize(s.configs.size(), p.worst);
+  const std::uint64_t n = population.size();
+  for (std::uint64_t b = 1; b <= n; ++b) {
+    p.random.push_back(expected_random_best(population, b));
+    if (p.random.back() <= sum.cutoff_ms) {
+      p.cutoff_budget = b;
+      break;
+    }
+  }
+  sum.cutoff_budget = p.cutoff_budget;
+  for (std::uint64_t b : options.budgets)
+    sum.random_fraction.push_back(p.optimum / expected_random_best(population, b));
+  prepared.push_back(std::move(p));
+  return sum;
+}
+
+// The standardised curve (strategy - random) / (optimum - random) at every budget from 1 to the
+// cut-off budget, averaged.
+double standardised_score(const Prepared& p, const BenchRun& run) {
+  double sum = 0;
+  std::uint64_t terms = 0;
+  for (std::uint64_t b = 1; b <= p.cutoff_budget; ++b) {
+    const double random = p.random[b - 1];
+    const double denominator = p.optimum - random;
+    if (!(denominator < -1e-12 * std::fabs(p.optimum))) continue;  // random already optimal
+    const double found = std::isfinite(run.best[b - 1]) ? run.best[b - 1] : p.worst;
+    sum += (found - random) / denominator;
+    ++terms;
+  }
+  return terms ? sum / static_cast<double>(terms) : 0.0;
+}
+
+// One strategy on one space, over every seed.
+StrategyResult bench_on_space(const std::string& name, const Prepared& p,
+                              const BenchOptions& options, std::uint64_t max_budget) {
+  const BenchSpace& s = *p.space;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::uint64_t length = std::max(max_budget, p.cutoff_budget);
+  StrategyResult r;
+  r.strategy = name;
+  r.space = s.name;
+  r.fraction.assign(options.budgets.size(), 0.0);
+  std::vector<double> scores;
+  double evaluations = 0, duplicates = 0;
+  for (std::uint64_t k = 0; k < options.seeds; ++k) {
+    const BenchRun run = run_strategy(s, name, options.first_seed + k, length, options);
+    for (std::size_t i = 0; i < options.budgets.size(); ++i) {
+      const double best = run.best[options.budgets[i] - 1];
+      r.fraction[i] += std::isfinite(best) ? p.optimum / best : 0.0;
+    }
+    scores.push_back(standardised_score(p, run));
+    evaluations += static_cast<double>(run.evaluations);
+    duplicates += static_cast<double>(run.duplicates);
+    if (run.stopped == "proposal cap") ++r.capped;
+  }
+  const double seeds = static_cast<double>(options.seeds);
+  for (double& f : r.fraction) f /= seeds;
+  r.score = mean(scores);
+  r.score_stddev = stddev(scores);
+  r.evaluations = evaluations / seeds;
+  r.duplicates = duplicates / seeds;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (options.progress)
+    options.progress(
+        fmt::format("{} on {}: score {:+.3f}, {:.1f} s", name, s.name, r.score, r.seconds));
+  return r;
+}
+
+// A strategy's results over all spaces: the means of the per-space results.
+StrategyResult overall(const std::string& name, const std::vector<StrategyResult>& per_space,
+                       const BenchOptions& options) {
+  StrategyResult all;
+  all.strategy = name;
+  all.space = "overall";
+  all.fraction.assign(options.budgets.size(), 0.0);
+  std::vector<double> scores, deviations;
+  for (const auto& r : per_space) {
+    for (std::size_t i = 0; i < r.fraction.size(); ++i) all.fraction[i] += r.fraction[i];
+    scores.push_back(r.score);
+    deviations.push_back(r.score_stddev);
+    all.evaluations += r.evaluations;
+    all.duplicates += r.duplicates;
+    all.capped += r.capped;
+    all.seconds += r.seconds;
+  }
+  if (!per_space.empty()) {
+    const double n = static_cast<double>(per_space.size());
+    for (double& f : all.fraction) f /= n;
+    all.evaluations /= n;
+    all.duplicates /= n;
+  }
+  all.score = scores.empty() ? kNaN : mean(scores);
+  all.score_stddev = deviations.empty() ? kNaN : mean(deviations);
+  return all;
+}
+
+}  // namespace
+
+BenchReport bench_strategies(const std::vector<BenchSpace>& spaces, const BenchOptions& options) {
+  check_options(options);
 
   BenchReport report;
   report.options = options;
   const std::uint64_t max_budget =
       *std::max_element(options.budgets.begin(), options.budgets.end());
 
-  struct Prepared {
-    const BenchSpace* space;
-    double optimum, worst;
-    std::vector<double> random;  // random[b - 1]: expected random best after b evaluations
-    std::uint64_t cutoff_budget;
-  };
   std::vector<Prepared> prepared;
-  for (const BenchSpace& s : spaces) {
-    SpaceSummary sum;
-    sum.name = s.name;
-    sum.kernel = s.kernel;
-    sum.device = s.device;
-    sum.configs = s.configs.size();
-    sum.notes = s.notes;
-    const std::vector<double> ok = ok_times(s);
-    sum.ok = ok.size();
-    if (ok.empty()) {
-      sum.optimum_ms = sum.median_ms = sum.cutoff_ms = kNaN;
-      sum.notes.push_back(fmt::format("{}: skipped, no configuration has a time", s.name));
-      report.spaces.push_back(std::move(sum));
-      continue;
-    }
-    Prepared p{&s, ok.front(), ok.back(), {}, 0};
-    sum.optimum_ms = p.optimum;
-    sum.median_ms = s.median();
-    sum.cutoff_ms = sum.median_ms - options.cutoff * (sum.median_ms - p.optimum);
-    // Random search draws from every valid configuration; a failure counts as the slowest
-    // time, the value a strategy's curve has before it finds a time.
-    std::vector<double> population = ok;
-    population.resize(s.configs.size(), p.worst);
-    const std::uint64_t n = population.size();
-    for (std::uint64_t b = 1; b <= n; ++b) {
-      p.random.push_back(expected_random_best(population, b));
-      if (p.random.back() <= sum.cutoff_ms) {
-        p.cutoff_budget = b;
-        break;
-      }
-    }
-    sum.cutoff_budget = p.cutoff_budget;
-    for (std::uint64_t b : options.budgets)
-      sum.random_fraction.push_back(p.optimum / expected_random_best(population, b));
-    report.spaces.push_back(std::move(sum));
-    prepared.push_back(std::move(p));
-  }
+  for (const BenchSpace& s : spaces) report.spaces.push_back(prepare_space(s, options, prepared));
 
   for (const std::string& name : options.strategies) {
     std::vector<StrategyResult> per_space;
-    for (const Prepared& p : prepared) {
-      const BenchSpace& s = *p.space;
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::uint64_t length = std::max(max_budget, p.cutoff_budget);
-      StrategyResult r;
-      r.strategy = name;
-      r.space = s.name;
-      r.fraction.assign(options.budgets.size(), 0.0);
-      std::vector<double> scores;
-      double evaluations = 0, duplicates = 0;
-      for (std::uint64_t k = 0; k < options.seeds; ++k) {
-        const BenchRun run = run_strategy(s, name, options.first_seed + k, length, options);
-        for (std::size_t i = 0; i < options.budgets.size(); ++i) {
-          const double best = run.best[options.budgets[i] - 1];
-          r.fraction[i] += std::isfinite(best) ? p.optimum / best : 0.0;
-        }
-        // The standardised curve (strategy - random) / (optimum - random) at every budget from
-        // 1 to the cut-off budget, averaged.
-        double sum = 0;
-        std::uint64_t terms = 0;
-        for (std::uint64_t b = 1; b <= p.cutoff_budget; ++b) {
-          const double random = p.random[b - 1];
-          const double denominator = p.optimum - random;
-          if (!(denominator < -1e-12 * std::fabs(p.optimum))) continue;  // random already optimal
-          const double found = std::isfinite(run.best[b - 1]) ? run.best[b - 1] : p.worst;
-          sum += (found - random) / denominator;
-          ++terms;
-        }
-        scores.push_back(terms ? sum / static_cast<double>(terms) : 0.0);
-        evaluations += static_cast<double>(run.evaluations);
-        duplicates += static_cast<double>(run.duplicates);
-        if (run.stopped == "proposal cap") ++r.capped;
-      }
-      const double seeds = static_cast<double>(options.seeds);
-      for (double& f : r.fraction) f /= seeds;
-      r.score = mean(scores);
-      r.score_stddev = stddev(scores);
-      r.evaluations = evaluations / seeds;
-      r.duplicates = duplicates / seeds;
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (options.progress)
-        options.progress(
-            fmt::format("{} on {}: score {:+.3f}, {:.1f} s", name, s.name, r.score, r.seconds));
-      per_space.push_back(std::move(r));
-    }
-    StrategyResult all;
-    all.strategy = name;
-    all.space = "overall";
-    all.fraction.assign(options.budgets.size(), 0.0);
-    std::vector<double> scores, deviations;
-    for (const auto& r : per_space) {
-      for (std::size_t i = 0; i < r.fraction.size(); ++i) all.fraction[i] += r.fraction[i];
-      scores.push_back(r.score);
-      deviations.push_back(r.score_stddev);
-      all.evaluations += r.evaluations;
-      all.duplicates += r.duplicates;
-      all.capped += r.capped;
-      all.seconds += r.seconds;
-    }
-    if (!per_space.empty()) {
-      const double n = static_cast<double>(per_space.size());
-      for (double& f : all.fraction) f /= n;
-      all.evaluations /= n;
-      all.duplicates /= n;
-    }
-    all.score = scores.empty() ? kNaN : mean(scores);
-    all.score_stddev = deviations.empty() ? kNaN : mean(deviations);
+    for (const Prepared& p : prepared)
+      per_space.push_back(bench_on_space(name, p, options, max_budget));
+    StrategyResult all = overall(name, per_space, options);
     for (auto& r : per_space) report.results.push_back(std::move(r));
     report.results.push_back(std::move(all));
   }

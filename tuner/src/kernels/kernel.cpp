@@ -216,97 +216,134 @@ Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& give
   return out;
 }
 
-void KernelSpec::validate() const {
-  const auto fail = [&](const std::string& what) {
-    throw Error(ErrorKind::kInput, fmt::format("kernel '{}' ({}): {}", name.empty() ? "?" : name,
-                                               origin.empty() ? "no origin" : origin, what));
-  };
-  if (!is_identifier(name)) fail("name must be an identifier");
-  if (source.empty()) fail("source is empty");
-  if (entry.empty()) fail("entry is empty");
-  if (params.empty()) fail("no tunable parameters");
+namespace {
+
+// Checks a KernelSpec part by part; every failure names the kernel and where it came from.
+class SpecChecker {
+ public:
+  explicit SpecChecker(const KernelSpec& k) : k_(k) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorKind::kInput,
+                fmt::format("kernel '{}' ({}): {}", k_.name.empty() ? "?" : k_.name,
+                            k_.origin.empty() ? "no origin" : k_.origin, what));
+  }
 
   // Names shared by every expression of the kernel: parameters, problem, device limits.
-  Scope scope;
-  std::set<std::string> seen;
-  for (const auto& p : params) {
-    if (!is_identifier(p.name))
-      fail(fmt::format("parameter name '{}' is not an identifier", p.name));
-    if (!seen.insert(p.name).second) fail(fmt::format("parameter '{}' declared twice", p.name));
-    if (p.values.empty()) fail(fmt::format("parameter '{}' has no values", p.name));
-    if (p.default_index >= p.values.size())
-      fail(fmt::format("parameter '{}': default index out of range", p.name));
-    for (const auto& v : p.values) {
-      // Categorical values become macros (LAYOUT soa, LAYOUT_SOA 1), so they must be identifiers.
-      if (v.is_string() && !is_identifier(v.as_string()))
-        fail(fmt::format("parameter '{}': categorical value '{}' is not an identifier", p.name,
-                         v.as_string()));
+  void check_names() {
+    std::set<std::string> seen;
+    for (const auto& p : k_.params) {
+      if (!is_identifier(p.name))
+        fail(fmt::format("parameter name '{}' is not an identifier", p.name));
+      if (!seen.insert(p.name).second) fail(fmt::format("parameter '{}' declared twice", p.name));
+      if (p.values.empty()) fail(fmt::format("parameter '{}' has no values", p.name));
+      if (p.default_index >= p.values.size())
+        fail(fmt::format("parameter '{}': default index out of range", p.name));
+      for (const auto& v : p.values) {
+        // Categorical values become macros (LAYOUT soa, LAYOUT_SOA 1), so they must be
+        // identifiers.
+        if (v.is_string() && !is_identifier(v.as_string()))
+          fail(fmt::format("parameter '{}': categorical value '{}' is not an identifier", p.name,
+                           v.as_string()));
+      }
+      scope_.add(p.name);
     }
-    scope.add(p.name);
+    for (const auto& p : k_.problem) {
+      if (!is_identifier(p.name))
+        fail(fmt::format("problem parameter name '{}' is not an identifier", p.name));
+      if (!seen.insert(p.name).second)
+        fail(fmt::format("problem parameter '{}' clashes with another name", p.name));
+      scope_.add(p.name);
+    }
+    for (const auto& [limit, value] : DeviceLimits{}.constants()) scope_.add(limit);
   }
-  for (const auto& p : problem) {
-    if (!is_identifier(p.name))
-      fail(fmt::format("problem parameter name '{}' is not an identifier", p.name));
-    if (!seen.insert(p.name).second)
-      fail(fmt::format("problem parameter '{}' clashes with another name", p.name));
-    scope.add(p.name);
-  }
-  for (const auto& [limit, value] : DeviceLimits{}.constants()) scope.add(limit);
 
-  const auto check_expr = [&](const std::string& field, const std::string& text) {
+  void check_expr(const std::string& field, const std::string& text) const {
     try {
-      (void)Expr::parse(text, scope);
+      (void)Expr::parse(text, scope_);
     } catch (const Error& e) {
       fail(fmt::format("{}: {}", field, e.what()));
     }
-  };
-  for (std::size_t i = 0; i < restrictions.size(); ++i)
-    check_expr(fmt::format("restriction {}", i + 1), restrictions[i]);
-  for (int d = 0; d < 3; ++d) {
-    check_expr(fmt::format("grid[{}]", d), launch.grid[d]);
-    check_expr(fmt::format("block[{}]", d), launch.block[d]);
   }
-  check_expr("shared_mem", launch.shared_mem);
-  if (!bytes.empty()) check_expr("bytes", bytes);
-  if (!flops.empty()) check_expr("flops", flops);
 
-  std::set<std::string> buffer_names;
-  bool has_checked_output = false;
-  for (const auto& b : buffers) {
-    if (!is_identifier(b.name)) fail(fmt::format("buffer name '{}' is not an identifier", b.name));
-    if (!buffer_names.insert(b.name).second)
-      fail(fmt::format("buffer '{}' declared twice", b.name));
-    check_expr(fmt::format("buffer '{}' size", b.name), b.size);
-    if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) has_checked_output = true;
-    if (b.abs_tol < 0 || b.rel_tol < 0)
-      fail(fmt::format("buffer '{}': negative tolerance", b.name));
-    try {
-      (void)parse_init(b);
-    } catch (const Error& e) {
-      fail(e.what());
+  void check_launch_and_metrics() const {
+    for (std::size_t i = 0; i < k_.restrictions.size(); ++i)
+      check_expr(fmt::format("restriction {}", i + 1), k_.restrictions[i]);
+    for (int d = 0; d < 3; ++d) {
+      check_expr(fmt::format("grid[{}]", d), k_.launch.grid[d]);
+      check_expr(fmt::format("block[{}]", d), k_.launch.block[d]);
+    }
+    check_expr("shared_mem", k_.launch.shared_mem);
+    if (!k_.bytes.empty()) check_expr("bytes", k_.bytes);
+    if (!k_.flops.empty()) check_expr("flops", k_.flops);
+  }
+
+  // Returns the buffers' names.
+  std::set<std::string> check_buffers() const {
+    std::set<std::string> buffer_names;
+    bool has_checked_output = false;
+    for (const auto& b : k_.buffers) {
+      if (!is_identifier(b.name))
+        fail(fmt::format("buffer name '{}' is not an identifier", b.name));
+      if (!buffer_names.insert(b.name).second)
+        fail(fmt::format("buffer '{}' declared twice", b.name));
+      check_expr(fmt::format("buffer '{}' size", b.name), b.size);
+      if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) has_checked_output = true;
+      if (b.abs_tol < 0 || b.rel_tol < 0)
+        fail(fmt::format("buffer '{}': negative tolerance", b.name));
+      try {
+        (void)KernelSpec::parse_init(b);
+      } catch (const Error& e) {
+        fail(e.what());
+      }
+    }
+    if (!has_checked_output) fail("no output buffer to verify");
+    return buffer_names;
+  }
+
+  void check_args(const std::set<std::string>& buffer_names) const {
+    for (std::size_t i = 0; i < k_.args.size(); ++i) {
+      const auto& a = k_.args[i];
+      if (a.is_buffer()) {
+        if (!buffer_names.count(a.buffer))
+          fail(fmt::format(
+              "argument {} names buffer '{}', which is not declared; buffers: {}", i + 1, a.buffer,
+              join_names(std::vector<std::string>(buffer_names.begin(), buffer_names.end()))));
+      } else {
+        check_expr(fmt::format("argument {}", i + 1), a.value);
+      }
     }
   }
-  if (!has_checked_output) fail("no output buffer to verify");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    if (a.is_buffer()) {
-      if (!buffer_names.count(a.buffer))
-        fail(fmt::format(
-            "argument {} names buffer '{}', which is not declared; buffers: {}", i + 1, a.buffer,
-            join_names(std::vector<std::string>(buffer_names.begin(), buffer_names.end()))));
-    } else {
-      check_expr(fmt::format("argument {}", i + 1), a.value);
+
+  void check_reference() const {
+    if (k_.reference == nullptr && k_.reference_config.empty())
+      fail("no reference: give a reference function or a reference config");
+    if (k_.reference == nullptr) {
+      try {
+        (void)k_.reference_assignments();
+      } catch (const Error& e) {
+        fail(e.what());
+      }
     }
   }
-  if (reference == nullptr && reference_config.empty())
-    fail("no reference: give a reference function or a reference config");
-  if (reference == nullptr) {
-    try {
-      (void)reference_assignments();
-    } catch (const Error& e) {
-      fail(e.what());
-    }
-  }
+
+ private:
+  const KernelSpec& k_;
+  Scope scope_;
+};
+
+}  // namespace
+
+void KernelSpec::validate() const {
+  SpecChecker check(*this);
+  if (!is_identifier(name)) check.fail("name must be an identifier");
+  if (source.empty()) check.fail("source is empty");
+  if (entry.empty()) check.fail("entry is empty");
+  if (params.empty()) check.fail("no tunable parameters");
+  check.check_names();
+  check.check_launch_and_metrics();
+  check.check_args(check.check_buffers());
+  check.check_reference();
 }
 
 SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,

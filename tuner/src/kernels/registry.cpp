@@ -87,21 +87,7 @@ bool has_field(const Struct& s, const Field& field) {
   return s.struct_size >= static_cast<std::size_t>(offset) + sizeof(Field);
 }
 
-}  // namespace
-
-KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origin) {
-  KernelSpec k;
-  k.origin = origin;
-  if (!has_field(d, d.user_data))
-    throw Error(ErrorKind::kPlugin,
-                fmt::format("{}: kernel description too small ({} bytes)", origin, d.struct_size));
-  k.name = str(d.name);
-  k.description = str(d.description);
-  k.source = str(d.source);
-  k.source_name = d.source_name ? d.source_name : k.name + ".cu";
-  k.entry = str(d.entry);
-  for (std::size_t i = 0; i < d.compile_option_count; ++i)
-    k.compile_options.push_back(str(d.compile_options[i]));
+void params_from_desc(const ktune_kernel_desc& d, const std::string& origin, KernelSpec& k) {
   for (std::size_t i = 0; i < d.param_count; ++i) {
     const auto& p = d.params[i];
     std::vector<Value> values;
@@ -118,21 +104,9 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     k.params.push_back(
         make_parameter(k.name, origin, str(p.name), std::move(values), def, str(p.description)));
   }
-  for (std::size_t i = 0; i < d.restriction_count; ++i)
-    k.restrictions.push_back(str(d.restrictions[i]));
-  for (std::size_t i = 0; i < d.problem_count; ++i) {
-    const auto& p = d.problem[i];
-    k.problem.push_back(
-        {str(p.name),
-         parse_int(fmt::format("kernel '{}': problem parameter '{}'", k.name, str(p.name)),
-                   p.default_value ? p.default_value : "0"),
-         str(p.description)});
-  }
-  for (int a = 0; a < 3; ++a) {
-    if (d.grid[a]) k.launch.grid[a] = d.grid[a];
-    if (d.block[a]) k.launch.block[a] = d.block[a];
-  }
-  if (d.shared_mem) k.launch.shared_mem = d.shared_mem;
+}
+
+void buffers_from_desc(const ktune_kernel_desc& d, KernelSpec& k) {
   for (std::size_t i = 0; i < d.buffer_count; ++i) {
     const auto& b = d.buffers[i];
     BufferSpec s;
@@ -151,6 +125,9 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     s.rel_tol = b.rel_tol;
     k.buffers.push_back(std::move(s));
   }
+}
+
+void args_from_desc(const ktune_kernel_desc& d, KernelSpec& k) {
   for (std::size_t i = 0; i < d.arg_count; ++i) {
     const auto& a = d.args[i];
     ArgSpec s;
@@ -165,6 +142,41 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
     }
     k.args.push_back(std::move(s));
   }
+}
+
+}  // namespace
+
+KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origin) {
+  KernelSpec k;
+  k.origin = origin;
+  if (!has_field(d, d.user_data))
+    throw Error(ErrorKind::kPlugin,
+                fmt::format("{}: kernel description too small ({} bytes)", origin, d.struct_size));
+  k.name = str(d.name);
+  k.description = str(d.description);
+  k.source = str(d.source);
+  k.source_name = d.source_name ? d.source_name : k.name + ".cu";
+  k.entry = str(d.entry);
+  for (std::size_t i = 0; i < d.compile_option_count; ++i)
+    k.compile_options.push_back(str(d.compile_options[i]));
+  params_from_desc(d, origin, k);
+  for (std::size_t i = 0; i < d.restriction_count; ++i)
+    k.restrictions.push_back(str(d.restrictions[i]));
+  for (std::size_t i = 0; i < d.problem_count; ++i) {
+    const auto& p = d.problem[i];
+    k.problem.push_back(
+        {str(p.name),
+         parse_int(fmt::format("kernel '{}': problem parameter '{}'", k.name, str(p.name)),
+                   p.default_value ? p.default_value : "0"),
+         str(p.description)});
+  }
+  for (int a = 0; a < 3; ++a) {
+    if (d.grid[a]) k.launch.grid[a] = d.grid[a];
+    if (d.block[a]) k.launch.block[a] = d.block[a];
+  }
+  if (d.shared_mem) k.launch.shared_mem = d.shared_mem;
+  buffers_from_desc(d, k);
+  args_from_desc(d, k);
   k.reference = d.reference;
   k.reference_config = str(d.reference_config);
   k.bytes = str(d.bytes);
@@ -343,10 +355,7 @@ ElemType parse_type(const ManifestReader& r, const std::string& where, const std
   return *t;
 }
 
-}  // namespace
-
-void Registry::load_manifest(const std::string& path) {
-  ManifestReader r(path);
+toml::table parse_manifest(const ManifestReader& r, const std::string& path) {
   if (!fs::exists(path)) r.fail("manifest not found");
   toml::table root;
   try {
@@ -358,12 +367,16 @@ void Registry::load_manifest(const std::string& path) {
   r.known_keys(root, "manifest",
                {"kernel", "param", "restrictions", "problem", "launch", "buffer", "arg",
                 "reference", "metrics"});
+  return root;
+}
+
+// [kernel]: the names, and the source read from beside the manifest.
+void read_kernel_table(const ManifestReader& r, const toml::table& root, const std::string& path,
+                       KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
   r.known_keys(*kt, "[kernel]", {"name", "description", "source", "entry", "compile_options"});
 
-  KernelSpec k;
-  k.origin = path;
   k.name = r.required_string(*kt, "[kernel]", "name");
   k.description = r.optional_string(*kt, "[kernel]", "description");
   const std::string source_file = r.required_string(*kt, "[kernel]", "source");
@@ -382,7 +395,10 @@ void Registry::load_manifest(const std::string& path) {
       k.compile_options.push_back(*s);
     }
   }
+}
 
+void read_params(const ManifestReader& r, const toml::table& root, const std::string& path,
+                 KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "param", true)) {
     const auto& t = *node.as_table();
     r.known_keys(t, "[[param]]", {"name", "values", "default", "description"});
@@ -398,6 +414,9 @@ void Registry::load_manifest(const std::string& path) {
     k.params.push_back(make_parameter(k.name, path, name, std::move(vs), def,
                                       r.optional_string(t, "[[param]]", "description")));
   }
+}
+
+void read_restrictions(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   if (const auto* rs = root["restrictions"].as_array()) {
     for (const auto& e : *rs) {
       auto s = e.value<std::string>();
@@ -407,27 +426,43 @@ void Registry::load_manifest(const std::string& path) {
   } else if (root.contains("restrictions")) {
     r.fail("restrictions must be a list of strings (expressions)");
   }
-  if (const auto* problems = r.array_of_tables(root, "problem", false)) {
-    for (const auto& node : *problems) {
-      const auto& t = *node.as_table();
-      r.known_keys(t, "[[problem]]", {"name", "default", "description"});
-      ProblemParam p;
-      p.name = r.required_string(t, "[[problem]]", "name");
-      const auto* d = t.get("default");
-      if (d == nullptr || !d->value_exact<std::int64_t>())
-        r.fail(fmt::format("[[problem]] '{}' needs an integer 'default'", p.name));
-      p.default_value = *d->value_exact<std::int64_t>();
-      p.description = r.optional_string(t, "[[problem]]", "description");
-      k.problem.push_back(std::move(p));
-    }
+}
+
+void read_problem(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
+  const auto* problems = r.array_of_tables(root, "problem", false);
+  if (problems == nullptr) return;
+  for (const auto& node : *problems) {
+    const auto& t = *node.as_table();
+    r.known_keys(t, "[[problem]]", {"name", "default", "description"});
+    ProblemParam p;
+    p.name = r.required_string(t, "[[problem]]", "name");
+    const auto* d = t.get("default");
+    if (d == nullptr || !d->value_exact<std::int64_t>())
+      r.fail(fmt::format("[[problem]] '{}' needs an integer 'default'", p.name));
+    p.default_value = *d->value_exact<std::int64_t>();
+    p.description = r.optional_string(t, "[[problem]]", "description");
+    k.problem.push_back(std::move(p));
   }
+}
+
+void read_launch(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   const toml::table* launch = root["launch"].as_table();
   if (launch == nullptr) r.fail("missing [launch] table");
   r.known_keys(*launch, "[launch]", {"grid", "block", "shared_mem"});
   k.launch.grid = r.dims(*launch, "grid");
   k.launch.block = r.dims(*launch, "block");
   k.launch.shared_mem = r.optional_string(*launch, "[launch]", "shared_mem", "0");
+}
 
+BufferRole parse_role(const ManifestReader& r, const std::string& where, const std::string& role) {
+  if (role == "input") return BufferRole::kInput;
+  if (role == "output") return BufferRole::kOutput;
+  if (role == "inout") return BufferRole::kInOut;
+  if (role == "scratch") return BufferRole::kScratch;
+  r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
+}
+
+void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
     const auto& t = *node.as_table();
     r.known_keys(t, "[[buffer]]", {"name", "type", "role", "size", "init", "abs_tol", "rel_tol"});
@@ -435,17 +470,7 @@ void Registry::load_manifest(const std::string& path) {
     b.name = r.required_string(t, "[[buffer]]", "name");
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
     b.type = parse_type(r, where, r.required_string(t, where, "type"));
-    const std::string role = r.required_string(t, where, "role");
-    if (role == "input")
-      b.role = BufferRole::kInput;
-    else if (role == "output")
-      b.role = BufferRole::kOutput;
-    else if (role == "inout")
-      b.role = BufferRole::kInOut;
-    else if (role == "scratch")
-      b.role = BufferRole::kScratch;
-    else
-      r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
+    b.role = parse_role(r, where, r.required_string(t, where, "role"));
     b.size = r.optional_string(t, where, "size");
     if (b.size.empty()) r.fail(fmt::format("{} is missing 'size'", where));
     b.init = r.optional_string(t, where, "init");
@@ -453,6 +478,9 @@ void Registry::load_manifest(const std::string& path) {
     b.rel_tol = r.optional_number(t, where, "rel_tol");
     k.buffers.push_back(std::move(b));
   }
+}
+
+void read_args(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "arg", true)) {
     const auto& t = *node.as_table();
     r.known_keys(t, "[[arg]]", {"buffer", "value", "type"});
@@ -466,6 +494,9 @@ void Registry::load_manifest(const std::string& path) {
     }
     k.args.push_back(std::move(a));
   }
+}
+
+void read_reference_and_metrics(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   const toml::table* ref = root["reference"].as_table();
   if (ref == nullptr)
     r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
@@ -476,6 +507,23 @@ void Registry::load_manifest(const std::string& path) {
     k.bytes = r.optional_string(*metrics, "[metrics]", "bytes");
     k.flops = r.optional_string(*metrics, "[metrics]", "flops");
   }
+}
+
+}  // namespace
+
+void Registry::load_manifest(const std::string& path) {
+  ManifestReader r(path);
+  const toml::table root = parse_manifest(r, path);
+  KernelSpec k;
+  k.origin = path;
+  read_kernel_table(r, root, path, k);
+  read_params(r, root, path, k);
+  read_restrictions(r, root, k);
+  read_problem(r, root, k);
+  read_launch(r, root, k);
+  read_buffers(r, root, k);
+  read_args(r, root, k);
+  read_reference_and_metrics(r, root, k);
   add(std::move(k));
 }
 

@@ -358,6 +358,42 @@ double additive_r2(const std::vector<const TrialRecord*>& latest,
   return std::clamp(1 - residual / total, 0.0, 1.0);
 }
 
+// A parameter's values in the declared order first, then the rest numerically (or as text).
+std::vector<std::string> value_order(
+    const std::string& name, const std::map<std::string, ValueEffect>& values,
+    const std::map<std::string, std::vector<std::string>>& declared) {
+  std::vector<std::string> order;
+  if (auto d = declared.find(name); d != declared.end())
+    for (const auto& v : d->second)
+      if (values.count(v)) order.push_back(v);
+  std::vector<std::string> rest;
+  for (const auto& [v, _] : values)
+    if (std::find(order.begin(), order.end(), v) == order.end()) rest.push_back(v);
+  std::sort(rest.begin(), rest.end(), [](const std::string& x, const std::string& y) {
+    char* ex = nullptr;
+    char* ey = nullptr;
+    const double dx = std::strtod(x.c_str(), &ex), dy = std::strtod(y.c_str(), &ey);
+    if (*ex == 0 && *ey == 0 && !x.empty() && !y.empty()) return dx < dy;
+    return x < y;
+  });
+  order.insert(order.end(), rest.begin(), rest.end());
+  return order;
+}
+
+// One value's times sorted, with their quantiles and mean log.
+ValueEffect value_summary(ValueEffect ve) {
+  std::sort(ve.times_ms.begin(), ve.times_ms.end());
+  ve.min_ms = ve.times_ms.empty() ? kNaN : ve.times_ms.front();
+  ve.max_ms = ve.times_ms.empty() ? kNaN : ve.times_ms.back();
+  ve.q1_ms = quantile(ve.times_ms, 0.25);
+  ve.median_ms = quantile(ve.times_ms, 0.5);
+  ve.q3_ms = quantile(ve.times_ms, 0.75);
+  double sum = 0;
+  for (double t : ve.times_ms) sum += std::log(t);
+  ve.mean_log = ve.times_ms.empty() ? kNaN : sum / static_cast<double>(ve.times_ms.size());
+  return ve;
+}
+
 void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& latest,
                      const std::map<std::string, std::vector<std::string>>& declared) {
   // Values of every parameter, per distinct configuration.
@@ -391,35 +427,10 @@ void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& l
     if (it == by_param.end()) continue;
     ParameterEffect e;
     e.name = name;
-    // Declared order first, then the rest numerically (or as text).
-    std::vector<std::string> order;
-    if (auto d = declared.find(name); d != declared.end())
-      for (const auto& v : d->second)
-        if (it->second.count(v)) order.push_back(v);
-    std::vector<std::string> rest;
-    for (const auto& [v, _] : it->second)
-      if (std::find(order.begin(), order.end(), v) == order.end()) rest.push_back(v);
-    std::sort(rest.begin(), rest.end(), [](const std::string& x, const std::string& y) {
-      char* ex = nullptr;
-      char* ey = nullptr;
-      const double dx = std::strtod(x.c_str(), &ex), dy = std::strtod(y.c_str(), &ey);
-      if (*ex == 0 && *ey == 0 && !x.empty() && !y.empty()) return dx < dy;
-      return x < y;
-    });
-    order.insert(order.end(), rest.begin(), rest.end());
     double between = 0;
     double best_median = std::numeric_limits<double>::infinity();
-    for (const auto& v : order) {
-      ValueEffect ve = it->second.at(v);
-      std::sort(ve.times_ms.begin(), ve.times_ms.end());
-      ve.min_ms = ve.times_ms.empty() ? kNaN : ve.times_ms.front();
-      ve.max_ms = ve.times_ms.empty() ? kNaN : ve.times_ms.back();
-      ve.q1_ms = quantile(ve.times_ms, 0.25);
-      ve.median_ms = quantile(ve.times_ms, 0.5);
-      ve.q3_ms = quantile(ve.times_ms, 0.75);
-      double sum = 0;
-      for (double t : ve.times_ms) sum += std::log(t);
-      ve.mean_log = ve.times_ms.empty() ? kNaN : sum / static_cast<double>(ve.times_ms.size());
+    for (const auto& v : value_order(name, it->second, declared)) {
+      ValueEffect ve = value_summary(it->second.at(v));
       if (!ve.times_ms.empty()) {
         between +=
             static_cast<double>(ve.times_ms.size()) * (ve.mean_log - mean) * (ve.mean_log - mean);
@@ -440,13 +451,65 @@ void analyse_effects(DeviceAnalysis& a, const std::vector<const TrialRecord*>& l
   a.explained = additive_r2(latest, a.params, all_logs, mean, total);
 }
 
+using FailureGroups = std::map<std::pair<TrialStatus, std::string>, FailureGroup>;
+
+// Counts a failed trial in its group: its status and the shape of its reason.
+void add_failure(FailureGroups& failures, const TrialRecord& t, int examples) {
+  // The compiler's own error line says what went wrong for every configuration alike;
+  // the trial's error names the instantiation.
+  std::string reason = first_line(t.error);
+  if (t.status == TrialStatus::kCompileFailed) {
+    const std::string from_log = log_error_line(t.compile_log);
+    if (!from_log.empty()) reason = from_log;
+  }
+  if (reason.empty()) reason = "(no message)";
+  // Messages that differ only in their numbers (sizes, registers, values) are one reason.
+  const std::string shape = digits_to_n(reason);
+  FailureGroup& g = failures[{t.status, shape}];
+  if (g.count == 0)
+    g.reason = reason;
+  else if (g.reason != reason)
+    g.reason = shape;
+  g.status = t.status;
+  ++g.count;
+  if (g.examples.size() < static_cast<std::size_t>(std::max(examples, 0))) g.examples.push_back(t);
+}
+
+// The top configurations among the ok ones (sorted by time), and the stored best wherever it
+// ranks.
+void rank_top(DeviceAnalysis& a, const std::vector<const TrialRecord*>& ok,
+              const std::map<std::string, const TrialRecord*>& retimed, int top_count) {
+  const std::size_t top = std::min(ok.size(), static_cast<std::size_t>(std::max(top_count, 0)));
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    const bool is_best = a.best && a.best_is_stored && ok[i]->config_key == a.best->config_key;
+    if (i >= top && !is_best) continue;
+    TopConfig c;
+    c.trial = *ok[i];
+    c.rank = i + 1;
+    c.is_best = is_best;
+    if (auto it = retimed.find(ok[i]->config_key); it != retimed.end())
+      c.retimed_ms = it->second->time_ms;
+    a.top.push_back(std::move(c));
+  }
+}
+
+// Failure groups, the most frequent first.
+void sort_failures(DeviceAnalysis& a, FailureGroups& failures) {
+  for (auto& [k, g] : failures) a.failures.push_back(std::move(g));
+  std::stable_sort(
+      a.failures.begin(), a.failures.end(), [](const FailureGroup& x, const FailureGroup& y) {
+        return x.count != y.count ? x.count > y.count
+                                  : static_cast<int>(x.status) < static_cast<int>(y.status);
+      });
+}
+
 DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std::int64_t device_id,
                               const ReportOptions& options) {
   DeviceAnalysis a;
   std::map<std::string, std::vector<std::string>> declared;
   std::map<std::string, const TrialRecord*> latest;   // config key -> latest search trial
   std::map<std::string, const TrialRecord*> retimed;  // config key -> latest re-timing
-  std::map<std::pair<TrialStatus, std::string>, FailureGroup> failures;
+  FailureGroups failures;
   const ReportRun* last_retimed_run = nullptr;
   for (const ReportRun& r : study.runs) {
     if (r.run.device_id != device_id) continue;
@@ -459,27 +522,7 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
       ++a.evaluations;
       ++a.by_status[t.status];
       latest[t.config_key] = &t;
-      if (t.status != TrialStatus::kOk) {
-        // The compiler's own error line says what went wrong for every configuration alike;
-        // the trial's error names the instantiation.
-        std::string reason = first_line(t.error);
-        if (t.status == TrialStatus::kCompileFailed) {
-          const std::string from_log = log_error_line(t.compile_log);
-          if (!from_log.empty()) reason = from_log;
-        }
-        if (reason.empty()) reason = "(no message)";
-        // Messages that differ only in their numbers (sizes, registers, values) are one reason.
-        const std::string shape = digits_to_n(reason);
-        FailureGroup& g = failures[{t.status, shape}];
-        if (g.count == 0)
-          g.reason = reason;
-        else if (g.reason != reason)
-          g.reason = shape;
-        g.status = t.status;
-        ++g.count;
-        if (g.examples.size() < static_cast<std::size_t>(std::max(options.failure_examples, 0)))
-          g.examples.push_back(t);
-      }
+      if (t.status != TrialStatus::kOk) add_failure(failures, t, options.failure_examples);
     }
     for (const TrialRecord& t : r.retimed) retimed[t.config_key] = &t;
     if (!r.retimed.empty()) last_retimed_run = &r;
@@ -506,28 +549,8 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
     return x->time_ms < y->time_ms;
   });
   if (!a.best && !ok.empty()) a.best = *ok.front();
-  const std::size_t top = std::min(ok.size(), static_cast<std::size_t>(std::max(options.top, 0)));
-  bool best_shown = false;
-  for (std::size_t i = 0; i < ok.size(); ++i) {
-    const bool is_best = a.best && a.best_is_stored && ok[i]->config_key == a.best->config_key;
-    if (i >= top && !is_best) continue;
-    TopConfig c;
-    c.trial = *ok[i];
-    c.rank = i + 1;
-    c.is_best = is_best;
-    best_shown = best_shown || is_best;
-    if (auto it = retimed.find(ok[i]->config_key); it != retimed.end())
-      c.retimed_ms = it->second->time_ms;
-    a.top.push_back(std::move(c));
-  }
-  (void)best_shown;
-
-  for (auto& [k, g] : failures) a.failures.push_back(std::move(g));
-  std::stable_sort(
-      a.failures.begin(), a.failures.end(), [](const FailureGroup& x, const FailureGroup& y) {
-        return x.count != y.count ? x.count > y.count
-                                  : static_cast<int>(x.status) < static_cast<int>(y.status);
-      });
+  rank_top(a, ok, retimed, options.top);
+  sort_failures(a, failures);
   return a;
 }
 

@@ -451,12 +451,8 @@ void provenance(std::string& o, const ReportStudy& s) {
         s.kernels.size());
 }
 
-}  // namespace
-
-std::string render_html(const Report& report) {
+void page_header(std::string& o, const Report& report) {
   const ReportOptions& opt = report.options;
-  std::string o;
-  o.reserve(1 << 20);
   std::size_t runs = 0;
   for (const auto& s : report.studies) runs += s.runs.size();
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -475,80 +471,95 @@ std::string render_html(const Report& report) {
                      html_escape(report.studies[i].kernel_name),
                      html_escape(report.studies[i].problem_key));
   o += "</nav>\n<main>\n";
+}
 
-  for (std::size_t si = 0; si < report.studies.size(); ++si) {
-    const ReportStudy& s = report.studies[si];
-    const std::string id = fmt::format("study-{}", si + 1);
-    o += fmt::format(
-        "<section class=\"study\" id=\"{}\">\n<h2>{}<span class=\"problem\">{}</span></h2>\n", id,
-        html_escape(s.kernel_name), html_escape(s.problem_key));
-    // Summary cards, one "best" per device.
-    o += "<div class=\"cards\">";
-    std::size_t evaluations = 0, ok = 0;
-    for (const auto& r : s.runs) {
-      evaluations += r.search.size();
-      ok += r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
-    }
-    for (const DeviceAnalysis& a : s.devices) {
-      if (!a.best) continue;
-      std::string v = format_time_auto(a.best->time_ms);
-      if (std::isfinite(a.best->gbps))
-        v += fmt::format(" · {} GB/s", format_number(a.best->gbps, 4));
-      o += card("best on " + a.device.name, v, a.best->config_key);
-      // One parameter's values partition the configurations: its times are all the ok times.
-      std::vector<double> times;
-      if (!a.effects.empty())
-        for (const auto& val : a.effects.front().values)
-          times.insert(times.end(), val.times_ms.begin(), val.times_ms.end());
-      std::sort(times.begin(), times.end());
-      if (times.size() >= 2 && a.best->time_ms > 0)
-        o += card("speed-up over the median",
-                  format_number(times[times.size() / 2] / a.best->time_ms, 3) + "×",
-                  fmt::format("{}: median of {} ok configurations {}", a.device.name, times.size(),
-                              format_time_auto(times[times.size() / 2])));
-      o += "<div style=\"flex-basis:100%;height:0\"></div>";
-    }
-    o += card(
-        "evaluations", fmt::format("{}", evaluations),
-        fmt::format("{} run{}, {} ok ({})", s.runs.size(), s.runs.size() == 1 ? "" : "s", ok,
-                    format_percent(evaluations ? static_cast<double>(ok) / evaluations : 0, 0)));
-    o += "</div>\n";
+// The cards of one device: its best, and the best's speed-up over the median.
+void device_cards(std::string& o, const DeviceAnalysis& a) {
+  std::string v = format_time_auto(a.best->time_ms);
+  if (std::isfinite(a.best->gbps)) v += fmt::format(" · {} GB/s", format_number(a.best->gbps, 4));
+  o += card("best on " + a.device.name, v, a.best->config_key);
+  // One parameter's values partition the configurations: its times are all the ok times.
+  std::vector<double> times;
+  if (!a.effects.empty())
+    for (const auto& val : a.effects.front().values)
+      times.insert(times.end(), val.times_ms.begin(), val.times_ms.end());
+  std::sort(times.begin(), times.end());
+  if (times.size() >= 2 && a.best->time_ms > 0)
+    o += card("speed-up over the median",
+              format_number(times[times.size() / 2] / a.best->time_ms, 3) + "×",
+              fmt::format("{}: median of {} ok configurations {}", a.device.name, times.size(),
+                          format_time_auto(times[times.size() / 2])));
+  o += "<div style=\"flex-basis:100%;height:0\"></div>";
+}
 
-    double typical = NAN;
-    for (const auto& r : s.runs)
-      if (!r.improvements.empty()) typical = r.improvements.back().second;
-    o += "<h3 id=\"" + id + "-runs\">Runs</h3>\n";
-    runs_table(o, s, time_unit_for(typical));
-    o += "<h3 id=\"" + id + "-convergence\">Convergence</h3>\n";
-    convergence(o, s, opt);
-    for (const DeviceAnalysis& a : s.devices) {
-      const std::string on = s.devices.size() > 1 ? " on " + a.device.name : "";
-      o += "<h3>Parameter effects" + html_escape(on) + "</h3>\n";
-      o += fmt::format(
-          "<p class=\"note\">{} evaluations over run{} {}; {} distinct configurations, {} of them "
-          "ok.</p>\n",
-          a.evaluations, a.run_ids.size() == 1 ? "" : "s",
-          [&] {
-            std::string ids;
-            for (auto rid : a.run_ids) ids += (ids.empty() ? "#" : ", #") + std::to_string(rid);
-            return ids;
-          }(),
-          a.distinct, a.distinct_ok);
-      effects(o, a, opt);
-      o += "<h3>Top configurations" + html_escape(on) + "</h3>\n";
-      top_table(o, a);
-      finalists_table(o, a);
-      o += "<h3>Failures" + html_escape(on) + "</h3>\n";
-      failures(o, a);
-    }
-    if (s.cross) {
-      o += "<h3>Across devices</h3>\n";
-      cross_device(o, *s.cross);
-    }
-    o += "<h3>Provenance</h3>\n";
-    provenance(o, s);
-    o += "</section>\n";
+// Summary cards, one "best" per device.
+void study_cards(std::string& o, const ReportStudy& s) {
+  o += "<div class=\"cards\">";
+  std::size_t evaluations = 0, ok = 0;
+  for (const auto& r : s.runs) {
+    evaluations += r.search.size();
+    ok += r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
   }
+  for (const DeviceAnalysis& a : s.devices) {
+    if (!a.best) continue;
+    device_cards(o, a);
+  }
+  o +=
+      card("evaluations", fmt::format("{}", evaluations),
+           fmt::format("{} run{}, {} ok ({})", s.runs.size(), s.runs.size() == 1 ? "" : "s", ok,
+                       format_percent(evaluations ? static_cast<double>(ok) / evaluations : 0, 0)));
+  o += "</div>\n";
+}
+
+// The sections of one device's analysis; `on` names the device where the study has several.
+void device_sections(std::string& o, const DeviceAnalysis& a, const std::string& on,
+                     const ReportOptions& opt) {
+  o += "<h3>Parameter effects" + html_escape(on) + "</h3>\n";
+  o += fmt::format(
+      "<p class=\"note\">{} evaluations over run{} {}; {} distinct configurations, {} of them "
+      "ok.</p>\n",
+      a.evaluations, a.run_ids.size() == 1 ? "" : "s",
+      [&] {
+        std::string ids;
+        for (auto rid : a.run_ids) ids += (ids.empty() ? "#" : ", #") + std::to_string(rid);
+        return ids;
+      }(),
+      a.distinct, a.distinct_ok);
+  effects(o, a, opt);
+  o += "<h3>Top configurations" + html_escape(on) + "</h3>\n";
+  top_table(o, a);
+  finalists_table(o, a);
+  o += "<h3>Failures" + html_escape(on) + "</h3>\n";
+  failures(o, a);
+}
+
+void study_section(std::string& o, const ReportStudy& s, const std::string& id,
+                   const ReportOptions& opt) {
+  o += fmt::format(
+      "<section class=\"study\" id=\"{}\">\n<h2>{}<span class=\"problem\">{}</span></h2>\n", id,
+      html_escape(s.kernel_name), html_escape(s.problem_key));
+  study_cards(o, s);
+
+  double typical = NAN;
+  for (const auto& r : s.runs)
+    if (!r.improvements.empty()) typical = r.improvements.back().second;
+  o += "<h3 id=\"" + id + "-runs\">Runs</h3>\n";
+  runs_table(o, s, time_unit_for(typical));
+  o += "<h3 id=\"" + id + "-convergence\">Convergence</h3>\n";
+  convergence(o, s, opt);
+  for (const DeviceAnalysis& a : s.devices)
+    device_sections(o, a, s.devices.size() > 1 ? " on " + a.device.name : "", opt);
+  if (s.cross) {
+    o += "<h3>Across devices</h3>\n";
+    cross_device(o, *s.cross);
+  }
+  o += "<h3>Provenance</h3>\n";
+  provenance(o, s);
+  o += "</section>\n";
+}
+
+void page_footer(std::string& o, const Report& report) {
+  const ReportOptions& opt = report.options;
   o += "</main>\n<footer>" +
        html_escape(fmt::format("Generated {} by ktune {} from {}.", report.generated_at,
                                KTUNE_VERSION,
@@ -557,6 +568,17 @@ std::string render_html(const Report& report) {
     o += " Command: <code>" + html_escape(opt.command_line) + "</code>";
   o += " Statuses, sections and the importance method: docs/reports.md.</footer>\n";
   o += std::string("<script>") + kCheckScript + "</script>\n</body>\n</html>\n";
+}
+
+}  // namespace
+
+std::string render_html(const Report& report) {
+  std::string o;
+  o.reserve(1 << 20);
+  page_header(o, report);
+  for (std::size_t si = 0; si < report.studies.size(); ++si)
+    study_section(o, report.studies[si], fmt::format("study-{}", si + 1), report.options);
+  page_footer(o, report);
   return o;
 }
 

@@ -209,33 +209,108 @@ double legend(std::string& o, double x0, double y0, double width,
   return y - y0 + 18;
 }
 
+// The extent of a convergence plot's data: x (the least positive and the largest), y, and how
+// many dots there are.
+struct Extent {
+  double xmin_pos = std::numeric_limits<double>::infinity(), xhi = 0;
+  double ylo = std::numeric_limits<double>::infinity(), yhi = 0;
+  std::size_t total_points = 0;
+};
+
+Extent extent_of(const std::vector<Series>& series) {
+  Extent e;
+  for (const auto& s : series) {
+    const auto take = [&](const std::vector<std::pair<double, double>>& v) {
+      for (const auto& [x, y] : v) {
+        if (x > 0) e.xmin_pos = std::min(e.xmin_pos, x);
+        e.xhi = std::max(e.xhi, x);
+        e.ylo = std::min(e.ylo, y);
+        e.yhi = std::max(e.yhi, y);
+      }
+    };
+    take(s.points);
+    take(s.steps);
+    e.xhi = std::max(e.xhi, s.x_end);
+    e.total_points += s.points.size();
+  }
+  if (!std::isfinite(e.ylo)) e.ylo = 1, e.yhi = 2;
+  if (!std::isfinite(e.xmin_pos)) e.xmin_pos = 1;
+  return e;
+}
+
+// Maps a convergence plot's raw values (x in evaluations or seconds, y in ms) onto the image.
+struct ConvergenceMap {
+  Scale x, y;  // x in display units (evaluations, or s / min / h)
+  double div = 1;
+  double per_ms = 1;
+  double px(double raw) const { return x(std::max(raw / div, x.d0)); }
+  double py(double ms) const { return y(ms * per_ms); }
+};
+
+Scale convergence_x(const AxisSpec& xspec, const Extent& e, const XSeconds& xs, double r0,
+                    double r1) {
+  Scale x;
+  x.r0 = r0;
+  x.r1 = r1;
+  x.log = xspec.log;
+  if (xspec.log) {
+    x.d0 = (xspec.seconds ? e.xmin_pos : 1.0) / xs.div;
+    x.d1 = e.xhi / xs.div * 1.05;
+  } else {
+    x.d0 = xspec.seconds ? 0 : 1;
+    x.d1 = std::max(e.xhi / xs.div, x.d0 + 1) * 1.03;
+  }
+  return x;
+}
+
+// The best-so-far step line of a series, and a dot at its end.
+std::string best_line(const Series& s, const ConvergenceMap& m) {
+  std::string d =
+      fmt::format("M{} {}", num(m.px(s.steps.front().first)), num(m.py(s.steps.front().second)));
+  for (std::size_t i = 1; i < s.steps.size(); ++i)
+    d += fmt::format("H{}V{}", num(m.px(s.steps[i].first)), num(m.py(s.steps[i].second)));
+  d += fmt::format("H{}", num(m.px(std::max(s.x_end, s.steps.back().first))));
+  std::string o = fmt::format(
+      "<path class=\"best\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"/>\n", d,
+      s.color);
+  const auto& last = s.steps.back();
+  o += fmt::format(
+      "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"#fff\"><title>{}: best "
+      "{}</title></circle>\n",
+      num(m.px(last.first)), num(m.py(last.second)), s.color, html_escape(s.label),
+      html_escape(format_time_auto(last.second)));
+  return o;
+}
+
+// Every series' dots (at most `max_points` in all, thinned) and best lines; `drawn` counts the
+// dots.
+std::string convergence_data(const std::vector<Series>& series, const ConvergenceMap& m,
+                             int max_points, std::size_t& drawn) {
+  std::string o = "<g class=\"data\">\n";
+  const int per_series =
+      series.empty() ? max_points : std::max(50, max_points / static_cast<int>(series.size()));
+  for (const auto& s : series) {
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& [vx, vy] : thin(s.points, per_series)) pts.emplace_back(m.px(vx), m.py(vy));
+    drawn += pts.size();
+    o += dots(pts, s.color, 4, 0.35);
+  }
+  for (const auto& s : series) {
+    if (s.steps.empty()) continue;
+    o += best_line(s, m);
+  }
+  o += "</g>\n";
+  return o;
+}
+
 }  // namespace
 
 std::string svg_convergence(const std::string& title, const std::vector<Series>& series,
                             const AxisSpec& xspec, int max_points) {
   const double W = 620, left = 70, right = 18, top = 30, plot_h = 250;
-  double xmin_pos = std::numeric_limits<double>::infinity(), xhi = 0;
-  double ylo = std::numeric_limits<double>::infinity(), yhi = 0;
-  std::size_t total_points = 0;
-  for (const auto& s : series) {
-    const auto take = [&](const std::vector<std::pair<double, double>>& v) {
-      for (const auto& [x, y] : v) {
-        if (x > 0) xmin_pos = std::min(xmin_pos, x);
-        xhi = std::max(xhi, x);
-        ylo = std::min(ylo, y);
-        yhi = std::max(yhi, y);
-      }
-    };
-    take(s.points);
-    take(s.steps);
-    xhi = std::max(xhi, s.x_end);
-    total_points += s.points.size();
-  }
-  if (!std::isfinite(ylo)) ylo = 1, yhi = 2;
-  if (!std::isfinite(xmin_pos)) xmin_pos = 1;
-  const TimeUnit unit = time_unit_for(std::sqrt(ylo * yhi));
-  const XSeconds xs = xspec.seconds ? seconds_unit(xhi) : XSeconds{};
-  const bool log_x = xspec.log;
+  const Extent e = extent_of(series);
+  const TimeUnit unit = time_unit_for(std::sqrt(e.ylo * e.yhi));
+  const XSeconds xs = xspec.seconds ? seconds_unit(e.xhi) : XSeconds{};
 
   // Legend below the plot area; its height decides the image's.
   std::string legend_svg;
@@ -245,69 +320,97 @@ std::string svg_convergence(const std::string& title, const std::vector<Series>&
       legend(legend_svg, left, top + plot_h + 58, W - left - right, items, true);
   const double H = top + plot_h + 58 + legend_h;
 
-  // x in display units (evaluations, or s / min / h).
-  Scale x;
-  x.r0 = left;
-  x.r1 = W - right;
-  x.log = log_x;
-  if (log_x) {
-    x.d0 = (xspec.seconds ? xmin_pos : 1.0) / xs.div;
-    x.d1 = xhi / xs.div * 1.05;
-  } else {
-    x.d0 = xspec.seconds ? 0 : 1;
-    x.d1 = std::max(xhi / xs.div, x.d0 + 1) * 1.03;
-  }
-  const auto px = [&](double raw) { return x(std::max(raw / xs.div, x.d0)); };
-  Scale y = make_scale(ylo * unit.per_ms, yhi * unit.per_ms, top + plot_h, top, true);
+  ConvergenceMap m;
+  m.x = convergence_x(xspec, e, xs, left, W - right);
+  m.div = xs.div;
+  m.per_ms = unit.per_ms;
+  m.y = make_scale(e.ylo * unit.per_ms, e.yhi * unit.per_ms, top + plot_h, top, true);
   std::string o = svg_open(W, H, title, "convergence");
   o += text(left, 18, title, "start", " font-size=\"13\" font-weight=\"600\"") + "\n";
   std::string xlabel = xspec.seconds ? fmt::format("{} ({})", xspec.label, xs.unit) : xspec.label;
-  if (log_x) xlabel += ", log scale";
-  std::vector<double> xt = ticks_of(x, 6);
+  if (xspec.log) xlabel += ", log scale";
+  std::vector<double> xt = ticks_of(m.x, 6);
   if (!xspec.seconds)
     xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }),
              xt.end());
-  o += axes(x, y, xt, ticks_of(y, 5), xlabel,
-            fmt::format("time ({}{})", unit.name, y.log ? ", log scale" : ""));
-  o += "<g class=\"data\">\n";
-  const int per_series =
-      series.empty() ? max_points : std::max(50, max_points / static_cast<int>(series.size()));
+  o += axes(m.x, m.y, xt, ticks_of(m.y, 5), xlabel,
+            fmt::format("time ({}{})", unit.name, m.y.log ? ", log scale" : ""));
   std::size_t drawn = 0;
-  for (const auto& s : series) {
-    std::vector<std::pair<double, double>> pts;
-    for (const auto& [vx, vy] : thin(s.points, per_series))
-      pts.emplace_back(px(vx), y(vy * unit.per_ms));
-    drawn += pts.size();
-    o += dots(pts, s.color, 4, 0.35);
-  }
-  for (const auto& s : series) {
-    if (s.steps.empty()) continue;
-    std::string d = fmt::format("M{} {}", num(px(s.steps.front().first)),
-                                num(y(s.steps.front().second * unit.per_ms)));
-    for (std::size_t i = 1; i < s.steps.size(); ++i)
-      d +=
-          fmt::format("H{}V{}", num(px(s.steps[i].first)), num(y(s.steps[i].second * unit.per_ms)));
-    d += fmt::format("H{}", num(px(std::max(s.x_end, s.steps.back().first))));
-    o += fmt::format(
-        "<path class=\"best\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\"/>\n", d,
-        s.color);
-    const auto& last = s.steps.back();
-    o += fmt::format(
-        "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"#fff\"><title>{}: best "
-        "{}</title></circle>\n",
-        num(px(last.first)), num(y(last.second * unit.per_ms)), s.color, html_escape(s.label),
-        html_escape(format_time_auto(last.second)));
-  }
-  o += "</g>\n";
-  if (drawn < total_points)
+  o += convergence_data(series, m, max_points, drawn);
+  if (drawn < e.total_points)
     o += text(W - right, top - 6,
-              fmt::format("dots: {} of {} evaluations drawn", drawn, total_points), "end",
+              fmt::format("dots: {} of {} evaluations drawn", drawn, e.total_points), "end",
               " fill=\"#777\" font-size=\"10\"") +
          "\n";
   o += legend_svg;
   o += "</svg>\n";
   return o;
 }
+
+namespace {
+
+// The effect plot's y axis (ticks, grid and label) and its frame.
+std::string effect_axes(const Scale& y, const TimeUnit& unit, double W, double left, double right,
+                        double top, double plot_h) {
+  std::string o = "<g class=\"axes\">\n";
+  for (double v : ticks_of(y, 5)) {
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left),
+                     num(W - right), num(y(v)), num(y(v)), kGridColor);
+    o += text(left - 6, y(v) + 3.5, format_number(v, 4), "end") + "\n";
+  }
+  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top),
+                   num(top + plot_h), num(W - right), kAxisColor);
+  o += fmt::format(
+      "<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" "
+      "font-size=\"12\">{}</text>\n",
+      num(left - 46), num(top + plot_h / 2),
+      html_escape(fmt::format("time ({}{})", unit.name, y.log ? ", log" : "")));
+  o += "</g>\n";
+  return o;
+}
+
+// One value's strip of times (value index `i`, centred at cx) with its box and whiskers.
+std::string value_strip(const ParameterEffect& effect, std::size_t i, double cx, double band,
+                        const Scale& y, double per_ms, int per_value) {
+  const ValueEffect& v = effect.values[i];
+  const bool best = v.value == effect.best_value;
+  // Strip: jitter from a fixed hash of the index, so the picture is the same every time.
+  std::vector<std::pair<double, double>> pts;
+  const auto shown = thin(v.times_ms, per_value);
+  for (std::size_t j = 0; j < shown.size(); ++j) {
+    std::uint32_t h = static_cast<std::uint32_t>(j * 2654435761u + i * 40503u);
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    const double jitter = (static_cast<double>(h % 1000) / 1000.0 - 0.5) * band * 0.55;
+    pts.emplace_back(cx + jitter, y(shown[j] * per_ms));
+  }
+  std::string o = dots(pts, "#4e79a7", 3.2, 0.4);
+  // Box and whiskers (min to max).
+  const double bw = std::min(band * 0.5, 28.0);
+  const double yq1 = y(v.q1_ms * per_ms), yq3 = y(v.q3_ms * per_ms);
+  const double ymed = y(v.median_ms * per_ms);
+  const double ymin = y(v.min_ms * per_ms), ymax = y(v.max_ms * per_ms);
+  o += fmt::format(
+      "<path d=\"M{0} {1}V{2}M{0} {3}V{4}M{5} {1}H{6}M{5} {4}H{6}\" stroke=\"#333\" "
+      "fill=\"none\"/>",
+      num(cx), num(ymin), num(yq1), num(yq3), num(ymax), num(cx - bw / 4), num(cx + bw / 4));
+  o += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.25\" "
+      "stroke=\"#333\"/>",
+      num(cx - bw / 2), num(std::min(yq1, yq3)), num(bw), num(std::max(1.0, std::fabs(yq1 - yq3))),
+      best ? "#59a14f" : "#ffffff");
+  o += fmt::format(
+      "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" "
+      "stroke-width=\"2.5\"><title>{}={}: "
+      "median {}, {} ok</title></line>\n",
+      num(cx - bw / 2), num(cx + bw / 2), num(ymed), num(ymed), best ? "#2e7d32" : "#d62728",
+      html_escape(effect.name), html_escape(v.value), html_escape(format_time_auto(v.median_ms)),
+      v.times_ms.size());
+  return o;
+}
+
+}  // namespace
 
 std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms, int max_points) {
   const std::size_t n = std::max<std::size_t>(effect.values.size(), 1);
@@ -331,60 +434,14 @@ std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms
             " fill=\"#555\"") +
        "\n";
   // Axes: y ticks and grid; categories along x.
-  o += "<g class=\"axes\">\n";
-  for (double v : ticks_of(y, 5)) {
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\"/>", num(left),
-                     num(W - right), num(y(v)), num(y(v)), kGridColor);
-    o += text(left - 6, y(v) + 3.5, format_number(v, 4), "end") + "\n";
-  }
-  o += fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"{}\"/>\n", num(left), num(top),
-                   num(top + plot_h), num(W - right), kAxisColor);
-  o += fmt::format(
-      "<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" "
-      "font-size=\"12\">{}</text>\n",
-      num(left - 46), num(top + plot_h / 2),
-      html_escape(fmt::format("time ({}{})", unit.name, y.log ? ", log" : "")));
-  o += "</g>\n<g class=\"data\">\n";
+  o += effect_axes(y, unit, W, left, right, top, plot_h);
+  o += "<g class=\"data\">\n";
   const int per_value = std::max(40, max_points / static_cast<int>(n));
   for (std::size_t i = 0; i < effect.values.size(); ++i) {
     const ValueEffect& v = effect.values[i];
     const double cx = left + band * (static_cast<double>(i) + 0.5);
     const bool best = v.value == effect.best_value;
-    if (!v.times_ms.empty()) {
-      // Strip: jitter from a fixed hash of the index, so the picture is the same every time.
-      std::vector<std::pair<double, double>> pts;
-      const auto shown = thin(v.times_ms, per_value);
-      for (std::size_t j = 0; j < shown.size(); ++j) {
-        std::uint32_t h = static_cast<std::uint32_t>(j * 2654435761u + i * 40503u);
-        h ^= h >> 13;
-        h *= 0x5bd1e995u;
-        h ^= h >> 15;
-        const double jitter = (static_cast<double>(h % 1000) / 1000.0 - 0.5) * band * 0.55;
-        pts.emplace_back(cx + jitter, y(shown[j] * unit.per_ms));
-      }
-      o += dots(pts, "#4e79a7", 3.2, 0.4);
-      // Box and whiskers (min to max).
-      const double bw = std::min(band * 0.5, 28.0);
-      const double yq1 = y(v.q1_ms * unit.per_ms), yq3 = y(v.q3_ms * unit.per_ms);
-      const double ymed = y(v.median_ms * unit.per_ms);
-      const double ymin = y(v.min_ms * unit.per_ms), ymax = y(v.max_ms * unit.per_ms);
-      o += fmt::format(
-          "<path d=\"M{0} {1}V{2}M{0} {3}V{4}M{5} {1}H{6}M{5} {4}H{6}\" stroke=\"#333\" "
-          "fill=\"none\"/>",
-          num(cx), num(ymin), num(yq1), num(yq3), num(ymax), num(cx - bw / 4), num(cx + bw / 4));
-      o += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.25\" "
-          "stroke=\"#333\"/>",
-          num(cx - bw / 2), num(std::min(yq1, yq3)), num(bw),
-          num(std::max(1.0, std::fabs(yq1 - yq3))), best ? "#59a14f" : "#ffffff");
-      o += fmt::format(
-          "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" "
-          "stroke-width=\"2.5\"><title>{}={}: "
-          "median {}, {} ok</title></line>\n",
-          num(cx - bw / 2), num(cx + bw / 2), num(ymed), num(ymed), best ? "#2e7d32" : "#d62728",
-          html_escape(effect.name), html_escape(v.value),
-          html_escape(format_time_auto(v.median_ms)), v.times_ms.size());
-    }
+    if (!v.times_ms.empty()) o += value_strip(effect, i, cx, band, y, unit.per_ms, per_value);
     o += text(cx, top + plot_h + 15, v.value, "middle", best ? " font-weight=\"700\"" : "");
     o += text(cx, top + plot_h + 29, fmt::format("n={}", v.times_ms.size()), "middle",
               " fill=\"#777\" font-size=\"10\"");

@@ -97,62 +97,70 @@ std::string_view t4_invalidity(TrialStatus status) {
   return "runtime";
 }
 
-std::string t4_results(const Store& store, std::int64_t run_id) {
-  const RunRows rows = load(store, run_id);
-  json results = json::array();
-  json retimed = json::array();
-  for (const TrialRecord& t : store.trials_of_run(run_id)) {
-    if (is_retimed(t)) {
-      json r = {
-          {"timestamp", t.created_at}, {"configuration", config_of(t)}, {"runtimes", runtimes(t)}};
-      if (std::isfinite(t.time_ms)) r["time"] = t.time_ms;
-      retimed.push_back(std::move(r));
-      continue;
-    }
-    json out;
-    out["timestamp"] = t.created_at;
-    out["configuration"] = config_of(t);
-    out["objectives"] = json::array({"time"});
-    json times = json::object();
-    if (std::isfinite(t.compile_ms) && t.compile_ms > 0) times["compilation_time"] = t.compile_ms;
-    times["runtimes"] = runtimes(t);
-    // The evaluation's wall time less its timed samples: ktune's overhead around the kernel.
-    double timed = 0;
-    for (double s : t.samples_ms)
-      if (std::isfinite(s)) timed += s;
-    if (std::isfinite(t.eval_ms) && t.eval_ms > 0)
-      times["framework"] = std::max(0.0, t.eval_ms - timed);
-    out["times"] = std::move(times);
-    out["invalidity"] = t4_invalidity(t.status);
-    // 0 only for a result that ran and was wrong; a configuration that never ran is not
-    // "incorrect" (Kernel Tuner writes 1 for those too).
-    out["correctness"] = t.status == TrialStatus::kWrongResult ? 0 : 1;
-    json m = json::array();
-    if (t.status == TrialStatus::kOk && std::isfinite(t.time_ms))
-      m.push_back({{"name", "time"}, {"value", t.time_ms}, {"unit", "ms"}});
-    else
-      m.push_back({{"name", "time"}, {"value", kernel_tuner_error(t.status)}, {"unit", "ms"}});
-    if (t.status == TrialStatus::kOk) {
-      measure(m, "time_min", t.time_min_ms, "ms");
-      measure(m, "time_mean", t.time_mean_ms, "ms");
-      measure(m, "time_spread", t.time_spread, "");
-      measure(m, "GB/s", t.gbps, "GB/s");
-      measure(m, "GFLOP/s", t.gflops, "GFLOP/s");
-    }
-    measure_int(m, "registers", t.registers, "");
-    measure_int(m, "local_bytes", t.local_bytes, "B");
-    measure_int(m, "spill_bytes", t.spill_bytes, "B");
-    measure_int(m, "static_shared_bytes", t.static_shared_bytes, "B");
-    measure_int(m, "dynamic_shared_bytes", t.dynamic_shared_bytes, "B");
-    if (t.occupancy >= 0) measure(m, "occupancy", t.occupancy, "");
-    m.push_back(
-        {{"name", "ktune_status"}, {"value", std::string(to_string(t.status))}, {"unit", ""}});
-    if (t.status != TrialStatus::kOk && !t.error.empty())
-      m.push_back({{"name", "error"}, {"value", t.error}, {"unit", ""}});
-    out["measurements"] = std::move(m);
-    results.push_back(std::move(out));
-  }
+namespace {
 
+json retimed_entry(const TrialRecord& t) {
+  json r = {
+      {"timestamp", t.created_at}, {"configuration", config_of(t)}, {"runtimes", runtimes(t)}};
+  if (std::isfinite(t.time_ms)) r["time"] = t.time_ms;
+  return r;
+}
+
+json trial_times(const TrialRecord& t) {
+  json times = json::object();
+  if (std::isfinite(t.compile_ms) && t.compile_ms > 0) times["compilation_time"] = t.compile_ms;
+  times["runtimes"] = runtimes(t);
+  // The evaluation's wall time less its timed samples: ktune's overhead around the kernel.
+  double timed = 0;
+  for (double s : t.samples_ms)
+    if (std::isfinite(s)) timed += s;
+  if (std::isfinite(t.eval_ms) && t.eval_ms > 0)
+    times["framework"] = std::max(0.0, t.eval_ms - timed);
+  return times;
+}
+
+json trial_measurements(const TrialRecord& t) {
+  json m = json::array();
+  if (t.status == TrialStatus::kOk && std::isfinite(t.time_ms))
+    m.push_back({{"name", "time"}, {"value", t.time_ms}, {"unit", "ms"}});
+  else
+    m.push_back({{"name", "time"}, {"value", kernel_tuner_error(t.status)}, {"unit", "ms"}});
+  if (t.status == TrialStatus::kOk) {
+    measure(m, "time_min", t.time_min_ms, "ms");
+    measure(m, "time_mean", t.time_mean_ms, "ms");
+    measure(m, "time_spread", t.time_spread, "");
+    measure(m, "GB/s", t.gbps, "GB/s");
+    measure(m, "GFLOP/s", t.gflops, "GFLOP/s");
+  }
+  measure_int(m, "registers", t.registers, "");
+  measure_int(m, "local_bytes", t.local_bytes, "B");
+  measure_int(m, "spill_bytes", t.spill_bytes, "B");
+  measure_int(m, "static_shared_bytes", t.static_shared_bytes, "B");
+  measure_int(m, "dynamic_shared_bytes", t.dynamic_shared_bytes, "B");
+  if (t.occupancy >= 0) measure(m, "occupancy", t.occupancy, "");
+  m.push_back(
+      {{"name", "ktune_status"}, {"value", std::string(to_string(t.status))}, {"unit", ""}});
+  if (t.status != TrialStatus::kOk && !t.error.empty())
+    m.push_back({{"name", "error"}, {"value", t.error}, {"unit", ""}});
+  return m;
+}
+
+json result_entry(const TrialRecord& t) {
+  json out;
+  out["timestamp"] = t.created_at;
+  out["configuration"] = config_of(t);
+  out["objectives"] = json::array({"time"});
+  out["times"] = trial_times(t);
+  out["invalidity"] = t4_invalidity(t.status);
+  // 0 only for a result that ran and was wrong; a configuration that never ran is not
+  // "incorrect" (Kernel Tuner writes 1 for those too).
+  out["correctness"] = t.status == TrialStatus::kWrongResult ? 0 : 1;
+  out["measurements"] = trial_measurements(t);
+  return out;
+}
+
+// The run's metadata; ktune's own under "ktune", the re-timings among them.
+json results_metadata(const RunRows& rows, json retimed) {
   json meta;
   meta["compute_api"] = "CUDA";
   meta["platform"] =
@@ -191,9 +199,24 @@ std::string t4_results(const Store& store, std::int64_t run_id) {
       {"command_line", rows.run.command_line},
       {"retimed", std::move(retimed)},
   };
+  return meta;
+}
+
+}  // namespace
+
+std::string t4_results(const Store& store, std::int64_t run_id) {
+  const RunRows rows = load(store, run_id);
+  json results = json::array();
+  json retimed = json::array();
+  for (const TrialRecord& t : store.trials_of_run(run_id)) {
+    if (is_retimed(t))
+      retimed.push_back(retimed_entry(t));
+    else
+      results.push_back(result_entry(t));
+  }
   json doc;
   doc["schema_version"] = kT4SchemaVersion;
-  doc["metadata"] = std::move(meta);
+  doc["metadata"] = results_metadata(rows, std::move(retimed));
   doc["results"] = std::move(results);
   return doc.dump(1) + "\n";
 }

@@ -224,17 +224,18 @@ Recording read_kt_cache(const std::string& path, const std::string& device_name)
 }
 
 namespace {
-Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
-                              const std::string& device_name) {
-  json d;
+json parse_json_text(std::string_view text, const std::string& origin) {
   try {
-    d = json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1...".
     std::string what = e.what();
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     fail(origin, fmt::format("not a Kernel Tuner cache: not JSON ({})", what));
   }
+}
+
+void check_header(const json& d, const std::string& origin) {
   if (!d.is_object()) fail(origin, "not a Kernel Tuner cache: the JSON is not an object");
   for (const char* key : {"tune_params_keys", "tune_params", "cache"})
     if (!d.contains(key)) fail(origin, fmt::format("not a Kernel Tuner cache: no '{}'", key));
@@ -246,21 +247,20 @@ Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
   if (!tune_params.is_object())
     fail(origin, "tune_params must be an object of name -> list of values");
   if (!cache.is_object()) fail(origin, "cache must be an object of key -> entry");
+}
 
-  Recording r;
-  r.path = origin;
-  r.format = "kt-cache";
-  r.kernel_name = d.value("kernel_name", std::string());
-  if (r.kernel_name.empty()) fail(origin, "no kernel_name");
-  r.device_name = device_name.empty() ? d.value("device_name", std::string()) : device_name;
-  if (d.contains("objective")) {
-    if (!d["objective"].is_string()) fail(origin, "objective must be a string");
-    r.objective = d["objective"].get<std::string>();
-    if (r.objective != "time")
-      r.notes.push_back(
-          fmt::format("{}: the recording's objective is '{}'; ktune ranks by time all the same",
-                      origin, r.objective));
-  }
+void read_objective(const json& d, const std::string& origin, Recording& r) {
+  if (!d.contains("objective")) return;
+  if (!d["objective"].is_string()) fail(origin, "objective must be a string");
+  r.objective = d["objective"].get<std::string>();
+  if (r.objective != "time")
+    r.notes.push_back(
+        fmt::format("{}: the recording's objective is '{}'; ktune ranks by time all the same",
+                    origin, r.objective));
+}
+
+void read_params(const json& keys, const json& tune_params, const std::string& origin,
+                 Recording& r) {
   for (const auto& k : keys) {
     if (!k.is_string()) fail(origin, "tune_params_keys must be a list of names");
     const std::string name = k.get<std::string>();
@@ -277,23 +277,27 @@ Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
   }
   if (tune_params.size() != r.params.size())
     fail(origin, "tune_params and tune_params_keys name different parameters");
+}
 
-  // ktune's own details, when ktune wrote the file.
-  const json* meta = d.contains("ktune") && d["ktune"].is_object() ? &d["ktune"] : nullptr;
-  const json& size = d.contains("problem_size") ? d["problem_size"] : json();
+// The problem as ktune wrote it, in its declared order (names missing from the order follow).
+void read_ktune_problem(const json& meta, const std::string& origin, Recording& r) {
+  std::vector<std::string> order;
+  if (meta.contains("problem_order") && meta["problem_order"].is_array())
+    for (const auto& n : meta["problem_order"]) order.push_back(n.get<std::string>());
+  for (const auto& [name, v] : meta["problem"].items())
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  for (const auto& name : order) {
+    const json& v = meta["problem"].at(name);
+    if (!v.is_number_integer())
+      fail(origin, fmt::format("ktune.problem.{} must be an integer", name));
+    r.problem_params.push_back({name, v.get<std::int64_t>(), ""});
+    r.problem[name] = v.get<std::int64_t>();
+  }
+}
+
+void read_problem(const json* meta, const json& size, const std::string& origin, Recording& r) {
   if (meta && meta->contains("problem") && (*meta)["problem"].is_object()) {
-    std::vector<std::string> order;
-    if (meta->contains("problem_order") && (*meta)["problem_order"].is_array())
-      for (const auto& n : (*meta)["problem_order"]) order.push_back(n.get<std::string>());
-    for (const auto& [name, v] : (*meta)["problem"].items())
-      if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
-    for (const auto& name : order) {
-      const json& v = (*meta)["problem"].at(name);
-      if (!v.is_number_integer())
-        fail(origin, fmt::format("ktune.problem.{} must be an integer", name));
-      r.problem_params.push_back({name, v.get<std::int64_t>(), ""});
-      r.problem[name] = v.get<std::int64_t>();
-    }
+    read_ktune_problem(*meta, origin, r);
   } else if (size.is_number_integer()) {
     r.scalar_problem_size = true;
     r.problem_params.push_back(
@@ -311,6 +315,9 @@ Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
     fail(origin, "problem_size must be an integer or a list of integers");
   }
   for (const auto& p : r.problem_params) r.problem[p.name] = p.default_value;
+}
+
+void read_device(const json* meta, const std::string& device_name, Recording& r) {
   if (meta) {
     r.source_hash = meta->value("source_hash", std::string());
     r.space_hash = meta->value("space_hash", std::string());
@@ -329,65 +336,115 @@ Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
     r.cc_major = cc / 10;
     r.cc_minor = cc % 10;
   }
+}
 
-  // Values of each parameter by their text, so a key's parts map onto the declared values.
-  std::vector<std::map<std::string, std::size_t>> by_text(r.params.size());
+// Values of each parameter by their text, so a key's parts map onto the declared values.
+using ValuesByText = std::vector<std::map<std::string, std::size_t>>;
+
+ValuesByText values_by_text(const Recording& r) {
+  ValuesByText by_text(r.params.size());
   for (std::size_t i = 0; i < r.params.size(); ++i)
     for (std::size_t j = 0; j < r.params[i].values.size(); ++j)
       by_text[i].emplace(match_text(r.params[i].values[j]), j);
+  return by_text;
+}
 
-  r.trials.reserve(cache.size());
-  for (const auto& [key, entry] : cache.items()) {
-    const auto where = [&](const std::string& what) {
-      return fmt::format("cache entry '{}': {}", key, what);
-    };
-    if (!entry.is_object()) fail(origin, where("not an object"));
-    const std::vector<std::string> parts = split_key(key);
-    if (parts.size() != r.params.size())
-      fail(origin,
-           where(fmt::format("expected {} comma-separated values (tune_params_keys), found {}",
-                             r.params.size(), parts.size())));
+// Reads a cache entry's fields; `fail_entry` throws with the entry named.
+class EntryReader {
+ public:
+  EntryReader(const std::string& key, const json& entry, const std::string& origin)
+      : key_(key), entry_(entry), origin_(origin) {}
+
+  RecordedTrial read(const Recording& r, const ValuesByText& by_text) const {
+    if (!entry_.is_object()) fail_entry("not an object");
     RecordedTrial t;
+    read_values(r, by_text, t);
+    read_time(t);
+    if (auto s = entry_.find("ktune_status"); s != entry_.end() && s->is_string()) {
+      if (auto st = trial_status_from_string(s->get<std::string>())) t.status = *st;
+    }
+    if (auto e = entry_.find("ktune_error"); e != entry_.end() && e->is_string())
+      t.error = e->get<std::string>();
+    t.compile_ms = number_or_zero(entry_, "compile_time");
+    t.eval_ms = t.compile_ms + number_or_zero(entry_, "verification_time") +
+                number_or_zero(entry_, "benchmark_time") + number_or_zero(entry_, "strategy_time") +
+                number_or_zero(entry_, "framework_time");
+    return t;
+  }
+
+ private:
+  [[noreturn]] void fail_entry(const std::string& what) const {
+    fail(origin_, fmt::format("cache entry '{}': {}", key_, what));
+  }
+
+  void read_values(const Recording& r, const ValuesByText& by_text, RecordedTrial& t) const {
+    const std::vector<std::string> parts = split_key(key_);
+    if (parts.size() != r.params.size())
+      fail_entry(fmt::format("expected {} comma-separated values (tune_params_keys), found {}",
+                             r.params.size(), parts.size()));
     for (std::size_t i = 0; i < parts.size(); ++i) {
       auto it = by_text[i].find(match_text(Value::parse(parts[i])));
       if (it == by_text[i].end()) it = by_text[i].find(parts[i]);
       if (it == by_text[i].end())
-        fail(origin, where(fmt::format("{} is not a value of '{}' in tune_params", parts[i],
-                                       r.params[i].name)));
+        fail_entry(
+            fmt::format("{} is not a value of '{}' in tune_params", parts[i], r.params[i].name));
       t.values.push_back(r.params[i].values[it->second]);
     }
-    auto time = entry.find("time");
-    if (time == entry.end()) fail(origin, where("no 'time'"));
+  }
+
+  void read_time(RecordedTrial& t) const {
+    auto time = entry_.find("time");
+    if (time == entry_.end()) fail_entry("no 'time'");
     if (time->is_string()) {
       t.error = time->get<std::string>();
       t.status = status_of_kt_string(t.error);
       t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.recorded_ms = std::nan("");
     } else if (time->is_number()) {
       t.recorded_ms = time->get<double>();
-      if (auto times = entry.find("times"); times != entry.end()) {
-        if (!times->is_array()) fail(origin, where("'times' must be a list of numbers"));
+      if (auto times = entry_.find("times"); times != entry_.end()) {
+        if (!times->is_array()) fail_entry("'times' must be a list of numbers");
         for (const auto& s : *times) {
-          if (!s.is_number()) fail(origin, where("'times' must be a list of numbers"));
+          if (!s.is_number()) fail_entry("'times' must be a list of numbers");
           t.samples_ms.push_back(s.get<double>());
         }
       }
       if (t.samples_ms.empty()) t.samples_ms.push_back(t.recorded_ms);
       fill_stats(t);
     } else {
-      fail(origin,
-           where(fmt::format("'time' must be a number or a failure name, found {}", time->dump())));
+      fail_entry(fmt::format("'time' must be a number or a failure name, found {}", time->dump()));
     }
-    if (auto s = entry.find("ktune_status"); s != entry.end() && s->is_string()) {
-      if (auto st = trial_status_from_string(s->get<std::string>())) t.status = *st;
-    }
-    if (auto e = entry.find("ktune_error"); e != entry.end() && e->is_string())
-      t.error = e->get<std::string>();
-    t.compile_ms = number_or_zero(entry, "compile_time");
-    t.eval_ms = t.compile_ms + number_or_zero(entry, "verification_time") +
-                number_or_zero(entry, "benchmark_time") + number_or_zero(entry, "strategy_time") +
-                number_or_zero(entry, "framework_time");
-    r.trials.push_back(std::move(t));
   }
+
+  const std::string& key_;
+  const json& entry_;
+  const std::string& origin_;
+};
+
+Recording parse_kt_cache_json(std::string_view text, const std::string& origin,
+                              const std::string& device_name) {
+  const json d = parse_json_text(text, origin);
+  check_header(d, origin);
+  const json& cache = d["cache"];
+
+  Recording r;
+  r.path = origin;
+  r.format = "kt-cache";
+  r.kernel_name = d.value("kernel_name", std::string());
+  if (r.kernel_name.empty()) fail(origin, "no kernel_name");
+  r.device_name = device_name.empty() ? d.value("device_name", std::string()) : device_name;
+  read_objective(d, origin, r);
+  read_params(d["tune_params_keys"], d["tune_params"], origin, r);
+
+  // ktune's own details, when ktune wrote the file.
+  const json* meta = d.contains("ktune") && d["ktune"].is_object() ? &d["ktune"] : nullptr;
+  const json& size = d.contains("problem_size") ? d["problem_size"] : json();
+  read_problem(meta, size, origin, r);
+  read_device(meta, device_name, r);
+
+  const ValuesByText by_text = values_by_text(r);
+  r.trials.reserve(cache.size());
+  for (const auto& [key, entry] : cache.items())
+    r.trials.push_back(EntryReader(key, entry, origin).read(r, by_text));
   r.reindex();
   return r;
 }
@@ -405,9 +462,8 @@ Recording parse_kt_cache(std::string_view text, const std::string& origin,
   }
 }
 
-std::string kt_cache_text(const Recording& r) {
-  // Header fields in Kernel Tuner's order, then one cache entry per line, as Kernel Tuner writes
-  // its caches.
+namespace {
+nlohmann::ordered_json problem_size_json(const Recording& r) {
   nlohmann::ordered_json problem_size;
   if (r.scalar_problem_size && r.problem_params.size() == 1) {
     problem_size = r.problem.at(r.problem_params[0].name);
@@ -415,14 +471,21 @@ std::string kt_cache_text(const Recording& r) {
     problem_size = nlohmann::ordered_json::array();
     for (const auto& p : r.problem_params) problem_size.push_back(r.problem.at(p.name));
   }
-  nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+  return problem_size;
+}
+
+nlohmann::ordered_json tune_params_json(const Recording& r) {
   nlohmann::ordered_json tune_params = nlohmann::ordered_json::object();
   for (const auto& p : r.params) {
-    keys.push_back(p.name);
     nlohmann::ordered_json values = nlohmann::ordered_json::array();
     for (const auto& v : p.values) values.push_back(json_of(v));
     tune_params[p.name] = values;
   }
+  return tune_params;
+}
+
+// ktune's own details, which Kernel Tuner ignores and ktune reads back.
+nlohmann::ordered_json ktune_meta(const Recording& r) {
   nlohmann::ordered_json meta;
   meta["format"] = 1;
   meta["kernel"] = r.kernel_name;
@@ -441,47 +504,60 @@ std::string kt_cache_text(const Recording& r) {
   meta["space_hash"] = r.space_hash;
   meta["ktune_version"] = KTUNE_VERSION;
   meta["exported_at"] = utc_now();
+  return meta;
+}
+
+// One cache entry: its key (the values joined by commas) and the line after it.
+std::string cache_entry_text(const Recording& r, const RecordedTrial& t) {
+  std::string key;
+  nlohmann::ordered_json e;
+  for (std::size_t i = 0; i < r.params.size(); ++i) {
+    key += (i ? "," : "") + t.values[i].to_string();
+    e[r.params[i].name] = json_of(t.values[i]);
+  }
+  if (t.status == TrialStatus::kOk) {
+    const double mean = t.samples_ms.empty() ? t.time_ms : sample_stats(t.samples_ms).mean;
+    e["time"] = mean;  // Kernel Tuner's statistic is the mean of `times`
+    e["times"] = t.samples_ms.empty() ? std::vector<double>{t.time_ms} : t.samples_ms;
+  } else {
+    const char* name = kt_string_of_status(t.status);
+    e["time"] = name;
+    if (status_of_kt_string(name) != t.status) e["ktune_status"] = std::string(to_string(t.status));
+  }
+  // The error says why a trial failed, or notes something of an ok one (a re-timing).
+  // A failure without a message is written as such, or it would read back as the failure name.
+  if (t.status == TrialStatus::kOk ? !t.error.empty() : t.error != kt_string_of_status(t.status))
+    e["ktune_error"] = t.error;
+  e["compile_time"] = t.compile_ms;
+  e["verification_time"] = 0;
+  e["benchmark_time"] = std::max(0.0, t.eval_ms - t.compile_ms);
+  e["strategy_time"] = 0;
+  e["framework_time"] = 0;
+  return json(key).dump() + ": " + e.dump();
+}
+}  // namespace
+
+std::string kt_cache_text(const Recording& r) {
+  // Header fields in Kernel Tuner's order, then one cache entry per line, as Kernel Tuner writes
+  // its caches.
+  nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+  for (const auto& p : r.params) keys.push_back(p.name);
 
   std::string out = "{\n";
   out += fmt::format("\"device_name\": {},\n", json(r.device_name).dump());
   out += fmt::format("\"kernel_name\": {},\n", json(r.kernel_name).dump());
-  out += fmt::format("\"problem_size\": {},\n", problem_size.dump());
+  out += fmt::format("\"problem_size\": {},\n", problem_size_json(r).dump());
   out += fmt::format("\"tune_params_keys\": {},\n", keys.dump());
-  out += fmt::format("\"tune_params\": {},\n", tune_params.dump());
+  out += fmt::format("\"tune_params\": {},\n", tune_params_json(r).dump());
   out +=
       fmt::format("\"objective\": {},\n", json(r.objective.empty() ? "time" : r.objective).dump());
-  out += fmt::format("\"ktune\": {},\n", meta.dump());
+  out += fmt::format("\"ktune\": {},\n", ktune_meta(r).dump());
   out += "\"cache\": {";
   bool first = true;
   for (const auto& t : r.trials) {
-    std::string key;
-    nlohmann::ordered_json e;
-    for (std::size_t i = 0; i < r.params.size(); ++i) {
-      key += (i ? "," : "") + t.values[i].to_string();
-      e[r.params[i].name] = json_of(t.values[i]);
-    }
-    if (t.status == TrialStatus::kOk) {
-      const double mean = t.samples_ms.empty() ? t.time_ms : sample_stats(t.samples_ms).mean;
-      e["time"] = mean;  // Kernel Tuner's statistic is the mean of `times`
-      e["times"] = t.samples_ms.empty() ? std::vector<double>{t.time_ms} : t.samples_ms;
-    } else {
-      const char* name = kt_string_of_status(t.status);
-      e["time"] = name;
-      if (status_of_kt_string(name) != t.status)
-        e["ktune_status"] = std::string(to_string(t.status));
-    }
-    // The error says why a trial failed, or notes something of an ok one (a re-timing).
-    // A failure without a message is written as such, or it would read back as the failure name.
-    if (t.status == TrialStatus::kOk ? !t.error.empty() : t.error != kt_string_of_status(t.status))
-      e["ktune_error"] = t.error;
-    e["compile_time"] = t.compile_ms;
-    e["verification_time"] = 0;
-    e["benchmark_time"] = std::max(0.0, t.eval_ms - t.compile_ms);
-    e["strategy_time"] = 0;
-    e["framework_time"] = 0;
     out += first ? "\n" : ",\n";
     first = false;
-    out += json(key).dump() + ": " + e.dump();
+    out += cache_entry_text(r, t);
   }
   out += "\n}\n}\n";
   return out;

@@ -95,15 +95,26 @@ std::string problem_text(const ProblemRecord& p) {
   return p.key.empty() ? "(no problem parameters)" : p.key;
 }
 
-}  // namespace
+// The kernel, device and problem of a recording, and its latest run.
+struct Identity {
+  std::string kernel;
+  std::int64_t device_id = 0, problem_id = 0, kernel_id = 0, run_id = 0;
+};
+using Identities = std::map<std::tuple<std::string, std::int64_t, std::int64_t>, Identity>;
 
-Recording read_db_recording(const std::string& path, const RecordingQuery& query) {
-  Store store = Store::open(path, Store::Mode::kReadOnly);
-  struct Identity {
-    std::string kernel;
-    std::int64_t device_id = 0, problem_id = 0, kernel_id = 0, run_id = 0;
-  };
-  std::map<std::tuple<std::string, std::int64_t, std::int64_t>, Identity> found;
+bool problem_matches(const ProblemRecord& problem, const RecordingQuery& query) {
+  if (query.problem.empty()) return true;
+  const json pj = json::parse(problem.json.empty() ? "{}" : problem.json, nullptr, false);
+  bool match = pj.is_object();
+  for (const auto& [name, value] : query.problem)
+    match = match && pj.contains(name) && pj[name].is_number_integer() &&
+            pj[name].get<std::int64_t>() == value;
+  return match;
+}
+
+// The recordings (kernel, device, problem) whose runs the query matches.
+Identities matching_recordings(Store& store, const RecordingQuery& query) {
+  Identities found;
   for (const RunRecord& run :
        store.runs(query.kernel.empty() ? std::nullopt : std::optional(query.kernel))) {
     const auto kernel = store.kernel(run.kernel_id);
@@ -111,18 +122,17 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
     const auto problem = store.problem(run.problem_id);
     if (!kernel || !device || !problem) continue;
     if (!query.device.empty() && device->name != query.device) continue;
-    if (!query.problem.empty()) {
-      const json pj = json::parse(problem->json.empty() ? "{}" : problem->json, nullptr, false);
-      bool match = pj.is_object();
-      for (const auto& [name, value] : query.problem)
-        match = match && pj.contains(name) && pj[name].is_number_integer() &&
-                pj[name].get<std::int64_t>() == value;
-      if (!match) continue;
-    }
+    if (!problem_matches(*problem, query)) continue;
     Identity& id = found[{kernel->name, run.device_id, run.problem_id}];
     if (run.id > id.run_id)
       id = {kernel->name, run.device_id, run.problem_id, run.kernel_id, run.id};
   }
+  return found;
+}
+
+// The one recording found; none or several is the user's to resolve.
+Identity only_recording(Store& store, const Identities& found, const std::string& path,
+                        const RecordingQuery& query) {
   const std::string what = query.kernel.empty() ? "any kernel" : "kernel '" + query.kernel + "'";
   if (found.empty())
     throw Error(ErrorKind::kUsage,
@@ -140,17 +150,10 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
                             "--problem or the device name",
                             path, found.size(), fmt::join(choices, "; ")));
   }
-  const Identity id = found.begin()->second;
-  const KernelRecord kernel = *store.kernel(id.kernel_id);
-  const DeviceRecord device = *store.device(id.device_id);
-  const ProblemRecord problem = *store.problem(id.problem_id);
+  return found.begin()->second;
+}
 
-  Recording r;
-  r.path = path;
-  r.format = "ktune-db";
-  r.kernel_name = kernel.name;
-  r.source_hash = kernel.source_hash;
-  r.space_hash = kernel.space_hash;
+void describe_device(const DeviceRecord& device, Recording& r) {
   r.device_name = device.name;
   r.sm_count = device.sm_count;
   r.memory_bytes = device.memory_bytes;
@@ -162,7 +165,12 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
     r.arch = fmt::format("sm_{}{}", device.cc_major, device.cc_minor);
   else
     r.arch = arch_from_device_name(device.name);
+}
 
+// The parameters from the kernel's stored spec, the problem from the problem's record (the
+// spec's order first).
+void read_space(const KernelRecord& kernel, const ProblemRecord& problem, const std::string& path,
+                Recording& r) {
   const StoredSpec spec =
       StoredSpec::parse(kernel.spec_json, fmt::format("{}: kernel '{}'", path, kernel.name));
   if (spec.params.empty())
@@ -188,9 +196,34 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
     r.problem_params.push_back({name, pj[name].get<std::int64_t>(), ""});
     r.problem[name] = pj[name].get<std::int64_t>();
   }
+}
 
-  // The latest search trial of each configuration (re-timings are not what a search saw), in
-  // the order configurations were first tried.
+RecordedTrial recorded_trial(const TrialRecord& t, const std::string& key,
+                             const std::vector<Parameter>& params, const std::string& path) {
+  const json cj = json::parse(t.config_json.empty() ? "{}" : t.config_json, nullptr, false);
+  RecordedTrial rt;
+  for (const auto& p : params) {
+    if (!cj.is_object() || !cj.contains(p.name))
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}: trial {} ({}) has no value of '{}'", path, t.id, key, p.name));
+    rt.values.push_back(value_from_json(cj[p.name]));
+  }
+  rt.status = t.status;
+  rt.error = t.error;
+  rt.samples_ms = t.samples_ms;
+  rt.time_ms = t.time_ms;
+  rt.time_min_ms = t.time_min_ms;
+  rt.time_mean_ms = t.time_mean_ms;
+  rt.time_spread = t.time_spread;
+  rt.recorded_ms = t.time_ms;
+  rt.compile_ms = t.compile_ms;
+  rt.eval_ms = t.compile_ms + t.eval_ms;
+  return rt;
+}
+
+// The latest search trial of each configuration (re-timings are not what a search saw), in
+// the order configurations were first tried.
+void read_trials(Store& store, const Identity& id, const std::string& path, Recording& r) {
   std::vector<std::string> keys;
   std::map<std::string, TrialRecord> latest;
   for (auto& t : store.trials_for(id.kernel_id, id.device_id, id.problem_id)) {
@@ -198,28 +231,27 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
     if (!latest.count(t.config_key)) keys.push_back(t.config_key);
     latest[t.config_key] = std::move(t);
   }
-  for (const auto& key : keys) {
-    const TrialRecord& t = latest[key];
-    const json cj = json::parse(t.config_json.empty() ? "{}" : t.config_json, nullptr, false);
-    RecordedTrial rt;
-    for (const auto& p : r.params) {
-      if (!cj.is_object() || !cj.contains(p.name))
-        throw Error(ErrorKind::kInput,
-                    fmt::format("{}: trial {} ({}) has no value of '{}'", path, t.id, key, p.name));
-      rt.values.push_back(value_from_json(cj[p.name]));
-    }
-    rt.status = t.status;
-    rt.error = t.error;
-    rt.samples_ms = t.samples_ms;
-    rt.time_ms = t.time_ms;
-    rt.time_min_ms = t.time_min_ms;
-    rt.time_mean_ms = t.time_mean_ms;
-    rt.time_spread = t.time_spread;
-    rt.recorded_ms = t.time_ms;
-    rt.compile_ms = t.compile_ms;
-    rt.eval_ms = t.compile_ms + t.eval_ms;
-    r.trials.push_back(std::move(rt));
-  }
+  for (const auto& key : keys) r.trials.push_back(recorded_trial(latest[key], key, r.params, path));
+}
+
+}  // namespace
+
+Recording read_db_recording(const std::string& path, const RecordingQuery& query) {
+  Store store = Store::open(path, Store::Mode::kReadOnly);
+  const Identity id = only_recording(store, matching_recordings(store, query), path, query);
+  const KernelRecord kernel = *store.kernel(id.kernel_id);
+  const DeviceRecord device = *store.device(id.device_id);
+  const ProblemRecord problem = *store.problem(id.problem_id);
+
+  Recording r;
+  r.path = path;
+  r.format = "ktune-db";
+  r.kernel_name = kernel.name;
+  r.source_hash = kernel.source_hash;
+  r.space_hash = kernel.space_hash;
+  describe_device(device, r);
+  read_space(kernel, problem, path, r);
+  read_trials(store, id, path, r);
   r.reindex();
   return r;
 }

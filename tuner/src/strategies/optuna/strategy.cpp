@@ -332,6 +332,117 @@ struct OptunaStrategy::Impl {
     synced = std::min(ctx.next, ctx.first_running);
   }
 
+  // The study's storage (empty: none other workers share), its name (empty: the default), and
+  // the options for the sampler.
+  struct StudyOptions {
+    std::string storage, study_name;
+    std::vector<std::pair<std::string, std::string>> sampler_options;
+  };
+
+  // ktune's own options; the rest go to the sampler, which names any it does not know.
+  StudyOptions read_options(const StrategyContext& context) {
+    StudyOptions o;
+    reject = false;
+    loop_duplicates = false;
+    for (const auto& [key, value] : context.options) {
+      if (key == "study_storage") {
+        o.storage = value;
+      } else if (key == "study_name") {
+        o.study_name = value;
+      } else if (key == "constraints") {
+        if (value != "project" && value != "reject")
+          throw Error(
+              ErrorKind::kUsage,
+              fmt::format("{}: option constraints={}: expected project or reject", name, value));
+        reject = value == "reject";
+      } else if (key == "duplicates") {
+        if (value != "neighbour" && value != "loop")
+          throw Error(
+              ErrorKind::kUsage,
+              fmt::format("{}: option duplicates={}: expected neighbour or loop", name, value));
+        loop_duplicates = value == "loop";
+      } else if (key == "max_rejections") {
+        max_rejections = parse_count(name, key, value);
+      } else {
+        o.sampler_options.emplace_back(key, value);
+      }
+    }
+    return o;
+  }
+
+  // The same space under the same constants (problem, device limits) continues the same study.
+  std::string default_study_name() const {
+    Hasher h;
+    h.add(space->hash());
+    for (const auto& [constant, value] : space->constants()) h.add(constant).add(value.to_string());
+    return "ktune-" + h.hex().substr(0, 16);
+  }
+
+  // The valid configurations, for the projection, duplicates and the grid; returns the
+  // parameters as the study is told them.
+  std::vector<KtuneOptunaParam> index_space() {
+    valid = space->enumerate();
+    if (valid.empty())
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("{}: the search space has no valid configuration", name));
+    const std::size_t k = space->size();
+    flat.clear();
+    flat.reserve(valid.size() * k);
+    index.clear();
+    index.reserve(valid.size());
+    for (std::size_t v = 0; v < valid.size(); ++v) {
+      flat.insert(flat.end(), valid[v].begin(), valid[v].end());
+      index.emplace(valid[v], v);
+    }
+    slots.assign(valid.size(), Slot{});
+    new_count = valid.size();
+    weight.assign(k, 0);
+    categorical.assign(k, false);
+    std::vector<KtuneOptunaParam> params(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      const Parameter& p = space->params()[i];
+      categorical[i] = p.categorical();
+      weight[i] = p.values.size() > 1 ? 1.0 / static_cast<double>(p.values.size() - 1) : 0.0;
+      params[i] = {p.name.c_str(), static_cast<std::uint32_t>(p.values.size()),
+                   p.categorical() ? 1 : 0};
+    }
+    return params;
+  }
+
+  // The fixed trials' order: warm starts, then (grid) a seeded shuffle of the valid
+  // configurations.
+  void reset_order(const StrategyContext& context) {
+    warm = context.warm_start;
+    warm_next = 0;
+    detour.reset();
+    grid_order.clear();
+    grid_next = 0;
+    grid_second_pass = false;
+    if (sampler == "grid") {
+      grid_order.resize(valid.size());
+      for (std::size_t v = 0; v < valid.size(); ++v) grid_order[v] = v;
+      std::shuffle(grid_order.begin(), grid_order.end(), rng);
+    }
+  }
+
+  void create_study(const StrategyContext& context, const StudyOptions& o,
+                    const std::vector<KtuneOptunaParam>& params) {
+    std::vector<KtuneOptunaOption> options;
+    for (const auto& [key, value] : o.sampler_options)
+      options.push_back({key.c_str(), value.c_str()});
+    KtuneOptunaStudySpec spec{};
+    spec.sampler = sampler.c_str();
+    spec.seed = context.seed;
+    spec.params = params.data();
+    spec.param_count = static_cast<std::uint32_t>(params.size());
+    spec.options = options.data();
+    spec.option_count = static_cast<std::uint32_t>(options.size());
+    spec.storage = o.storage.c_str();
+    spec.study_name = o.study_name.c_str();
+    char* error = nullptr;
+    check(api->create_study(&spec, &study, &error), error);
+  }
+
   void absorb(const KtuneOptunaTrial& t) {
     if (!t.has_params && !t.config_key) return;
     Config c;
@@ -419,94 +530,12 @@ void OptunaStrategy::start(const StrategyContext& context) {
   m.stats = Stats{};
   m.rng.seed(context.seed ^ 0x9e3779b97f4a7c15ull);
 
-  // ktune's own options; the rest go to the sampler, which names any it does not know.
-  std::string storage, study_name;
-  std::vector<std::pair<std::string, std::string>> sampler_options;
-  m.reject = false;
-  m.loop_duplicates = false;
-  for (const auto& [key, value] : context.options) {
-    if (key == "study_storage") {
-      storage = value;
-    } else if (key == "study_name") {
-      study_name = value;
-    } else if (key == "constraints") {
-      if (value != "project" && value != "reject")
-        throw Error(
-            ErrorKind::kUsage,
-            fmt::format("{}: option constraints={}: expected project or reject", m.name, value));
-      m.reject = value == "reject";
-    } else if (key == "duplicates") {
-      if (value != "neighbour" && value != "loop")
-        throw Error(
-            ErrorKind::kUsage,
-            fmt::format("{}: option duplicates={}: expected neighbour or loop", m.name, value));
-      m.loop_duplicates = value == "loop";
-    } else if (key == "max_rejections") {
-      m.max_rejections = parse_count(m.name, key, value);
-    } else {
-      sampler_options.emplace_back(key, value);
-    }
-  }
-  m.shared = !storage.empty();
-  if (study_name.empty()) {
-    // The same space under the same constants (problem, device limits) continues the same study.
-    Hasher h;
-    h.add(m.space->hash());
-    for (const auto& [name, value] : m.space->constants()) h.add(name).add(value.to_string());
-    study_name = "ktune-" + h.hex().substr(0, 16);
-  }
-
-  // The valid configurations, for the projection, duplicates and the grid.
-  m.valid = m.space->enumerate();
-  if (m.valid.empty())
-    throw Error(ErrorKind::kUsage,
-                fmt::format("{}: the search space has no valid configuration", m.name));
-  const std::size_t k = m.space->size();
-  m.flat.clear();
-  m.flat.reserve(m.valid.size() * k);
-  m.index.clear();
-  m.index.reserve(m.valid.size());
-  for (std::size_t v = 0; v < m.valid.size(); ++v) {
-    m.flat.insert(m.flat.end(), m.valid[v].begin(), m.valid[v].end());
-    m.index.emplace(m.valid[v], v);
-  }
-  m.slots.assign(m.valid.size(), Impl::Slot{});
-  m.new_count = m.valid.size();
-  m.weight.assign(k, 0);
-  m.categorical.assign(k, false);
-  std::vector<KtuneOptunaParam> params(k);
-  for (std::size_t i = 0; i < k; ++i) {
-    const Parameter& p = m.space->params()[i];
-    m.categorical[i] = p.categorical();
-    m.weight[i] = p.values.size() > 1 ? 1.0 / static_cast<double>(p.values.size() - 1) : 0.0;
-    params[i] = {p.name.c_str(), static_cast<std::uint32_t>(p.values.size()),
-                 p.categorical() ? 1 : 0};
-  }
-  m.warm = context.warm_start;
-  m.warm_next = 0;
-  m.detour.reset();
-  m.grid_order.clear();
-  m.grid_next = 0;
-  m.grid_second_pass = false;
-  if (m.sampler == "grid") {
-    m.grid_order.resize(m.valid.size());
-    for (std::size_t v = 0; v < m.valid.size(); ++v) m.grid_order[v] = v;
-    std::shuffle(m.grid_order.begin(), m.grid_order.end(), m.rng);
-  }
-
-  std::vector<KtuneOptunaOption> options;
-  for (const auto& [key, value] : sampler_options) options.push_back({key.c_str(), value.c_str()});
-  KtuneOptunaStudySpec spec{};
-  spec.sampler = m.sampler.c_str();
-  spec.seed = context.seed;
-  spec.params = params.data();
-  spec.param_count = static_cast<std::uint32_t>(k);
-  spec.options = options.data();
-  spec.option_count = static_cast<std::uint32_t>(options.size());
-  spec.storage = storage.c_str();
-  spec.study_name = study_name.c_str();
-  char* error = nullptr;
-  m.check(m.api->create_study(&spec, &m.study, &error), error);
+  Impl::StudyOptions options = m.read_options(context);
+  m.shared = !options.storage.empty();
+  if (options.study_name.empty()) options.study_name = m.default_study_name();
+  const std::vector<KtuneOptunaParam> params = m.index_space();
+  m.reset_order(context);
+  m.create_study(context, options, params);
   // A continued or shared study: what it already knows is not proposed to the loop again.
   m.synced = 0;
   m.sync();
