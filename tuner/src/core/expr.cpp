@@ -370,90 +370,88 @@ Cell power(const Impl& p, std::size_t pc, const Cell& a, const Cell& b) {
 }
 
 // Arithmetic and bit operators on anything but two ints handled inline by the caller.
+// Integer arithmetic, exact or an error (overflow, division by zero, a negative shift).
+Cell int_binary(const Impl& p, std::size_t pc, Op op, std::int64_t x, std::int64_t y) {
+  std::int64_t r = 0;
+  switch (op) {
+    case Op::kAdd:
+      if (__builtin_add_overflow(x, y, &r)) overflow(p, pc);
+      break;
+    case Op::kSub:
+      if (__builtin_sub_overflow(x, y, &r)) overflow(p, pc);
+      break;
+    case Op::kMul:
+      if (__builtin_mul_overflow(x, y, &r)) overflow(p, pc);
+      break;
+    case Op::kTrueDiv:
+      if (y == 0) fail(p, pc, "division by zero");
+      return double_cell(static_cast<double>(x) / static_cast<double>(y));
+    case Op::kFloorDiv:
+      r = int_floordiv(p, pc, x, y);
+      break;
+    case Op::kMod:
+      r = int_mod(p, pc, x, y);
+      break;
+    case Op::kBitAnd:
+      r = x & y;
+      break;
+    case Op::kBitOr:
+      r = x | y;
+      break;
+    case Op::kBitXor:
+      r = x ^ y;
+      break;
+    case Op::kShl:
+      if (y < 0) fail(p, pc, "negative shift count");
+      if (x == 0) break;
+      if (y >= 63) overflow(p, pc);
+      r = x << y;  // defined for negative x since C++20
+      if ((r >> y) != x) overflow(p, pc);
+      break;
+    case Op::kShr:
+      if (y < 0) fail(p, pc, "negative shift count");
+      r = y >= 63 ? (x < 0 ? -1 : 0) : (x >> y);
+      break;
+    default:
+      fail(p, pc, "internal error: bad operator");
+  }
+  return int_cell(r);
+}
+
+// Float arithmetic (at least one operand a float), as Python's.
+Cell float_binary(const Impl& p, std::size_t pc, Op op, const Cell& a, const Cell& b) {
+  const double x = to_double(a);
+  const double y = to_double(b);
+  switch (op) {
+    case Op::kAdd:
+      return double_cell(x + y);
+    case Op::kSub:
+      return double_cell(x - y);
+    case Op::kMul:
+      return double_cell(x * y);
+    case Op::kTrueDiv:
+      if (y == 0.0) fail(p, pc, "division by zero");
+      return double_cell(x / y);
+    case Op::kFloorDiv:
+    case Op::kMod: {
+      if (y == 0.0) fail(p, pc, op == Op::kMod ? "modulo by zero" : "division by zero");
+      double fd, m;
+      float_divmod(x, y, &fd, &m);
+      return double_cell(op == Op::kMod ? m : fd);
+    }
+    default:
+      binary_type_error(p, pc, op, a, b);  // bit operators need integers
+  }
+}
+
 void binary_slow(const Impl& p, std::size_t pc, Op op, Cell& a, const Cell& b) {
   if (op == Op::kPow) {
     a = power(p, pc, a, b);
     return;
   }
   if (a.tag == Cell::kString || b.tag == Cell::kString) binary_type_error(p, pc, op, a, b);
-  if (a.tag == Cell::kInt && b.tag == Cell::kInt) {
-    const std::int64_t x = a.i;
-    const std::int64_t y = b.i;
-    std::int64_t r = 0;
-    switch (op) {
-      case Op::kAdd:
-        if (__builtin_add_overflow(x, y, &r)) overflow(p, pc);
-        break;
-      case Op::kSub:
-        if (__builtin_sub_overflow(x, y, &r)) overflow(p, pc);
-        break;
-      case Op::kMul:
-        if (__builtin_mul_overflow(x, y, &r)) overflow(p, pc);
-        break;
-      case Op::kTrueDiv:
-        if (y == 0) fail(p, pc, "division by zero");
-        a = double_cell(static_cast<double>(x) / static_cast<double>(y));
-        return;
-      case Op::kFloorDiv:
-        r = int_floordiv(p, pc, x, y);
-        break;
-      case Op::kMod:
-        r = int_mod(p, pc, x, y);
-        break;
-      case Op::kBitAnd:
-        r = x & y;
-        break;
-      case Op::kBitOr:
-        r = x | y;
-        break;
-      case Op::kBitXor:
-        r = x ^ y;
-        break;
-      case Op::kShl:
-        if (y < 0) fail(p, pc, "negative shift count");
-        if (x == 0) break;
-        if (y >= 63) overflow(p, pc);
-        r = x << y;  // defined for negative x since C++20
-        if ((r >> y) != x) overflow(p, pc);
-        break;
-      case Op::kShr:
-        if (y < 0) fail(p, pc, "negative shift count");
-        r = y >= 63 ? (x < 0 ? -1 : 0) : (x >> y);
-        break;
-      default:
-        fail(p, pc, "internal error: bad operator");
-    }
-    a = int_cell(r);
-    return;
-  }
-  // At least one float.
-  const double x = to_double(a);
-  const double y = to_double(b);
-  switch (op) {
-    case Op::kAdd:
-      a = double_cell(x + y);
-      return;
-    case Op::kSub:
-      a = double_cell(x - y);
-      return;
-    case Op::kMul:
-      a = double_cell(x * y);
-      return;
-    case Op::kTrueDiv:
-      if (y == 0.0) fail(p, pc, "division by zero");
-      a = double_cell(x / y);
-      return;
-    case Op::kFloorDiv:
-    case Op::kMod: {
-      if (y == 0.0) fail(p, pc, op == Op::kMod ? "modulo by zero" : "division by zero");
-      double fd, m;
-      float_divmod(x, y, &fd, &m);
-      a = double_cell(op == Op::kMod ? m : fd);
-      return;
-    }
-    default:
-      binary_type_error(p, pc, op, a, b);  // bit operators need integers
-  }
+  a = a.tag == Cell::kInt && b.tag == Cell::kInt ? int_binary(p, pc, op, a.i, b.i)
+                                                 : float_binary(p, pc, op, a, b);
 }
 
 [[noreturn, gnu::cold, gnu::noinline]] void compare_type_error(const Impl& p, std::size_t pc, Op op,
@@ -591,6 +589,10 @@ Cell call(const Impl& p, std::size_t pc, Fn fn, const Cell* args, int n) {
   fail(p, pc, "internal error: bad function");
 }
 
+// The interpreter: one dispatch loop, one case per opcode, each a few lines that defer anything
+// rare to the cold helpers above. It stays one function on purpose: it runs for every candidate
+// configuration of an enumeration (tens of millions a second), and splitting the loop would put
+// a call between the operands and the dispatch.
 Cell run(const Impl& p, const Value* slots, Cell* stack) {
   Cell* sp = stack - 1;  // the top element
   const Instr* code = p.code.data();
@@ -792,120 +794,158 @@ bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
-std::vector<Token> lex(const std::string& text) {
-  std::vector<Token> tokens;
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  const auto error = [&](std::size_t at, const std::string& detail) {
-    throw_at(text, static_cast<int>(at) + 1, detail);
-  };
-  while (true) {
-    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
-    Token t;
-    t.column = static_cast<int>(i) + 1;
-    if (i == n) {
-      tokens.push_back(t);
-      return tokens;
+// Splits an expression into tokens, one kind of token per method.
+class Lexer {
+ public:
+  explicit Lexer(const std::string& text) : text_(text), n_(text.size()) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> tokens;
+    while (true) {
+      while (i_ < n_ &&
+             (text_[i_] == ' ' || text_[i_] == '\t' || text_[i_] == '\n' || text_[i_] == '\r'))
+        ++i_;
+      Token t;
+      t.column = static_cast<int>(i_) + 1;
+      if (i_ == n_) {
+        tokens.push_back(t);
+        return tokens;
+      }
+      const char c = text_[i_];
+      if (is_digit(c) || (c == '.' && i_ + 1 < n_ && is_digit(text_[i_ + 1])))
+        number(t);
+      else if (c == '"' || c == '\'')
+        string(t);
+      else if (is_name_start(c))
+        name(t);
+      else
+        punct(t);
+      tokens.push_back(std::move(t));
     }
-    const std::size_t start = i;
-    const char c = text[i];
-    if (is_digit(c) || (c == '.' && i + 1 < n && is_digit(text[i + 1]))) {
-      bool is_float = false;
-      int base = 10;
-      std::size_t digits_start = i;
-      if (c == '0' && i + 1 < n && (text[i + 1] == 'x' || text[i + 1] == 'X')) {
-        base = 16;
-        i += 2;
-        digits_start = i;
-        while (i < n && std::isxdigit(static_cast<unsigned char>(text[i]))) ++i;
-        if (i == digits_start)
-          error(start, "invalid number literal '" + text.substr(start, 2) + "'");
-      } else {
-        while (i < n && is_digit(text[i])) ++i;
-        if (i < n && text[i] == '.') {
-          is_float = true;
-          ++i;
-          while (i < n && is_digit(text[i])) ++i;
-        }
-        if (i < n && (text[i] == 'e' || text[i] == 'E')) {
-          std::size_t j = i + 1;
-          if (j < n && (text[j] == '+' || text[j] == '-')) ++j;
-          if (j < n && is_digit(text[j])) {
-            is_float = true;
-            i = j;
-            while (i < n && is_digit(text[i])) ++i;
-          }
-        }
-      }
-      if (i < n && (is_name_char(text[i]) || text[i] == '.')) {
-        std::size_t j = i;
-        while (j < n && (is_name_char(text[j]) || text[j] == '.')) ++j;
-        error(start, "invalid number literal '" + text.substr(start, j - start) + "'");
-      }
-      t.text = std::string_view(text).substr(start, i - start);
-      if (is_float) {
-        double d = 0;
-        const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, d);
-        if (ec != std::errc() || end != text.data() + i)
-          error(start, "invalid number literal '" + std::string(t.text) + "'");
-        t.type = Tok::kFloat;
-        t.value = Value(d);
-      } else {
-        std::uint64_t u = 0;
-        const auto [end, ec] =
-            std::from_chars(text.data() + digits_start, text.data() + i, u, base);
-        if (ec != std::errc() || end != text.data() + i ||
-            u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-          error(start, "integer literal '" + std::string(t.text) + "' is out of range");
-        t.type = Tok::kInt;
-        t.value = Value(static_cast<std::int64_t>(u));
-      }
-    } else if (c == '"' || c == '\'') {
-      std::string s;
-      ++i;
-      while (true) {
-        if (i == n) error(start, "unterminated string");
-        if (text[i] == c) break;
-        if (text[i] == '\\' && i + 1 < n) {
-          ++i;
-          s += text[i] == 'n' ? '\n' : text[i] == 't' ? '\t' : text[i];
-        } else {
-          s += text[i];
-        }
-        ++i;
-      }
-      ++i;
-      t.type = Tok::kString;
-      t.text = std::string_view(text).substr(start, i - start);
-      t.value = Value(std::move(s));
-    } else if (is_name_start(c)) {
-      while (i < n && is_name_char(text[i])) ++i;
-      t.type = Tok::kName;
-      t.text = std::string_view(text).substr(start, i - start);
-    } else {
-      static constexpr std::array<std::string_view, 10> kTwo = {
-          "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||"};
-      static constexpr std::string_view kOne = "+-*/%&|^~<>!()[],=";
-      const std::string_view rest = std::string_view(text).substr(i);
-      std::size_t len = 0;
-      for (const auto two : kTwo)
-        if (rest.starts_with(two)) len = 2;
-      if (len == 0 && kOne.find(c) != std::string_view::npos) len = 1;
-      if (len == 0) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u >= 0x7f) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          error(start, std::string("unexpected byte 0x") + kHex[u >> 4] + kHex[u & 0xf]);
-        }
-        error(start, std::string("unexpected character '") + c + "'");
-      }
-      i += len;
-      t.type = Tok::kPunct;
-      t.text = rest.substr(0, len);
-    }
-    tokens.push_back(std::move(t));
   }
-}
+
+ private:
+  [[noreturn]] void error(std::size_t at, const std::string& detail) const {
+    throw_at(text_, static_cast<int>(at) + 1, detail);
+  }
+
+  // Digits, a fraction and an exponent; true when any of the last two made it a float.
+  bool decimal_digits() {
+    bool is_float = false;
+    while (i_ < n_ && is_digit(text_[i_])) ++i_;
+    if (i_ < n_ && text_[i_] == '.') {
+      is_float = true;
+      ++i_;
+      while (i_ < n_ && is_digit(text_[i_])) ++i_;
+    }
+    if (i_ < n_ && (text_[i_] == 'e' || text_[i_] == 'E')) {
+      std::size_t j = i_ + 1;
+      if (j < n_ && (text_[j] == '+' || text_[j] == '-')) ++j;
+      if (j < n_ && is_digit(text_[j])) {
+        is_float = true;
+        i_ = j;
+        while (i_ < n_ && is_digit(text_[i_])) ++i_;
+      }
+    }
+    return is_float;
+  }
+
+  void number(Token& t) {
+    const std::size_t start = i_;
+    bool is_float = false;
+    int base = 10;
+    std::size_t digits_start = i_;
+    if (text_[i_] == '0' && i_ + 1 < n_ && (text_[i_ + 1] == 'x' || text_[i_ + 1] == 'X')) {
+      base = 16;
+      i_ += 2;
+      digits_start = i_;
+      while (i_ < n_ && std::isxdigit(static_cast<unsigned char>(text_[i_]))) ++i_;
+      if (i_ == digits_start)
+        error(start, "invalid number literal '" + text_.substr(start, 2) + "'");
+    } else {
+      is_float = decimal_digits();
+    }
+    if (i_ < n_ && (is_name_char(text_[i_]) || text_[i_] == '.')) {
+      std::size_t j = i_;
+      while (j < n_ && (is_name_char(text_[j]) || text_[j] == '.')) ++j;
+      error(start, "invalid number literal '" + text_.substr(start, j - start) + "'");
+    }
+    t.text = std::string_view(text_).substr(start, i_ - start);
+    if (is_float) {
+      double d = 0;
+      const auto [end, ec] = std::from_chars(text_.data() + start, text_.data() + i_, d);
+      if (ec != std::errc() || end != text_.data() + i_)
+        error(start, "invalid number literal '" + std::string(t.text) + "'");
+      t.type = Tok::kFloat;
+      t.value = Value(d);
+      return;
+    }
+    std::uint64_t u = 0;
+    const auto [end, ec] = std::from_chars(text_.data() + digits_start, text_.data() + i_, u, base);
+    if (ec != std::errc() || end != text_.data() + i_ ||
+        u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      error(start, "integer literal '" + std::string(t.text) + "' is out of range");
+    t.type = Tok::kInt;
+    t.value = Value(static_cast<std::int64_t>(u));
+  }
+
+  void string(Token& t) {
+    const std::size_t start = i_;
+    const char quote = text_[i_++];
+    std::string s;
+    while (true) {
+      if (i_ == n_) error(start, "unterminated string");
+      if (text_[i_] == quote) break;
+      if (text_[i_] == '\\' && i_ + 1 < n_) {
+        ++i_;
+        s += text_[i_] == 'n' ? '\n' : text_[i_] == 't' ? '\t' : text_[i_];
+      } else {
+        s += text_[i_];
+      }
+      ++i_;
+    }
+    ++i_;
+    t.type = Tok::kString;
+    t.text = std::string_view(text_).substr(start, i_ - start);
+    t.value = Value(std::move(s));
+  }
+
+  void name(Token& t) {
+    const std::size_t start = i_;
+    while (i_ < n_ && is_name_char(text_[i_])) ++i_;
+    t.type = Tok::kName;
+    t.text = std::string_view(text_).substr(start, i_ - start);
+  }
+
+  void punct(Token& t) {
+    static constexpr std::array<std::string_view, 10> kTwo = {
+        "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||"};
+    static constexpr std::string_view kOne = "+-*/%&|^~<>!()[],=";
+    const char c = text_[i_];
+    const std::string_view rest = std::string_view(text_).substr(i_);
+    std::size_t len = 0;
+    for (const auto two : kTwo)
+      if (rest.starts_with(two)) len = 2;
+    if (len == 0 && kOne.find(c) != std::string_view::npos) len = 1;
+    if (len == 0) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        error(i_, std::string("unexpected byte 0x") + kHex[u >> 4] + kHex[u & 0xf]);
+      }
+      error(i_, std::string("unexpected character '") + c + "'");
+    }
+    i_ += len;
+    t.type = Tok::kPunct;
+    t.text = rest.substr(0, len);
+  }
+
+  const std::string& text_;
+  const std::size_t n_;
+  std::size_t i_ = 0;
+};
+
+std::vector<Token> lex(const std::string& text) { return Lexer(text).run(); }
 
 // ---------------------------------------------------------------------------------------------
 // Parser: a tree first (the conditional evaluates its condition before the value written in
@@ -943,15 +983,9 @@ class Compiler {
   void compile(int index) {
     const Node& n = nodes_[static_cast<std::size_t>(index)];
     switch (n.kind) {
-      case Kind::kConst: {
-        auto it = std::find_if(p_.consts.begin(), p_.consts.end(), [&](const Value& v) {
-          return v.variant().index() == n.value.variant().index() && v == n.value;
-        });
-        const auto k = static_cast<int>(it - p_.consts.begin());
-        if (it == p_.consts.end()) p_.consts.push_back(n.value);
-        emit(Op::kLoadConst, 0, k, n.column, +1);
+      case Kind::kConst:
+        emit(Op::kLoadConst, 0, constant(n.value), n.column, +1);
         break;
-      }
       case Kind::kName:
         emit(Op::kLoadSlot, 0, n.slot, n.column, +1);
         p_.slots_used.push_back(n.slot);
@@ -970,55 +1004,15 @@ class Compiler {
         emit(n.op, 0, 0, n.column, -1);
         break;
       case Kind::kAnd:
-      case Kind::kOr: {
-        std::vector<std::size_t> jumps;
-        for (std::size_t i = 0; i + 1 < n.kids.size(); ++i) {
-          compile(n.kids[i]);
-          jumps.push_back(p_.code.size());
-          emit(n.kind == Kind::kAnd ? Op::kAndJump : Op::kOrJump, 0, 0, n.column, -1);
-        }
-        compile(n.kids.back());
-        emit(Op::kToBool, 0, 0, n.column, 0);
-        for (const auto j : jumps) p_.code[j].arg = here();
+      case Kind::kOr:
+        compile_logic(n);
         break;
-      }
-      case Kind::kCond: {  // kids: value if true, condition, value if false
-        compile(n.kids[1]);
-        const std::size_t to_else = p_.code.size();
-        emit(Op::kJumpIfFalse, 0, 0, n.column, -1);
-        compile(n.kids[0]);
-        const std::size_t to_end = p_.code.size();
-        emit(Op::kJump, 0, 0, n.column, 0);
-        depth_ -= 1;  // the false branch starts from the depth before the true one
-        p_.code[to_else].arg = here();
-        compile(n.kids[2]);
-        p_.code[to_end].arg = here();
+      case Kind::kCond:
+        compile_conditional(n);
         break;
-      }
-      case Kind::kCompare: {
-        std::vector<std::size_t> jumps;
-        compile(n.kids[0]);
-        for (std::size_t i = 0; i < n.ops.size(); ++i) {
-          const Op op = n.ops[i];
-          const int right = n.kids[i + 1];
-          if (op == Op::kIn || op == Op::kNotIn) {
-            const Node& list = nodes_[static_cast<std::size_t>(right)];
-            for (const int e : list.kids) compile(e);
-            const auto count = static_cast<int>(list.kids.size());
-            emit(op, 0, count, n.op_columns[i], -count);
-          } else {
-            compile(right);
-            if (i + 1 == n.ops.size()) {
-              emit(op, 0, 0, n.op_columns[i], -1);
-            } else {
-              jumps.push_back(p_.code.size());
-              emit(Op::kChain, static_cast<std::uint8_t>(op), 0, n.op_columns[i], -1);
-            }
-          }
-        }
-        for (const auto j : jumps) p_.code[j].arg = here();
+      case Kind::kCompare:
+        compile_comparison(n);
         break;
-      }
       case Kind::kCall: {
         for (const int a : n.kids) compile(a);
         const auto count = static_cast<int>(n.kids.size());
@@ -1038,6 +1032,69 @@ class Compiler {
   }
 
  private:
+  // The index of a constant in the program's table, added once.
+  int constant(const Value& value) {
+    auto it = std::find_if(p_.consts.begin(), p_.consts.end(), [&](const Value& v) {
+      return v.variant().index() == value.variant().index() && v == value;
+    });
+    const auto k = static_cast<int>(it - p_.consts.begin());
+    if (it == p_.consts.end()) p_.consts.push_back(value);
+    return k;
+  }
+
+  // a and b and c: each operand but the last jumps to the end when it decides the result.
+  void compile_logic(const Node& n) {
+    std::vector<std::size_t> jumps;
+    for (std::size_t i = 0; i + 1 < n.kids.size(); ++i) {
+      compile(n.kids[i]);
+      jumps.push_back(p_.code.size());
+      emit(n.kind == Kind::kAnd ? Op::kAndJump : Op::kOrJump, 0, 0, n.column, -1);
+    }
+    compile(n.kids.back());
+    emit(Op::kToBool, 0, 0, n.column, 0);
+    for (const auto j : jumps) p_.code[j].arg = here();
+  }
+
+  // kids: value if true, condition, value if false.
+  void compile_conditional(const Node& n) {
+    compile(n.kids[1]);
+    const std::size_t to_else = p_.code.size();
+    emit(Op::kJumpIfFalse, 0, 0, n.column, -1);
+    compile(n.kids[0]);
+    const std::size_t to_end = p_.code.size();
+    emit(Op::kJump, 0, 0, n.column, 0);
+    depth_ -= 1;  // the false branch starts from the depth before the true one
+    p_.code[to_else].arg = here();
+    compile(n.kids[2]);
+    p_.code[to_end].arg = here();
+  }
+
+  // A chain a < b <= c: each comparison but the last jumps to the end when false; `in` takes
+  // its list's elements as operands.
+  void compile_comparison(const Node& n) {
+    std::vector<std::size_t> jumps;
+    compile(n.kids[0]);
+    for (std::size_t i = 0; i < n.ops.size(); ++i) {
+      const Op op = n.ops[i];
+      const int right = n.kids[i + 1];
+      if (op == Op::kIn || op == Op::kNotIn) {
+        const Node& list = nodes_[static_cast<std::size_t>(right)];
+        for (const int e : list.kids) compile(e);
+        const auto count = static_cast<int>(list.kids.size());
+        emit(op, 0, count, n.op_columns[i], -count);
+        continue;
+      }
+      compile(right);
+      if (i + 1 == n.ops.size()) {
+        emit(op, 0, 0, n.op_columns[i], -1);
+      } else {
+        jumps.push_back(p_.code.size());
+        emit(Op::kChain, static_cast<std::uint8_t>(op), 0, n.op_columns[i], -1);
+      }
+    }
+    for (const auto j : jumps) p_.code[j].arg = here();
+  }
+
   std::int32_t here() const { return static_cast<std::int32_t>(p_.code.size()); }
 
   void emit(Op op, std::uint8_t aux, std::int32_t arg, int column, int effect) {
