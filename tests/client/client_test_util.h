@@ -53,7 +53,8 @@ inline ClientDevice client_device(const DeviceRecord& d) {
   return ClientDevice::describe(d.name, d.arch, d.sm_count, d.memory_bytes);
 }
 
-// A reduce-like kernel version with the spec_json the tuner writes (tuner.cpp kernel_record).
+// A reduce-like kernel version with the spec_json the tuner writes (kernel_record,
+// tuner/src/loop/records.cpp).
 inline KernelRecord reduce_record(
     const std::string& source_hash = "src-1",
     const std::string& problem_json = R"([{"name": "n", "default": 16777216}])") {

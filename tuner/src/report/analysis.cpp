@@ -1,6 +1,6 @@
 // Reports, part 1: selecting runs from the database and analysing them (convergence,
 // parameter effects and importance, top configurations, failures, cross-device comparison).
-// The renderers (report_html.cpp, report_markdown.cpp) only format what is computed here.
+// The renderers (html.cpp, markdown.cpp, json.cpp) only format what is computed here.
 #include <fmt/format.h>
 
 #include <algorithm>

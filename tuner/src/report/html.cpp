@@ -1,5 +1,5 @@
 // Reports: the self-contained HTML page. Everything is inline: the style sheet, the SVG plots
-// (report_svg.cpp) and one small script that only checks, after load, that every plot was laid
+// (svg.cpp) and one small script that only checks, after load, that every plot was laid
 // out with a non-zero size (tests read its marker; the page needs no script to show anything).
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Internal pieces shared by the report renderers: number and time formatting, escaping, and the
-// inline-SVG plots of the HTML report (report_svg.cpp). Not installed, not API.
+// inline-SVG plots of the HTML report (svg.cpp). Not installed, not API.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ std::string format_bytes(std::int64_t bytes);                // "80 GiB", "50 Mi
 std::string html_escape(std::string_view text);
 std::string md_escape(std::string_view text);  // for table cells: | and newlines
 
-// --- SVG plots (report_svg.cpp). Each returns one <svg class="plot"> element. ---
+// --- SVG plots (svg.cpp). Each returns one <svg class="plot"> element. ---
 
 struct Series {
   std::string label;

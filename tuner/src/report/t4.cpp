@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/error.h"
+#include "ktune/replay.h"
 #include "ktune/report.h"
 
 namespace ktune {
@@ -16,21 +17,6 @@ namespace ktune {
 using nlohmann::json;
 
 namespace {
-
-// Kernel Tuner's names for a failed objective (what its output files hold in place of a time,
-// and what the methodology tools recognise as invalid).
-const char* kernel_tuner_error(TrialStatus s) {
-  switch (s) {
-    case TrialStatus::kOk:
-      return "";
-    case TrialStatus::kInvalid:
-      return "InvalidConfig";
-    case TrialStatus::kCompileFailed:
-      return "CompilationFailedConfig";
-    default:
-      return "RuntimeFailedConfig";
-  }
-}
 
 json config_of(const TrialRecord& t) {
   json c = json::parse(t.config_json.empty() ? "{}" : t.config_json, nullptr, false);

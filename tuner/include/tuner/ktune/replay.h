@@ -188,4 +188,8 @@ class ReplayBackend final : public Backend {
   std::vector<std::size_t> columns_;  // space parameter index per recording parameter
 };
 
+// Kernel Tuner's name for a failed objective, what its caches and output files hold in place of
+// a time ("InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig"); "" for ok.
+const char* kernel_tuner_error(TrialStatus status);
+
 }  // namespace ktune

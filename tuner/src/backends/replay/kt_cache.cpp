@@ -112,17 +112,6 @@ TrialStatus status_of_kt_string(const std::string& s) {
   return TrialStatus::kCrashed;  // any other failure Kernel Tuner names; the string is kept
 }
 
-const char* kt_string_of_status(TrialStatus s) {
-  switch (s) {
-    case TrialStatus::kInvalid:
-      return "InvalidConfig";
-    case TrialStatus::kCompileFailed:
-      return "CompilationFailedConfig";
-    default:
-      return "RuntimeFailedConfig";
-  }
-}
-
 void fill_stats(RecordedTrial& t) {
   const SampleStats s = sample_stats(t.samples_ms);
   t.time_ms = s.median;
@@ -520,13 +509,13 @@ std::string cache_entry_text(const Recording& r, const RecordedTrial& t) {
     e["time"] = mean;  // Kernel Tuner's statistic is the mean of `times`
     e["times"] = t.samples_ms.empty() ? std::vector<double>{t.time_ms} : t.samples_ms;
   } else {
-    const char* name = kt_string_of_status(t.status);
+    const char* name = kernel_tuner_error(t.status);
     e["time"] = name;
     if (status_of_kt_string(name) != t.status) e["ktune_status"] = std::string(to_string(t.status));
   }
   // The error says why a trial failed, or notes something of an ok one (a re-timing).
   // A failure without a message is written as such, or it would read back as the failure name.
-  if (t.status == TrialStatus::kOk ? !t.error.empty() : t.error != kt_string_of_status(t.status))
+  if (t.status == TrialStatus::kOk ? !t.error.empty() : t.error != kernel_tuner_error(t.status))
     e["ktune_error"] = t.error;
   e["compile_time"] = t.compile_ms;
   e["verification_time"] = 0;
@@ -565,6 +554,19 @@ std::string kt_cache_text(const Recording& r) {
 
 void write_kt_cache(const Recording& recording, const std::string& path) {
   write_maybe_gzip(path, kt_cache_text(recording));
+}
+
+const char* kernel_tuner_error(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::kOk:
+      return "";
+    case TrialStatus::kInvalid:
+      return "InvalidConfig";
+    case TrialStatus::kCompileFailed:
+      return "CompilationFailedConfig";
+    default:
+      return "RuntimeFailedConfig";
+  }
 }
 
 }  // namespace ktune

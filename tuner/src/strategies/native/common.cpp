@@ -1,4 +1,4 @@
-// The shared machinery of the native strategies (see native_common.h).
+// The shared machinery of the native strategies (see common.h).
 #include "strategies/native/common.h"
 
 #include <fmt/format.h>

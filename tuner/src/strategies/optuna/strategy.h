@@ -1,4 +1,4 @@
-// The Optuna strategies as seen from ktune (implemented in tuner/src/optuna_strategies.cpp):
+// The Optuna strategies as seen from ktune (implemented in strategy.cpp):
 // the loader of libktune_optuna.so, the one TrialStatus -> Optuna state mapping, and the
 // strategy itself, with counters and a view of its study for tests and benchmarks. Internal:
 // not part of the public include root.
