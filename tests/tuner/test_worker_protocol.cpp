@@ -73,6 +73,7 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   init.measure.flush_l2 = FlushL2::kNever;
   init.measure.seed = 42;
   init.measure.timeout_seconds = 3;
+  init.measure.verify_on_device = false;
   init.reference_lowered = "_Z3refv";
   const WorkerInit back = worker_init_from_json(nlohmann::json::parse(to_json(init).dump()));
   EXPECT_EQ(back.kernel, "reduce");
@@ -90,6 +91,7 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   EXPECT_EQ(back.measure.flush_l2, FlushL2::kNever);
   EXPECT_EQ(back.measure.seed, 42u);
   EXPECT_EQ(back.measure.timeout_seconds, 3);
+  EXPECT_FALSE(back.measure.verify_on_device);
   EXPECT_EQ(back.reference_lowered, "_Z3refv");
 }
 
@@ -128,3 +130,21 @@ TEST(WorkerProtocol, RequestsAndRetimeRepliesRoundTrip) {
 
 }  // namespace
 }  // namespace ktune::protocol
+
+#include "backends/cuda/device_compare.h"
+
+namespace ktune::worker {
+namespace {
+
+// The kernels that check outputs on the GPU compile with this NVRTC for the GPUs ktune targets
+// (loading and running them is the GPU tests' part).
+TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
+  for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
+    const CompileResult r = DeviceCompare::compile(arch);
+    EXPECT_TRUE(r.ok) << arch << ": " << r.error << "\n" << r.log;
+    EXPECT_FALSE(r.cubin.empty()) << arch;
+  }
+}
+
+}  // namespace
+}  // namespace ktune::worker

@@ -145,6 +145,8 @@ po::options_description tune_options() {
       "adaptive: at most this many timed runs (default 50)")(
       "flush-l2", po::value<std::string>()->value_name("WHEN"),
       "auto | always | never (default auto)")(
+      "verify", po::value<std::string>()->value_name("WHERE"),
+      "device | host: compare outputs with the reference on the GPU (default), or download them")(
       "timeout", po::value<double>()->value_name("SECONDS"),
       "seconds before a trial is killed (watchdog; default 20)");
   po::options_description all;
@@ -185,6 +187,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.target_spread = optional_value<double>(vm, "target-spread");
   o.timeout_seconds = optional_value<double>(vm, "timeout");
   o.flush_l2 = optional_value<std::string>(vm, "flush-l2");
+  o.verify = optional_value<std::string>(vm, "verify");
   o.backend = optional_value<std::string>(vm, "backend");
   o.replay = optional_value<std::string>(vm, "replay");
   if (vm.count("replay-device")) o.replay_device = vm["replay-device"].as<std::string>();

@@ -125,6 +125,12 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   else
     throw Error(ErrorKind::kUsage,
                 fmt::format("--flush-l2 '{}': expected auto, always or never", flush));
+  if (o.verify) {
+    if (*o.verify != "device" && *o.verify != "host")
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--verify '{}': expected device or host", *o.verify));
+    m.verify_on_device = *o.verify == "device";
+  }
   check_ranges(options);
   options.command_line = o.command_line;
   return options;

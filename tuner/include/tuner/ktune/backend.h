@@ -35,6 +35,10 @@ struct MeasureOptions {
   // than twice the device's L2, so no run is served from a cache its predecessor warmed;
   // kAlways / kNever force it.
   FlushL2 flush_l2 = FlushL2::kAuto;
+  // Outputs are compared with the reference on the GPU, fetching only a summary; false: every
+  // output is downloaded and compared on the host (the path before GPU verification, kept for
+  // checking it and for kernels whose outputs do not fit twice in device memory).
+  bool verify_on_device = true;
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
   double timeout_seconds = 20;
   std::uint64_t seed = 1;  // input data

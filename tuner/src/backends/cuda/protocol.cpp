@@ -17,6 +17,7 @@ json measure_json(const MeasureOptions& m) {
               {"batch_below_ms", m.batch_below_ms},
               {"flush_l2", std::string(to_string(m.flush_l2))},
               {"timeout_seconds", m.timeout_seconds},
+              {"verify_on_device", m.verify_on_device},
               {"seed", m.seed}};
 }
 
@@ -32,6 +33,7 @@ MeasureOptions measure_from_json(const json& j) {
   m.flush_l2 =
       flush_l2_from_string(j.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
   m.timeout_seconds = j.value("timeout_seconds", m.timeout_seconds);
+  m.verify_on_device = j.value("verify_on_device", m.verify_on_device);
   m.seed = j.value("seed", m.seed);
   return m;
 }

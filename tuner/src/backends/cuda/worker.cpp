@@ -54,6 +54,13 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
   check(cudaFree(nullptr), "context creation");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (measure_.verify_on_device) {
+    try {
+      device_compare_ = std::make_unique<DeviceCompare>(device_.arch, stream_);
+    } catch (const Error&) {
+      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
+    }
+  }
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   for (const auto& b : kernel.buffers) {
     Buffer buf;
@@ -231,7 +238,26 @@ void Worker::compute_reference() {
   for (const auto& b : buffers_)
     if (b.checked() && contains_pattern(b.expected, elem_size(b.spec.type), kPoison))
       poison_collision_ = true;
+  upload_reference();
   reference_ok_ = true;
+}
+
+// The reference on the GPU too, where outputs are checked there.
+void Worker::upload_reference() {
+  if (!device_compare_) return;
+  for (auto& b : buffers_) {
+    if (!b.checked()) continue;
+    if (b.expected.size() > b.expected_device_bytes) {
+      if (b.expected_device) check(cudaFree(b.expected_device), "cudaFree");
+      b.expected_device = nullptr;
+      b.expected_device_bytes = 0;
+      check(cudaMalloc(&b.expected_device, b.expected.size()), "cudaMalloc(reference on the GPU)");
+      b.expected_device_bytes = b.expected.size();
+    }
+    check(
+        cudaMemcpy(b.expected_device, b.expected.data(), b.expected.size(), cudaMemcpyHostToDevice),
+        "upload of the reference");
+  }
 }
 
 void Worker::reset_inouts() {
@@ -313,33 +339,61 @@ void Worker::launch(const Loaded& l) {
 std::optional<std::string> Worker::verify(bool second_pattern_only) {
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
-    const std::size_t esize = elem_size(b.spec.type);
-    if (second_pattern_only && !contains_pattern(b.expected, esize, kPoison)) continue;
-    const std::size_t bytes = b.count * esize;
-    if (bytes > b.pinned_bytes && b.download.size() < bytes) {
-      if (b.pinned) cudaFreeHost(b.pinned);
-      b.pinned = nullptr;
-      b.pinned_bytes = 0;
-      if (cudaMallocHost(&b.pinned, bytes) == cudaSuccess) {
-        b.pinned_bytes = bytes;
-      } else {
-        cudaGetLastError();  // not sticky: fall back to pageable memory
-        b.pinned = nullptr;
-        b.download.resize(bytes);
-      }
-    }
-    void* got = b.pinned_bytes >= bytes ? b.pinned : static_cast<void*>(b.download.data());
-    check(cudaMemcpy(got, b.device, bytes, cudaMemcpyDeviceToHost), "download of outputs");
-    const Mismatch m =
-        compare(b.spec.type, got, b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
-    if (m.count > 0)
-      return fmt::format("{}[{}] = {}, expected {} ({} of {} elements differ{})", b.spec.name,
-                         m.first, m.got, m.expected, m.count, b.count,
-                         is_float(b.spec.type) ? fmt::format("; tolerance {} + {} * |expected|",
-                                                             b.spec.abs_tol, b.spec.rel_tol)
-                                               : std::string());
+    if (second_pattern_only && !contains_pattern(b.expected, elem_size(b.spec.type), kPoison))
+      continue;
+    if (auto wrong = verify_buffer(b)) return wrong;
   }
   return std::nullopt;
+}
+
+namespace {
+std::string mismatch_text(const Buffer& b, const Mismatch& m) {
+  return fmt::format("{}[{}] = {}, expected {} ({} of {} elements differ{})", b.spec.name, m.first,
+                     m.got, m.expected, m.count, b.count,
+                     is_float(b.spec.type) ? fmt::format("; tolerance {} + {} * |expected|",
+                                                         b.spec.abs_tol, b.spec.rel_tol)
+                                           : std::string());
+}
+}  // namespace
+
+std::optional<std::string> Worker::verify_buffer(Buffer& b) {
+  const std::size_t esize = elem_size(b.spec.type);
+  if (!device_compare_ || b.expected_device_bytes < b.count * esize) return verify_on_host(b);
+  const DeviceCompare::Summary s = device_compare_->compare(
+      b.spec.type, b.device, b.expected_device, b.count, b.spec.abs_tol, b.spec.rel_tol);
+  if (s.count == 0) return std::nullopt;
+  // The first differing element, fetched alone, printed as the host comparison prints it.
+  std::vector<unsigned char> got(esize);
+  check(cudaMemcpy(got.data(), static_cast<const unsigned char*>(b.device) + s.first * esize, esize,
+                   cudaMemcpyDeviceToHost),
+        "download of a differing element");
+  Mismatch m = compare(b.spec.type, got.data(), b.expected.data() + s.first * esize, 1,
+                       b.spec.abs_tol, b.spec.rel_tol);
+  m.first = s.first;
+  m.count = s.count;
+  return mismatch_text(b, m);
+}
+
+std::optional<std::string> Worker::verify_on_host(Buffer& b) {
+  const std::size_t bytes = b.count * elem_size(b.spec.type);
+  if (bytes > b.pinned_bytes && b.download.size() < bytes) {
+    if (b.pinned) cudaFreeHost(b.pinned);
+    b.pinned = nullptr;
+    b.pinned_bytes = 0;
+    if (cudaMallocHost(&b.pinned, bytes) == cudaSuccess) {
+      b.pinned_bytes = bytes;
+    } else {
+      cudaGetLastError();  // not sticky: fall back to pageable memory
+      b.pinned = nullptr;
+      b.download.resize(bytes);
+    }
+  }
+  void* got = b.pinned_bytes >= bytes ? b.pinned : static_cast<void*>(b.download.data());
+  check(cudaMemcpy(got, b.device, bytes, cudaMemcpyDeviceToHost), "download of outputs");
+  const Mismatch m =
+      compare(b.spec.type, got, b.expected.data(), b.count, b.spec.abs_tol, b.spec.rel_tol);
+  if (m.count == 0) return std::nullopt;
+  return mismatch_text(b, m);
 }
 
 bool Worker::needs_flush() const {

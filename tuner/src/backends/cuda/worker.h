@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/device_compare.h"
 #include "backends/cuda/protocol.h"
 #include "ktune/backend.h"
 #include "ktune/device.h"
@@ -41,6 +42,8 @@ struct Buffer {
   std::size_t generated = 0;        // INPUT/INOUT: elements generated and uploaded
   std::vector<unsigned char> host;  // INPUT/INOUT: generated data
   std::vector<unsigned char> expected;
+  void* expected_device = nullptr;  // the reference on the GPU, for DeviceCompare
+  std::size_t expected_device_bytes = 0;
   // OUTPUT/INOUT: page-locked host memory the output is downloaded into for checking, kept
   // across trials (a pageable download of a large output, and allocating it, cost more than the
   // comparison); empty where page-locked memory could not be had, then `download` serves.
@@ -97,6 +100,11 @@ class Worker {
   void reset_inouts();
   void poison_outputs(unsigned char byte);
   std::optional<std::string> verify(bool second_pattern_only);
+  // One buffer's check: on the GPU where the reference is there, else downloaded to the host;
+  // the message names the first element that differs.
+  std::optional<std::string> verify_buffer(Buffer& b);
+  std::optional<std::string> verify_on_host(Buffer& b);
+  void upload_reference();
   bool needs_flush() const;
   void flush_l2();
   // Enqueues `warmup` untimed runs and `count` timed samples of `batch` runs each, then waits
@@ -127,6 +135,7 @@ class Worker {
   std::optional<Loaded>
       reference_config_;             // manifest kernels: the config whose output is the reference
   const Loaded* current_ = nullptr;  // for the hook callbacks
+  std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
   bool dead_ = false;
 };
 

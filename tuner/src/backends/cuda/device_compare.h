@@ -1,0 +1,51 @@
+// Output checks on the GPU (internal): an output buffer compared with its reference where both
+// live, in device memory, by a kernel compiled once per worker with NVRTC; only a summary comes
+// back (how many elements differ and the first that does), so verifying a 1 GiB output costs a
+// pass over device memory instead of a download and a host comparison. The semantics are the host
+// comparison's (compare.h): integers exact, floats within abs + rel * |expected| with NaN and Inf
+// never passing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ktune/compiler.h"
+#include "ktune/kernel.h"
+
+namespace ktune::worker {
+
+class DeviceCompare {
+ public:
+  // Compiles the comparison kernels for the current device's architecture (through the compile
+  // cache); throws Error(kCompile) when NVRTC cannot, which leaves the host path to serve.
+  DeviceCompare(const std::string& arch, cudaStream_t stream);
+  // The comparison kernels for `arch`, compiled (through the compile cache) but not loaded:
+  // what the constructor loads; tests compile it without a GPU.
+  static CompileResult compile(const std::string& arch);
+  ~DeviceCompare();
+  DeviceCompare(const DeviceCompare&) = delete;
+  DeviceCompare& operator=(const DeviceCompare&) = delete;
+
+  struct Summary {
+    std::uint64_t count = 0;  // elements that differ
+    std::uint64_t first = 0;  // the lowest index that differs (when count > 0)
+  };
+  // Compares `n` elements of `type` at `got` with `want` (both device pointers) and waits for
+  // the answer (16 bytes).
+  Summary compare(ElemType type, const void* got, const void* want, std::size_t n,
+                  double abs_tol, double rel_tol);
+
+ private:
+  cudaStream_t stream_;
+  cudaLibrary_t library_ = nullptr;
+  cudaKernel_t exact_[4] = {};  // by element size 1, 2, 4, 8
+  cudaKernel_t f32_ = nullptr, f64_ = nullptr;
+  unsigned long long* result_ = nullptr;  // device: count, first
+  int blocks_ = 1;
+};
+
+}  // namespace ktune::worker
