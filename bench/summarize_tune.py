@@ -29,8 +29,19 @@ def row(label, path):
         "best_ms": round(best.get("time_ms", float("nan")), 4),
         "best_GBps": round(best.get("gbps") or float("nan"), 1),
         "best": best.get("key", "-"),
+        "verify_share": f'{100 * (phases.get("verify", 0) + phases.get("post_verify", 0)) / wall:.0f}%'
+        if wall > 0 else "-",
+        "compile_ms_per_cfg": round(1e3 * d["compile_seconds"] / max(d["measured"], 1), 1),
+        "clocks": clocks(d.get("gpu_clocks")),
         "phases_s": " ".join(f"{k}={v:.2f}" for k, v in sorted(phases.items())),
     }
+
+
+def clocks(c):
+    if not c:
+        return "-"
+    flag = " DROPPED" if c.get("dropped") else ""
+    return f'SM {c["sm_min_mhz"]}-{c["sm_max_mhz"]} MHz {c["temperature_min_c"]}-{c["temperature_max_c"]}C{flag}'
 
 
 def per_variant(db, problem_key):

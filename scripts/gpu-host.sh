@@ -9,7 +9,9 @@
 #   reduce space at 2^25 and 2^28, exported as recordings), tune-peers (tune the kernels of the
 #   peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored bests, $KTUNE_PEER_ONLY),
 #   recordings (brute-force the small spaces and export them), example (the client example on
-#   the smoke step's database)
+#   the smoke step's database), compile-ab (the kt270 space with each compile-side change
+#   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
+#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -76,6 +78,40 @@ for step in $steps; do
       export KTUNE_CACHE_DIR=/tmp/ktune-cache
       python3 bench/summarize_tune.py samples7="$out/kt270-s7.json" samples32="$out/kt270-s32.json" \
         adaptive="$out/kt270-s0.json" | tee -a "$out/summary.txt" ;;
+    compile-ab)
+      # What each compile-side change gives: the kt270 space at 32 samples, cold compile cache,
+      # with everything on, then with one change switched off, then with both off (as before).
+      for variant in on no-minimal no-warmup off; do
+        case $variant in
+          on) env_set=() ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
+          no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0) ;;
+        esac
+        rm -rf /tmp/ktune-cache-ab
+        env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config configs/reduce-kt270.toml \
+          --samples 32 --db /tmp/kt270-ab.db --no-reuse --retime-top 0 --json \
+          >"$out/ab-$variant.json" 2>"$out/ab-$variant.err"
+        log "compile-ab $variant: rc=$?"
+      done
+      python3 bench/summarize_tune.py all-on="$out/ab-on.json" no-minimal="$out/ab-no-minimal.json" \
+        no-warmup="$out/ab-no-warmup.json" both-off="$out/ab-off.json" | tee -a "$out/summary.txt" ;;
+    copy-verify)
+      # Tuning copy's whole space (1 GiB buffers), outputs checked on the GPU and on the host.
+      for where in device host; do
+        timeout -s INT -k 20 $limit $ktune tune copy --verify $where --db /tmp/copy-$where.db --no-reuse \
+          --json >"$out/copy-$where.json" 2>"$out/copy-$where.err"
+        log "copy --verify $where: rc=$?"
+      done
+      python3 bench/summarize_tune.py verify-device="$out/copy-device.json" verify-host="$out/copy-host.json" \
+        | tee -a "$out/summary.txt" ;;
+    kt-peer)
+      # Kernel Tuner 1.4 on its 270-configuration reduction, in this call: $KTUNE_KT_PEER is the
+      # folder with its run.sh (copied into an ignored folder of the checkout, which travels).
+      kt=${KTUNE_KT_PEER:-.peers/kernel_tuner}
+      if [ -x "$kt/run.sh" ]; then
+        "$kt/run.sh" "$out/kernel-tuner" 7 32 | tee -a "$out/summary.txt"
+      else
+        log "kt-peer: no Kernel Tuner at $kt (set KTUNE_KT_PEER)"
+      fi ;;
     brute)
       # The whole reduction space at 2^25 and 2^28, default (adaptive) measurement.
       for n in 25 28; do

@@ -417,6 +417,13 @@ void print_row(const Row& r, bool ok, double ratio) {
                            fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
                            fmt_num(ratio, 3), r.c.target ? fmt_num(*r.c.target, 2) : "-",
                            r.config_key, r.source, verdict);
+  if (std::isfinite(r.stored_ms) && std::isfinite(r.ktune_ms) && r.ktune_ms > 0) {
+    // The stored best's time against this run's: they must agree within 1%.
+    const double off = r.stored_ms / r.ktune_ms - 1;
+    std::cout << fmt::format("    stored {} ms, {:+.1f}% from this run's{}\n",
+                             fmt_num(r.stored_ms, 4), 100 * off,
+                             std::abs(off) > 0.01 ? "  (more than 1% apart)" : "");
+  }
   if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
   if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
 }
@@ -439,6 +446,7 @@ json row_json(const Row& r, double ratio) {
   j["ktune_round_ms"] = r.ktune_rounds;
   j["peer_round_ms"] = r.peer_rounds;
   j["stored_ms"] = r.stored_ms;
+  j["stored_vs_now"] = r.stored_ms / r.ktune_ms;  // the stored best's time / this run's
   j["error"] = r.error;
   j["peer_error"] = r.peer_error;
   return j;

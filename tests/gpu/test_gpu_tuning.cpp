@@ -1,13 +1,17 @@
 // GPU tests: the CUDA backend verifies and times real kernels, and a run containing kernels
 // that fault, trap, hang or compute wrong values finishes with each fault recorded as one
 // trial. Without a CUDA device every test skips, saying why.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "ktune/cuda_backend.h"
+#include "ktune/gpu_evaluator.h"
+#include "ktune/instance.h"
 #include "ktune/registry.h"
 #include "ktune/strategy.h"
 #include "ktune/tuner.h"
@@ -78,7 +82,11 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
   }
 }
 
-TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
+// Each fault costs one trial, with outputs checked on the GPU (the default) and on the host:
+// both paths find the same wrong results and name the same first differing element.
+class GpuFaults : public Gpu, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GpuFaults, FaultsCostOneTrialEachAndTheRunFinishes) {
   CudaBackend backend(backend_options());
   KernelInstance instance(registry_.get("faulty"), {}, backend.device().limits);
   Store store = Store::open(dir_ / "faults.db");
@@ -87,6 +95,7 @@ TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
   TuneOptions options;
   options.measure.samples = 3;
   options.measure.timeout_seconds = 5;
+  options.measure.verify_on_device = GetParam();
   const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
   EXPECT_EQ(s.status, RunStatus::kFinished);
   EXPECT_EQ(s.trials, 14u);
@@ -117,6 +126,56 @@ TEST_F(Gpu, FaultsCostOneTrialEachAndTheRunFinishes) {
   ASSERT_TRUE(s.best.has_value());
   EXPECT_EQ(s.best->config_key.rfind("fault=0,", 0), 0u);
   EXPECT_GE(backend.worker_starts(), 5);  // one at the start, one after each fatal fault
+  for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
+    if (t.status == TrialStatus::kWrongResult)
+      EXPECT_NE(t.error.find("out["), std::string::npos) << "names the element: " << t.error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Verify, GpuFaults, ::testing::Bool(), [](const auto& info) {
+  return std::string(info.param ? "OnTheDevice" : "OnTheHost");
+});
+
+// The time stored for a best is what the kernel takes when launched in a stream: re-timing the
+// finalists and timing the stored configuration afresh (as bench/peers does) agree within 2%
+// (a 0.04 ms kernel, where launch gaps show most). Where NVML is there, the run's clocks are
+// recorded.
+TEST_F(Gpu, TheStoredTimeOfABestIsWhatAFreshMeasurementGets) {
+  CudaBackend backend(backend_options());
+  const Problem problem{{"n", std::int64_t{1} << 25}};
+  KernelInstance instance(registry_.get("reduce"), problem, backend.device().limits);
+  Store store = Store::open(dir_ / "truth.db");
+  CompilePool pool(4, cache_);
+  TuneOptions options;
+  options.strategy = "random";
+  options.budget.evaluations = 30;
+  options.retime_top = 3;
+  auto strategy = make_strategy(options.strategy);
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
+  ASSERT_TRUE(s.best.has_value());
+  const bool have_nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr ||
+                         dlopen("libnvidia-ml.so.1", RTLD_NOW) != nullptr;
+  if (have_nvml) {
+    EXPECT_GT(s.clocks.readings, 0u);
+    EXPECT_GT(s.clocks.sm_max_mhz, 0);
+    std::printf("  clocks: %s\n", s.clocks.describe().c_str());
+  }
+
+  MeasureOptions m;
+  m.samples = 50;
+  m.warmup = 3;
+  GpuEvaluator evaluator(registry_.get("reduce"), problem, 0, m);
+  const Config c = evaluator.instance().space().parse_key(s.best->config_key);
+  const CompileResult r =
+      compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<double> fresh;
+  for (int round = 0; round < 5; ++round) fresh.push_back(evaluator.evaluate(c, r).time_ms);
+  std::sort(fresh.begin(), fresh.end());
+  const double now = fresh[fresh.size() / 2];
+  std::printf("  %s: stored %.5f ms, fresh %.5f ms\n", s.best->config_key.c_str(), s.best->time_ms,
+              now);
+  EXPECT_NEAR(s.best->time_ms / now, 1.0, 0.02);
 }
 
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {

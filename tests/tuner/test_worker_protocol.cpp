@@ -27,6 +27,10 @@ TEST(WorkerProtocol, AMeasurementRoundTrips) {
   m.timed_ms = 2;
   m.eval_ms = 7;
   m.phases_ms = {{"load", 1.5}, {"time", 2.5}};
+  m.sm_clock_mhz = 1755;
+  m.max_sm_clock_mhz = 1980;
+  m.temperature_c = 52;
+  m.clock_reasons = 0x24;
   const Measurement back = measurement_from_json(nlohmann::json::parse(to_json(m).dump()));
   EXPECT_EQ(back.status, m.status);
   EXPECT_EQ(back.samples_ms, m.samples_ms);
@@ -45,6 +49,10 @@ TEST(WorkerProtocol, AMeasurementRoundTrips) {
   EXPECT_EQ(back.timed_ms, 2);
   EXPECT_EQ(back.eval_ms, 7);
   EXPECT_EQ(back.phases_ms, m.phases_ms);
+  EXPECT_EQ(back.sm_clock_mhz, 1755);
+  EXPECT_EQ(back.max_sm_clock_mhz, 1980);
+  EXPECT_EQ(back.temperature_c, 52);
+  EXPECT_EQ(back.clock_reasons, 0x24u);
 
   Measurement failed;
   failed.status = TrialStatus::kWrongResult;

@@ -233,6 +233,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["wait_compile_seconds"] = s.wait_compile_seconds;
   j["backend_seconds"] = s.backend_seconds;
   j["phases_seconds"] = s.phases_seconds;
+  if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
   j["strategy"] = setup.job.options.strategy;
   if (setup.auto_choice) j["strategy_chosen"] = setup.auto_choice->strategy;
   j["backend"] = setup.backend->name();
@@ -266,7 +267,11 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
         "threads\n",
         s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
         100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
-  else
+  if (s.clocks.readings > 0)
+    std::cout << fmt::format(
+        "  GPU clocks {}{}\n", s.clocks.describe(),
+        s.clocks.dropped() ? "  (dropped while timing: times may be slow)" : "");
+  if (!setup.cuda)
     std::cout << fmt::format("  replayed   from {}, measured on {}\n", setup.job.recording->path,
                              setup.job.recording->device_name);
   if (s.best) {

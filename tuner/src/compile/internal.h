@@ -22,6 +22,17 @@ bool parse_int(std::string_view text, int& value);
 // Every CompiledResources field with its name ("registers", "spill-store-bytes" ...).
 const std::vector<std::pair<std::string_view, int CompiledResources::*>>& resource_fields();
 
+// Whether compile processes start with the pool and warm NVRTC before their first request (on
+// unless KTUNE_COMPILE_WARMUP=0, the switch that measures what it gives: docs/measuring.md).
+bool compile_warmup_enabled();
+// Whether sources without #include compile with NVRTC's -minimal (on unless
+// KTUNE_NVRTC_MINIMAL=0): it skips most of NVRTC's built-in declarations, which halves the front
+// end's time, and gives byte-identical CUBINs (tests/compile/test_minimal.cpp).
+bool minimal_front_end_enabled();
+// Compiles a one-line kernel so that NVRTC's first-use cost (loading, its built-in headers) is
+// paid before the first real request.
+void warm_up_nvrtc();
+
 // Compiles a batch in `process` (started with `command` when it is not running); a process that
 // fails or dies fails the batch's configurations, each with the reason.
 std::vector<CompileResult> remote_compile(Subprocess& process,

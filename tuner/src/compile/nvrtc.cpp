@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <string_view>
 
@@ -119,7 +120,52 @@ void check_arch(const std::string& arch) {
                                      nvrtc_version() + " supports " + list);
 }
 
+namespace {
+
+bool env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string_view(v) != "0";
+}
+
+}  // namespace
+
+bool detail::compile_warmup_enabled() { return env_switch("KTUNE_COMPILE_WARMUP"); }
+
+void detail::warm_up_nvrtc() {
+  CompileRequest r;
+  r.source = "extern \"C\" __global__ void ktune_warm_up(int* p) { if (p) *p = 0; }\n";
+  r.source_name = "warm_up.cu";
+  r.entry = "ktune_warm_up";
+  r.options = {"--gpu-architecture=" + nvrtc_supported_archs().back()};
+  (void)compile(r);
+}
+
+bool detail::minimal_front_end_enabled() { return env_switch("KTUNE_NVRTC_MINIMAL"); }
+
+namespace {
+CompileResult compile_once(const CompileRequest& request);
+}  // namespace
+
 CompileResult compile(const CompileRequest& request) {
+  // A source compiled with -minimal that fails may use what -minimal leaves out (textures, the
+  // runtime API's types, device-side launches): compile it again without, and keep that result.
+  const auto minimal = std::find(request.options.begin(), request.options.end(), "-minimal");
+  if (minimal != request.options.end()) {
+    CompileResult first = compile_once(request);
+    if (first.ok) return first;
+    CompileRequest plain = request;
+    plain.options.erase(plain.options.begin() + (minimal - request.options.begin()));
+    CompileResult second = compile_once(plain);
+    second.compile_ms += first.compile_ms;
+    second.key = first.key;
+    return second;
+  }
+  return compile_once(request);
+}
+
+namespace {
+
+CompileResult compile_once(const CompileRequest& request) {
   CompileResult result;
   result.options = request.options;
   result.arch = request.arch;
@@ -165,8 +211,6 @@ CompileResult compile(const CompileRequest& request) {
   result.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return result;
 }
-
-namespace {
 
 bool is_identifier_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';

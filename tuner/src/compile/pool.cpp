@@ -8,6 +8,7 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
+#include "ktune/error.h"
 #include "process/subprocess.h"
 
 namespace ktune {
@@ -36,6 +37,16 @@ struct CompilePool::Impl {
 
   void work() {
     Subprocess process;  // this thread's compile process, when the pool uses processes
+    // Start the compile process now rather than at the first request: it loads and warms NVRTC
+    // (compile_worker_main) while the tuner enumerates the space and the GPU worker starts, so
+    // the first configurations do not pay NVRTC's first-compile cost on the critical path.
+    if (!process_command.empty() && detail::compile_warmup_enabled()) {
+      try {
+        process.start(process_command, /*own_group=*/true);
+      } catch (const Error&) {
+        // remote_compile starts it again on the first request and reports the failure there.
+      }
+    }
     for (;;) {
       std::vector<Task> tasks;
       {

@@ -153,6 +153,7 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 }  // namespace detail
 
 int compile_worker_main() {
+  if (detail::compile_warmup_enabled()) detail::warm_up_nvrtc();
   for (;;) {
     ipc::Message message;
     if (ipc::read_message(3, message, -1) != ipc::ReadStatus::kOk) return 0;

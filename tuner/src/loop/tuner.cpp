@@ -322,6 +322,7 @@ class TuningRun {
       for (const auto& [phase, ms] : m->phases_ms) summary_.phases_seconds[phase] += ms * 1e-3;
       summary_.gpu_seconds += m->gpu_ms * 1e-3;
       summary_.timed_seconds += m->timed_ms * 1e-3;
+      summary_.clocks.add(*m);
     }
     // A strategy that only repeats configurations told before would never end a run without a
     // budget; after max_repeats_ repeats in a row the run ends.
@@ -455,6 +456,7 @@ class TuningRun {
     s["backend_seconds"] = m.backend_seconds;
     s["wait_compile_seconds"] = m.wait_compile_seconds;
     s["phases_seconds"] = m.phases_seconds;
+    if (m.clocks.readings > 0) s["gpu_clocks"] = clocks_json(m.clocks);
     if (m.best)
       s["best"] = {
           {"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};

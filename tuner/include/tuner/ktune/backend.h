@@ -62,6 +62,11 @@ struct Measurement {
   double occupancy = -1;        // active warps / max warps per multiprocessor
   int l2_flushed = -1;          // 1: the L2 was flushed before each timed run; -1 unknown
   int launches_per_sample = 1;  // short kernels are timed in batches of launches
+  // The GPU right after the timed samples, read-only through NVML; -1 where unknown.
+  int sm_clock_mhz = -1;
+  int max_sm_clock_mhz = -1;  // the device's highest SM clock
+  int temperature_c = -1;
+  std::uint64_t clock_reasons = 0;  // NVML's clock event reasons at that moment (a bit set)
   // Accounting, for throughput figures.
   double gpu_ms = 0;        // GPU time in this trial's launches (warm-up, checks, samples)
   double timed_ms = 0;      // GPU time of the timed samples alone

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,28 @@ struct Progress {
   double best_gbps = 0;  // NaN when the kernel declares no bytes
 };
 
+// The GPU's SM clock and temperature over a run's measured trials (NVML; no readings without
+// it). A run whose SM clock dropped while trials were timed is flagged: its times may be slow.
+struct GpuClockStats {
+  std::uint64_t readings = 0;
+  int sm_min_mhz = -1;
+  int sm_max_mhz = -1;
+  int sm_limit_mhz = -1;  // the device's highest SM clock
+  int temperature_min_c = -1;
+  int temperature_max_c = -1;
+  std::uint64_t reasons = 0;  // NVML clock event reasons seen, OR-ed over the readings
+
+  void add(const Measurement& m);
+  // The SM clock fell more than 5% below the run's highest reading, or NVML named a power or
+  // thermal slowdown (software power cap, hardware slowdown, thermal, power brake).
+  bool dropped() const;
+  // "SM 1755-1980 MHz (max 1980), 31-45 C", or "" without readings.
+  std::string describe() const;
+};
+// {"readings", "sm_min_mhz", "sm_max_mhz", "sm_limit_mhz", "temperature_min_c",
+//  "temperature_max_c", "reasons", "dropped"}: the run summary's and `tune --json`'s form.
+nlohmann::json clocks_json(const GpuClockStats& c);
+
 struct TuneSummary {
   std::int64_t run_id = 0;
   RunStatus status = RunStatus::kFinished;  // kFinished or kInterrupted (a failure throws)
@@ -70,6 +93,7 @@ struct TuneSummary {
   std::map<std::string, double> phases_seconds;  // the backend's evaluation phases, summed
   std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
   std::vector<TrialRecord> finalists;            // re-timed leaders, fastest first
+  GpuClockStats clocks;                          // over the measured trials
 };
 
 using ProgressFn = std::function<void(const Progress&)>;

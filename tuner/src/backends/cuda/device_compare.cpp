@@ -75,19 +75,22 @@ CompileResult DeviceCompare::compile(const std::string& arch) {
 DeviceCompare::DeviceCompare(const std::string& arch, cudaStream_t stream) : stream_(stream) {
   const CompileResult compiled = compile(arch);
   if (!compiled.ok)
-    throw Error(ErrorKind::kCompile, fmt::format("the GPU comparison kernels do not compile: {}\n{}",
-                                                 compiled.error, compiled.log));
-  check(cudaLibraryLoadData(&library_, compiled.cubin.data(), nullptr, nullptr, 0, nullptr,
-                            nullptr, 0),
+    throw Error(ErrorKind::kCompile,
+                fmt::format("the GPU comparison kernels do not compile: {}\n{}", compiled.error,
+                            compiled.log));
+  check(cudaLibraryLoadData(&library_, compiled.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr,
+                            0),
         "cudaLibraryLoadData(comparison kernels)");
-  for (int i = 0; i < 4; ++i) check(cudaLibraryGetKernel(&exact_[i], library_, kNames[i]), kNames[i]);
+  for (int i = 0; i < 4; ++i)
+    check(cudaLibraryGetKernel(&exact_[i], library_, kNames[i]), kNames[i]);
   check(cudaLibraryGetKernel(&f32_, library_, kNames[4]), kNames[4]);
   check(cudaLibraryGetKernel(&f64_, library_, kNames[5]), kNames[5]);
   check(cudaMalloc(reinterpret_cast<void**>(&result_), 2 * sizeof(unsigned long long)),
         "cudaMalloc(comparison result)");
   int device = 0, sms = 1;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute");
   blocks_ = 8 * sms;  // a few resident blocks per multiprocessor stream the buffers at full speed
 }
 
@@ -100,7 +103,8 @@ DeviceCompare::~DeviceCompare() {
 DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, const void* want,
                                               std::size_t n, double abs_tol, double rel_tol) {
   check(cudaMemsetAsync(result_, 0, sizeof(unsigned long long), stream_), "comparison reset");
-  check(cudaMemsetAsync(result_ + 1, 0xFF, sizeof(unsigned long long), stream_), "comparison reset");
+  check(cudaMemsetAsync(result_ + 1, 0xFF, sizeof(unsigned long long), stream_),
+        "comparison reset");
   unsigned long long count = n;
   void* args[6];
   cudaKernel_t kernel = nullptr;
@@ -114,7 +118,8 @@ DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, co
     void* a[] = {&got, &want, &count, &result_};
     std::copy(std::begin(a), std::end(a), args);
   }
-  check(cudaLaunchKernel(static_cast<const void*>(kernel), dim3(blocks_), dim3(256), args, 0, stream_),
+  check(cudaLaunchKernel(static_cast<const void*>(kernel), dim3(blocks_), dim3(256), args, 0,
+                         stream_),
         "cudaLaunchKernel(comparison)");
   unsigned long long summary[2] = {0, 0};
   check(cudaMemcpyAsync(summary, result_, sizeof(summary), cudaMemcpyDeviceToHost, stream_),

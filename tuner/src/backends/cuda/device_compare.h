@@ -36,8 +36,8 @@ class DeviceCompare {
   };
   // Compares `n` elements of `type` at `got` with `want` (both device pointers) and waits for
   // the answer (16 bytes).
-  Summary compare(ElemType type, const void* got, const void* want, std::size_t n,
-                  double abs_tol, double rel_tol);
+  Summary compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol,
+                  double rel_tol);
 
  private:
   cudaStream_t stream_;

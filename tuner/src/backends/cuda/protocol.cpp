@@ -120,6 +120,10 @@ json to_json(const Measurement& m) {
          {"occupancy", m.occupancy},
          {"l2_flushed", m.l2_flushed},
          {"launches_per_sample", m.launches_per_sample},
+         {"sm_clock_mhz", m.sm_clock_mhz},
+         {"max_sm_clock_mhz", m.max_sm_clock_mhz},
+         {"temperature_c", m.temperature_c},
+         {"clock_reasons", m.clock_reasons},
          {"gpu_ms", m.gpu_ms},
          {"timed_ms", m.timed_ms},
          {"eval_ms", m.eval_ms},
@@ -152,6 +156,10 @@ Measurement measurement_from_json(const json& j) {
   m.occupancy = j.value("occupancy", -1.0);
   m.l2_flushed = j.value("l2_flushed", -1);
   m.launches_per_sample = j.value("launches_per_sample", 1);
+  m.sm_clock_mhz = j.value("sm_clock_mhz", -1);
+  m.max_sm_clock_mhz = j.value("max_sm_clock_mhz", -1);
+  m.temperature_c = j.value("temperature_c", -1);
+  m.clock_reasons = j.value("clock_reasons", std::uint64_t{0});
   m.gpu_ms = j.value("gpu_ms", 0.0);
   m.timed_ms = j.value("timed_ms", 0.0);
   m.eval_ms = j.value("eval_ms", 0.0);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/device_compare.h"
+#include "backends/cuda/gpu_clocks.h"
 #include "backends/cuda/protocol.h"
 #include "ktune/backend.h"
 #include "ktune/device.h"
@@ -105,6 +106,7 @@ class Worker {
   std::optional<std::string> verify_buffer(Buffer& b);
   std::optional<std::string> verify_on_host(Buffer& b);
   void upload_reference();
+  int launches_per_sample(double first_ms, bool flush) const;
   bool needs_flush() const;
   void flush_l2();
   // Enqueues `warmup` untimed runs and `count` timed samples of `batch` runs each, then waits
@@ -133,8 +135,9 @@ class Worker {
   bool reference_ok_ = false;
   bool poison_collision_ = false;  // some expected element equals the poison
   std::optional<Loaded>
-      reference_config_;             // manifest kernels: the config whose output is the reference
-  const Loaded* current_ = nullptr;  // for the hook callbacks
+      reference_config_;               // manifest kernels: the config whose output is the reference
+  const Loaded* current_ = nullptr;    // for the hook callbacks
+  std::unique_ptr<GpuClocks> clocks_;  // null without NVML
   std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
   bool dead_ = false;
 };

@@ -1,0 +1,39 @@
+// The GPU's clocks and temperature, read-only, through NVML (internal). libnvidia-ml ships with
+// the driver; it is loaded with dlopen, so ktune neither links it nor needs its header, and a
+// machine without it simply records no clocks. Nothing here changes a setting.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ktune::worker {
+
+struct ClockReading {
+  int sm_mhz = -1;           // current SM clock
+  int memory_mhz = -1;       // current memory clock
+  int temperature_c = -1;    // GPU core temperature
+  std::uint64_t reasons = 0;  // NVML's clock event (throttle) reasons, a bit set
+};
+
+class GpuClocks {
+ public:
+  // The device with this PCI bus id ("0000:17:00.0", from cudaDeviceGetPCIBusId); null where
+  // NVML cannot be loaded or does not know the device.
+  static std::unique_ptr<GpuClocks> open(const std::string& pci_bus_id);
+  ~GpuClocks();
+  GpuClocks(const GpuClocks&) = delete;
+  GpuClocks& operator=(const GpuClocks&) = delete;
+
+  ClockReading read() const;
+  int max_sm_mhz() const { return max_sm_mhz_; }
+
+ private:
+  struct Api;
+  GpuClocks() = default;
+  std::unique_ptr<Api> api_;
+  void* device_ = nullptr;
+  int max_sm_mhz_ = -1;
+};
+
+}  // namespace ktune::worker

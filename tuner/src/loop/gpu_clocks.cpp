@@ -1,0 +1,60 @@
+// GpuClockStats (ktune/tuner.h): the GPU's clocks over a run, from the trials' readings.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ktune/tuner.h"
+
+namespace ktune {
+
+namespace {
+
+// NVML clock event reasons that slow a measurement down: software power cap (0x4), hardware
+// slowdown (0x8), software thermal slowdown (0x20), hardware thermal slowdown (0x40), hardware
+// power brake (0x80). Idle (0x1), application clocks (0x2) and sync boost (0x10) are not.
+constexpr std::uint64_t kSlowdownReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+int lower(int have, int v) { return have < 0 ? v : std::min(have, v); }
+int higher(int have, int v) { return have < 0 ? v : std::max(have, v); }
+
+}  // namespace
+
+void GpuClockStats::add(const Measurement& m) {
+  if (m.sm_clock_mhz < 0) return;
+  ++readings;
+  sm_min_mhz = lower(sm_min_mhz, m.sm_clock_mhz);
+  sm_max_mhz = higher(sm_max_mhz, m.sm_clock_mhz);
+  if (m.max_sm_clock_mhz > 0) sm_limit_mhz = m.max_sm_clock_mhz;
+  if (m.temperature_c >= 0) {
+    temperature_min_c = lower(temperature_min_c, m.temperature_c);
+    temperature_max_c = higher(temperature_max_c, m.temperature_c);
+  }
+  reasons |= m.clock_reasons;
+}
+
+bool GpuClockStats::dropped() const {
+  if (readings == 0) return false;
+  return sm_min_mhz < 0.95 * sm_max_mhz || (reasons & kSlowdownReasons) != 0;
+}
+
+std::string GpuClockStats::describe() const {
+  if (readings == 0) return "";
+  std::string out = fmt::format("SM {}-{} MHz", sm_min_mhz, sm_max_mhz);
+  if (sm_limit_mhz > 0) out += fmt::format(" (max {})", sm_limit_mhz);
+  if (temperature_min_c >= 0) out += fmt::format(", {}-{} C", temperature_min_c, temperature_max_c);
+  if (reasons & kSlowdownReasons) out += fmt::format(", slowdown reasons 0x{:x}", reasons);
+  return out;
+}
+
+nlohmann::json clocks_json(const GpuClockStats& c) {
+  return {{"readings", c.readings},
+          {"sm_min_mhz", c.sm_min_mhz},
+          {"sm_max_mhz", c.sm_max_mhz},
+          {"sm_limit_mhz", c.sm_limit_mhz},
+          {"temperature_min_c", c.temperature_min_c},
+          {"temperature_max_c", c.temperature_max_c},
+          {"reasons", c.reasons},
+          {"dropped", c.dropped()}};
+}
+
+}  // namespace ktune
