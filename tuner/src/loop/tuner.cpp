@@ -93,6 +93,7 @@ class TuningRun {
     try {
       start_strategy();
       search();
+      summary_.search_seconds = seconds_since(t0_);
       choose_winner();
       finish();
     } catch (...) {
@@ -328,6 +329,7 @@ class TuningRun {
     // budget; after max_repeats_ repeats in a row the run ends.
     repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
     strategy_.tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
+    if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
     ++summary_.trials;
     ++summary_.by_status[std::string(to_string(t.status))];
     report_progress(t);
@@ -450,6 +452,8 @@ class TuningRun {
     s["from_database"] = m.from_database;
     s["by_status"] = m.by_status;
     s["wall_seconds"] = seconds_since(t0_);
+    s["first_result_seconds"] = m.first_result_seconds;
+    s["search_seconds"] = m.search_seconds;
     s["gpu_seconds"] = m.gpu_seconds;
     s["timed_seconds"] = m.timed_seconds;
     s["compile_seconds"] = m.compile_seconds;

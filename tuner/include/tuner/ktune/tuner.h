@@ -85,6 +85,8 @@ struct TuneSummary {
   std::uint64_t from_database = 0;          // answered from earlier trials
   std::map<std::string, std::uint64_t> by_status;
   double wall_seconds = 0;
+  double first_result_seconds = 0;  // from the start to the first trial's result
+  double search_seconds = 0;        // from the start to the end of the search (before re-timing)
   double gpu_seconds = 0;           // GPU time in the trials' launches
   double timed_seconds = 0;         // GPU time of timed samples alone
   double compile_seconds = 0;       // summed over compile threads (cache hits excluded)
