@@ -211,7 +211,8 @@ TEST(Replay, ARecordingTheReplayJobDoesNotFitDefinesItsOwnSpace) {
   const Recording r = read_kt_cache(fixture("convolution_no_shmem_small.json"));
   const ReplayTarget t = replay_target(r, nullptr);
   ASSERT_EQ(t.notes.size(), 1u);
-  EXPECT_TRUE(contains(t.notes[0], "configs/replay/convolution_kernel.toml does not fit")) << t.notes[0];
+  EXPECT_TRUE(contains(t.notes[0], "configs/replay/convolution_kernel.toml does not fit"))
+      << t.notes[0];
   EXPECT_TRUE(contains(t.notes[0], "unknown name 'use_shmem'")) << t.notes[0];
   EXPECT_TRUE(contains(t.notes[0], "its 170 recorded configurations define the space"))
       << t.notes[0];
@@ -235,8 +236,8 @@ TEST(Replay, ARecordingTheReplayJobDoesNotFitDefinesItsOwnSpace) {
   unlisted.listed.reset();
   EXPECT_NE(KernelInstance(unlisted, t.problem, t.limits).space().hash(), instance.space().hash());
   // Neighbours stay inside the list.
-  for (const Config& c : instance.space().neighbours(instance.space().enumerate().front(),
-                                                     Neighbourhood::kHamming))
+  for (const Config& c :
+       instance.space().neighbours(instance.space().enumerate().front(), Neighbourhood::kHamming))
     EXPECT_TRUE(instance.space().is_valid(c));
 }
 
@@ -482,8 +483,9 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
   // `best` and `report` know a kernel that only the database knows.
   r = run({"best", "convolution_kernel", "--db", "x.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.out, "convolution_kernel [problem_size_x=4096,problem_size_y=4096] on "
-                              "NVIDIA A100-PCIE-40GB"))
+  EXPECT_TRUE(contains(r.out,
+                       "convolution_kernel [problem_size_x=4096,problem_size_y=4096] on "
+                       "NVIDIA A100-PCIE-40GB"))
       << r;
   r = run({"best", "convolution_kernel", "--problem", "problem_size_x=8", "--db", "x.db"});
   EXPECT_EQ(r.code, 1) << r;

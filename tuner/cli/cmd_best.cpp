@@ -107,9 +107,8 @@ KernelSpec query_kernel(const std::string& name, const Registry& registry, const
     for (const auto& b : store.bests(name)) stored = b.kernel;
   }
   if (!stored)
-    throw Error(ErrorKind::kUsage,
-                fmt::format("unknown kernel '{}': not registered and not in {}", name,
-                            store.path().string()));
+    throw Error(ErrorKind::kUsage, fmt::format("unknown kernel '{}': not registered and not in {}",
+                                               name, store.path().string()));
   KernelSpec k;
   k.name = name;
   const StoredSpec spec = StoredSpec::parse(stored->spec_json, "kernel " + name);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ktune/error.h"
+#include "ktune/transfer.h"
 
 namespace ktune {
 
@@ -97,11 +98,6 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   options.seed = o.seed;
   options.reuse = o.reuse;
   options.warm_start = o.warm_start || !o.warm_start_from.empty();
-  for (const auto& path : o.warm_start_from) {
-    RecordingQuery q;
-    q.kernel = o.kernel.empty() ? job.kernel : o.kernel;
-    options.transfer.push_back(transfer_source(read_recording(path, q)));
-  }
   options.retime_top = o.retime_top;
   MeasureOptions& m = options.measure;
   m.samples = pick(o.samples, job.samples, m.samples);
@@ -172,6 +168,17 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
   // Replaying without a problem given: the recorded one.
   t.problem = t.kernel.make_problem(t.recording && given.empty() ? t.recording->problem : given);
   t.options = tune_options(job, o);
+  for (const auto& path : o.warm_start_from) {
+    RecordingQuery q;
+    q.kernel = t.kernel.name;
+    const Recording r = read_recording(path, q);
+    if (r.kernel_name != t.kernel.name)
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("--warm-start-from {}: it holds measurements of kernel '{}', not '{}'", path,
+                      r.kernel_name, t.kernel.name));
+    t.options.transfer.push_back(transfer_source(r));
+  }
   return t;
 }
 

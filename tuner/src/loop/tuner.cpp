@@ -11,8 +11,8 @@
 #include <cmath>
 #include <deque>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "ktune/error.h"
@@ -151,10 +151,10 @@ class TuningRun {
         const json config = json::parse(t.config_json.empty() ? "{}" : t.config_json);
         std::vector<Value> row;
         if (s.params.empty())
-          for (const auto& [name, _] : config.items()) s.params.push_back(name);
-        for (const auto& name : s.params) row.push_back(config.contains(name)
-                                                            ? value_from_json(config.at(name))
-                                                            : Value(std::int64_t{0}));
+          for (auto it = config.begin(); it != config.end(); ++it) s.params.push_back(it.key());
+        for (const auto& name : s.params)
+          row.push_back(config.contains(name) ? value_from_json(config.at(name))
+                                              : Value(std::int64_t{0}));
         s.configs.push_back(std::move(row));
         s.times.push_back(t.status == TrialStatus::kOk ? t.time_ms : std::nan(""));
       }

@@ -28,7 +28,7 @@ namespace {
 // The source's working configurations as configurations of `space`, each with its normalised
 // rank (0 the fastest, towards 1 the slowest).
 std::unordered_map<Config, double, ConfigHash> normalised_ranks(const SearchSpace& space,
-                                                               const TransferSource& source) {
+                                                                const TransferSource& source) {
   std::vector<int> column(space.size(), -1);
   for (std::size_t i = 0; i < space.size(); ++i)
     for (std::size_t j = 0; j < source.params.size(); ++j)

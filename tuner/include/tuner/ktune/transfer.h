@@ -15,10 +15,10 @@ namespace ktune {
 
 // Measurements of one kernel on one device and problem.
 struct TransferSource {
-  std::string name;                        // device (and problem), for messages
-  std::vector<std::string> params;         // the parameter each value of a row belongs to
+  std::string name;                         // device (and problem), for messages
+  std::vector<std::string> params;          // the parameter each value of a row belongs to
   std::vector<std::vector<Value>> configs;  // one row of values per measured configuration
-  std::vector<double> times;               // ms per row; NaN where the configuration failed
+  std::vector<double> times;                // ms per row; NaN where the configuration failed
 };
 
 TransferSource transfer_source(const Recording& recording);

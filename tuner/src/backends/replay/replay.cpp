@@ -414,10 +414,10 @@ KernelSpec recorded_kernel(const Recording& r, std::vector<std::string>& notes) 
     for (const auto& p : r.params) list->names.push_back(p.name);
     for (const auto& t : r.trials) list->rows.push_back(t.values);
     base.listed = std::move(list);
-    notes.push_back(fmt::format(
-        "{}: the replay job {} does not fit this recording ({}); its {} recorded "
-        "configurations define the space",
-        r.path, path->string(), e.what(), r.trials.size()));
+    notes.push_back(
+        fmt::format("{}: the replay job {} does not fit this recording ({}); its {} recorded "
+                    "configurations define the space",
+                    r.path, path->string(), e.what(), r.trials.size()));
     return base;
   }
 }
