@@ -61,8 +61,8 @@ std::vector<std::string> strategy_names();
 // `--strategy auto` (the default of `ktune tune`): brute force when the run has no budget; random
 // search without replacement (every configuration, in a seeded random order) when every valid
 // configuration of the space fits within its evaluation budget; otherwise the search strategy
-// chosen by held-out evaluation on the recorded spaces (docs/strategies.md#measurements).
-inline constexpr const char* kAutoSearchStrategy = "greedy_ils";
+// that did best on the recorded spaces (docs/strategies.md#measurements).
+inline constexpr const char* kAutoSearchStrategy = "genetic_algorithm";
 struct AutoChoice {
   std::string strategy;  // brute_force, random or kAutoSearchStrategy
   std::string
