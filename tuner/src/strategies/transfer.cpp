@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ktune/bench_strategies.h"
@@ -79,8 +80,32 @@ std::vector<Config> consensus_top(const SearchSpace& space,
   for (auto& [c, total] : score) order.emplace_back(total, c);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Every other place goes to the sources' own favourites in turn (the fastest of each source,
+  // then the second ...): a new GPU often resembles one of the known GPUs more than their
+  // average (an MI250X after four NVIDIA GPUs), and the mean alone would never try its best.
+  std::vector<std::vector<std::pair<double, Config>>> own(ranks.size());
+  for (std::size_t s = 0; s < ranks.size(); ++s) {
+    for (const auto& [c, r] : ranks[s])
+      if (score.count(c)) own[s].emplace_back(r, c);
+    std::sort(own[s].begin(), own[s].end());
+  }
+  std::vector<Config> round_robin;
+  for (std::size_t i = 0; round_robin.size() < count; ++i) {
+    bool any = false;
+    for (const auto& list : own)
+      if (i < list.size()) {
+        any = true;
+        round_robin.push_back(list[i].second);
+      }
+    if (!any) break;
+  }
   std::vector<Config> out;
-  for (std::size_t i = 0; i < order.size() && i < count; ++i) out.push_back(order[i].second);
+  std::set<Config> taken;
+  for (std::size_t i = 0; out.size() < count && (i < order.size() || i < round_robin.size()); ++i) {
+    for (const Config* c : {i < order.size() ? &order[i].second : nullptr,
+                            i < round_robin.size() ? &round_robin[i] : nullptr})
+      if (c != nullptr && out.size() < count && taken.insert(*c).second) out.push_back(*c);
+  }
   return out;
 }
 

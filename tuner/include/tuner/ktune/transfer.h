@@ -27,7 +27,9 @@ TransferSource transfer_source(const Recording& recording);
 // source a configuration's rank among its working ones, divided by how many work (0 is the
 // fastest); failed, missing or unmappable configurations rank 1. Only configurations measured
 // in some source and valid in `space` take part; a parameter a source lacks is taken at its
-// default in `space`. Ties go to enumeration order. Fewer than `count` when fewer qualify.
+// default in `space`. Ties go to enumeration order. The list alternates between this mean
+// ranking and the sources' own rankings taken in turn (each source's fastest, then each one's
+// second ...), without repeats. Fewer than `count` when fewer qualify.
 std::vector<Config> consensus_top(const SearchSpace& space,
                                   const std::vector<TransferSource>& sources, std::size_t count);
 
