@@ -115,7 +115,10 @@ po::options_description tune_options() {
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
       "warm-start",
-      "try first the best configurations stored for this kernel on other devices/problems")(
+      "start from what this kernel's trials stored for other devices/problems rank best")(
+      "warm-start-from", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
+      "also rank by this recording of the kernel on another GPU (Kernel Tuner cache or ktune "
+      "database; repeatable; implies --warm-start)")(
       "retime-top", po::value<int>()->default_value(5)->value_name("N"),
       "finalists re-timed interleaved at the end")(
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
@@ -180,6 +183,8 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.seed = vm["seed"].as<Unsigned>().value;
   o.reuse = !vm.count("no-reuse");
   o.warm_start = vm.count("warm-start") > 0;
+  if (vm.count("warm-start-from"))
+    o.warm_start_from = vm["warm-start-from"].as<std::vector<std::string>>();
   o.retime_top = vm["retime-top"].as<int>();
   o.samples = optional_value<int>(vm, "samples");
   o.warmup = optional_value<int>(vm, "warmup");

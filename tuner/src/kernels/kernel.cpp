@@ -346,6 +346,37 @@ void KernelSpec::validate() const {
   check.check_reference();
 }
 
+namespace {
+
+// KernelSpec::listed as configurations of the kernel's parameters.
+std::vector<Config> listed_configs(const KernelSpec& kernel) {
+  const auto& list = *kernel.listed;
+  std::vector<int> column(kernel.params.size(), -1);
+  for (std::size_t i = 0; i < kernel.params.size(); ++i)
+    for (std::size_t j = 0; j < list.names.size(); ++j)
+      if (list.names[j] == kernel.params[i].name) column[i] = static_cast<int>(j);
+  std::vector<Config> out;
+  for (const auto& row : list.rows) {
+    Config c(kernel.params.size());
+    bool fits = true;
+    for (std::size_t i = 0; i < c.size() && fits; ++i) {
+      const Parameter& p = kernel.params[i];
+      if (column[i] < 0) {
+        c[i] = static_cast<std::uint32_t>(p.default_index);
+        continue;
+      }
+      const Value& v = row.at(static_cast<std::size_t>(column[i]));
+      const auto it = std::find(p.values.begin(), p.values.end(), v);
+      fits = it != p.values.end();
+      c[i] = static_cast<std::uint32_t>(it - p.values.begin());
+    }
+    if (fits) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
 SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
                        const DeviceLimits& limits) {
   Constants constants;
@@ -374,7 +405,9 @@ SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
   if (g.shared_mem != "0")
     restrictions.push_back(
         fmt::format("{} <= max_shared_memory_per_block_optin", paren(g.shared_mem)));
-  return SearchSpace(kernel.params, std::move(restrictions), std::move(constants));
+  SearchSpace space(kernel.params, std::move(restrictions), std::move(constants));
+  if (kernel.listed) space.restrict_to(listed_configs(kernel));
+  return space;
 }
 
 }  // namespace ktune

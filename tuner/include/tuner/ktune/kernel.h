@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,14 @@ struct KernelSpec {
   ktune_run_fn run = nullptr;
   void* user_data = nullptr;
   std::string origin;  // "builtin", a plugin library path or a manifest path
+  // When set, the space holds only these configurations (a recording's own, where no
+  // restrictions describe it): rows of values named by `names`. A parameter not named keeps its
+  // default; a row with a value the parameter does not have (narrowed by a job) is left out.
+  struct ConfigList {
+    std::vector<std::string> names;
+    std::vector<std::vector<Value>> rows;
+  };
+  std::shared_ptr<const ConfigList> listed;
 
   // Parses a buffer's init string; throws Error(kInput) naming the buffer for a bad one.
   static BufferInit parse_init(const BufferSpec& buffer);

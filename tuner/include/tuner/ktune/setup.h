@@ -34,6 +34,7 @@ struct JobOverrides {
   std::uint64_t seed = 1;
   bool reuse = true;
   bool warm_start = false;
+  std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
   int retime_top = 5;
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;
