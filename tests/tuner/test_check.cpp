@@ -105,8 +105,8 @@ TEST(Check, QuickCheckNamesAParameterNothingReads) {
   Registry builtins;
   register_builtin_kernels(builtins);
   for (const KernelSpec* b : builtins.kernels())
-    EXPECT_TRUE(quick_check_kernel(*b).empty()) << b->name << ": "
-                                                << quick_check_kernel(*b)[0].message;
+    EXPECT_TRUE(quick_check_kernel(*b).empty())
+        << b->name << ": " << quick_check_kernel(*b)[0].message;
 }
 
 TEST(Check, AReferenceOutsideTheSpaceIsAnError) {
@@ -132,7 +132,8 @@ TEST(Check, AnEmptySpaceNamesTheRestrictionsThatEmptiedIt) {
   const auto& space = finding(findings, "space");
   EXPECT_EQ(space.level, CheckFinding::Level::kError);
   EXPECT_TRUE(contains(space.message, "emptied by 'n < 1000'")) << space.message;
-  EXPECT_TRUE(contains(space.message, "'n < 1000' removes 12 of 12 on its own; without it 12 valid"))
+  EXPECT_TRUE(
+      contains(space.message, "'n < 1000' removes 12 of 12 on its own; without it 12 valid"))
       << space.message;
   EXPECT_TRUE(contains(space.message, "'block_size >= 32' removes 0 of 12")) << space.message;
 }
@@ -190,8 +191,8 @@ TEST_F(CheckCli, SpaceAndCompilePrintTheLaunchGeometry) {
   ASSERT_EQ(s.code, 0) << s;
   EXPECT_TRUE(contains(s.out, "      grid (")) << s;
   EXPECT_TRUE(contains(s.out, "block (")) << s;
-  const auto c = run({"compile", "reduce", "--arch", "sm_90", "-p", "n=2**20", "-s",
-                      "block_size=128"});
+  const auto c =
+      run({"compile", "reduce", "--arch", "sm_90", "-p", "n=2**20", "-s", "block_size=128"});
   ASSERT_EQ(c.code, 0) << c;
   EXPECT_TRUE(contains(c.out, "  launch     grid (")) << c;
   EXPECT_TRUE(contains(c.out, "block (128, 1, 1)")) << c;

@@ -42,8 +42,9 @@ BufferSpec input(std::string init, ElemType type = ElemType::kI32) {
 // A .npy file as NumPy writes it (format 1.0, header padded to 64 bytes).
 void write_npy(const fs::path& path, const std::string& descr, const std::string& shape,
                const void* data, std::size_t bytes, bool fortran = false) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " +
-                       (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
+  std::string header = "{'descr': '" + descr +
+                       "', 'fortran_order': " + (fortran ? "True" : "False") +
+                       ", 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::ofstream out(path, std::ios::binary);
@@ -181,9 +182,8 @@ TEST(DataFile, FortranOrderTruncatedAndMalformedNpyAreRefused) {
   const fs::path& dir = tmp.path();
   const std::vector<float> values(6, 1.0f);
   write_npy(dir / "f.npy", "<f4", "(2, 3)", values.data(), 24, /*fortran=*/true);
-  expect_error(ErrorKind::kInput, {"Fortran-order", "ascontiguousarray"}, [&] {
-    check_data_file((dir / "f.npy").string(), ElemType::kF32, 6, "b");
-  });
+  expect_error(ErrorKind::kInput, {"Fortran-order", "ascontiguousarray"},
+               [&] { check_data_file((dir / "f.npy").string(), ElemType::kF32, 6, "b"); });
   write_npy(dir / "t.npy", "<f4", "(6,)", values.data(), 20);  // one element short
   expect_error(ErrorKind::kInput, {"truncated"},
                [&] { check_data_file((dir / "t.npy").string(), ElemType::kF32, 6, "b"); });
@@ -212,8 +212,7 @@ TEST(DataFile, RawFilesAreCheckedBySize) {
 // Distributions
 
 template <typename T>
-std::vector<T> filled(const std::string& init, std::size_t n, std::uint64_t stream,
-                      ElemType type) {
+std::vector<T> filled(const std::string& init, std::size_t n, std::uint64_t stream, ElemType type) {
   std::vector<T> out(n);
   worker::fill(out.data(), type, n, KernelSpec::parse_init(input(init, type)), stream);
   return out;
@@ -308,9 +307,8 @@ TEST(FillInput, GeneratorGetsProblemSeedAndArgs) {
     worker::fill_input(out.data(), failing, KernelSpec::parse_init(failing), 5, 1, k, {});
   });
   k.generate = nullptr;
-  expect_error(ErrorKind::kInput, {"gen", "buffer 'x'", "no generate function"}, [&] {
-    worker::fill_input(out.data(), b, KernelSpec::parse_init(b), 5, 1, k, {});
-  });
+  expect_error(ErrorKind::kInput, {"gen", "buffer 'x'", "no generate function"},
+               [&] { worker::fill_input(out.data(), b, KernelSpec::parse_init(b), 5, 1, k, {}); });
 }
 
 TEST(FillInput, FileInputIsReadAndCheckedAgainstTheCount) {
@@ -325,9 +323,8 @@ TEST(FillInput, FileInputIsReadAndCheckedAgainstTheCount) {
   worker::fill_input(out.data(), b, KernelSpec::parse_init(b), 4, 1, k, {});
   EXPECT_EQ(out, values);
   std::vector<std::int32_t> more(5);
-  expect_error(ErrorKind::kInput, {"files: buffer 'x'", "holds 4 elements", "has 5"}, [&] {
-    worker::fill_input(more.data(), b, KernelSpec::parse_init(b), 5, 1, k, {});
-  });
+  expect_error(ErrorKind::kInput, {"files: buffer 'x'", "holds 4 elements", "has 5"},
+               [&] { worker::fill_input(more.data(), b, KernelSpec::parse_init(b), 5, 1, k, {}); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,7 +363,9 @@ TEST(JobInputs, UnknownBufferSuggestsTheClosest) {
   KernelSpec k = saxpy_like();
   const std::string in = k.buffers[0].name;
   expect_error(ErrorKind::kUsage, {"--input", "no buffer '" + in + "x'", "did you mean '" + in},
-               [&] { apply_inputs(k, {{in + "x", "zipf(2)"}}, {}, ".", "--input"); });
+               [&] {
+                 apply_inputs(k, {{in + "x", "zipf(2)"}}, {}, ".", "--input");
+               });
   test::TempDir tmp;
   const fs::path& dir = tmp.path();
   std::ofstream(dir / "bad.toml") << "[inputs]\n" << in << " = 3\n";

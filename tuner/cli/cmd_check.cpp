@@ -37,8 +37,8 @@ int cmd_check(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("kernel", 1);
   po::variables_map vm;
-  if (parse(args, "check", "KERNEL [--problem NAME=VALUE ...] [--arch sm_NN] [options]", opts,
-            pos, vm))
+  if (parse(args, "check", "KERNEL [--problem NAME=VALUE ...] [--arch sm_NN] [options]", opts, pos,
+            vm))
     return 0;
   auto registry = make_registry(vm);
   const Target target = resolve_target(vm, false);
@@ -67,8 +67,8 @@ int cmd_check(const std::vector<std::string>& args) {
   } else {
     const bool quiet = vm.count("quiet") > 0;
     if (!quiet)
-      std::cout << fmt::format("check {} [{}] {}\n", instance.kernel().name,
-                               instance.problem_key(), target.note);
+      std::cout << fmt::format("check {} [{}] {}\n", instance.kernel().name, instance.problem_key(),
+                               target.note);
     for (const auto& f : findings) {
       if (quiet && f.level != CheckFinding::Level::kError) continue;
       std::cout << fmt::format("  {:<8} {:<28} {}\n", to_string(f.level), f.topic, f.message);

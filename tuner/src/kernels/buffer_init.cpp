@@ -127,10 +127,14 @@ class InitParser {
     BufferInit s;
     if (!call->inner) {
       if (call->name.empty() || call->name == "random") return s;
-      if (call->name == "iota") s.kind = BufferInit::Kind::kIota;
-      else if (call->name == "zero") s.kind = BufferInit::Kind::kValue;
-      else if (call->name == "generator") s.kind = BufferInit::Kind::kGenerator;
-      else throw unknown();
+      if (call->name == "iota")
+        s.kind = BufferInit::Kind::kIota;
+      else if (call->name == "zero")
+        s.kind = BufferInit::Kind::kValue;
+      else if (call->name == "generator")
+        s.kind = BufferInit::Kind::kGenerator;
+      else
+        throw unknown();
       return s;
     }
     if (call->name == "file") {
@@ -170,8 +174,8 @@ BufferInit KernelSpec::parse_init(const BufferSpec& b) { return InitParser(b).pa
 
 std::string KernelSpec::expected_file(const BufferSpec& b) {
   // An output's init may name its expected contents as well (the C ABI has no other field).
-  const std::string& text = !b.expected.empty() || b.role != BufferRole::kOutput ? b.expected
-                                                                                   : b.init;
+  const std::string& text =
+      !b.expected.empty() || b.role != BufferRole::kOutput ? b.expected : b.init;
   if (trim(text).empty()) return {};
   const std::string path = file_path(text);
   if (path.empty())

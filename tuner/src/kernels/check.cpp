@@ -69,8 +69,8 @@ std::vector<RestrictionImpact> restriction_impacts(const SearchSpace& space, std
     RestrictionImpact r;
     r.restriction = all[i];
     r.cartesian = space.cartesian_size();
-    r.valid_alone = count_valid(SearchSpace(space.params(), {all[i]}, space.constants()), cap,
-                                r.capped);
+    r.valid_alone =
+        count_valid(SearchSpace(space.params(), {all[i]}, space.constants()), cap, r.capped);
     std::vector<std::string> others = all;
     others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
     r.valid_without =
@@ -94,8 +94,9 @@ std::vector<std::string> explain_empty_space(const SearchSpace& space) {
   else if (culprits.empty())
     lines.insert(lines.begin(), "no single restriction empties it; several do together");
   else
-    lines.insert(lines.begin(),
-                 fmt::format("emptied by {}", fmt::join(culprits, culprits.size() == 2 ? " and " : ", ")));
+    lines.insert(
+        lines.begin(),
+        fmt::format("emptied by {}", fmt::join(culprits, culprits.size() == 2 ? " and " : ", ")));
   return lines;
 }
 
@@ -110,8 +111,9 @@ std::vector<CheckFinding> quick_check_kernel(const KernelSpec& k) {
   for (const auto& o : k.compile_options) code += "\n" + o;
   for (const auto& p : k.params) {
     if (p.name == "maxrregcount" || p.name == "launch_bounds") continue;  // ktune applies them
-    const bool in_expression = std::any_of(expressions.begin(), expressions.end(),
-                                           [&](const auto& e) { return names_identifier(e, p.name); });
+    const bool in_expression =
+        std::any_of(expressions.begin(), expressions.end(),
+                    [&](const auto& e) { return names_identifier(e, p.name); });
     if (in_expression || names_identifier(code, upper(p.name)) || k.run != nullptr) continue;
     out.push_back({Level::kWarning, fmt::format("parameter '{}'", p.name),
                    fmt::format("kernel '{}': parameter '{}' is never read: the source has no "
@@ -179,16 +181,16 @@ CheckFinding check_geometry(const KernelInstance& instance, std::uint64_t valid)
       max_smem = std::max(max_smem, g.shared_mem);
       return true;
     } catch (const Error& e) {
-      failure = CheckFinding{Level::kError, "geometry",
-                             fmt::format("{}: {}", space.key(c), e.what())};
+      failure =
+          CheckFinding{Level::kError, "geometry", fmt::format("{}: {}", space.key(c), e.what())};
       return false;
     }
   });
   if (failure) return *failure;
   const std::size_t own = instance.kernel().restrictions.size();
-  const std::vector<std::string> kernel_only(space.restrictions().begin(),
-                                             space.restrictions().begin() +
-                                                 static_cast<std::ptrdiff_t>(own));
+  const std::vector<std::string> kernel_only(
+      space.restrictions().begin(),
+      space.restrictions().begin() + static_cast<std::ptrdiff_t>(own));
   bool capped = false;
   const std::uint64_t allowed =
       count_valid(SearchSpace(space.params(), kernel_only, space.constants()), kScanCap, capped);
@@ -198,9 +200,10 @@ CheckFinding check_geometry(const KernelInstance& instance, std::uint64_t valid)
       "shared memory)",
       max_threads, l.max_threads_per_block, max_smem, l.max_shared_memory_per_block_optin);
   if (allowed > valid)
-    text += fmt::format("; the limits leave out {}{} configurations the kernel's restrictions "
-                        "allow",
-                        capped ? "at least " : "", allowed - valid);
+    text += fmt::format(
+        "; the limits leave out {}{} configurations the kernel's restrictions "
+        "allow",
+        capped ? "at least " : "", allowed - valid);
   return {valid == 0 && allowed > 0 ? Level::kError : Level::kOk, "geometry", text};
 }
 
@@ -250,9 +253,10 @@ std::vector<std::pair<Config, Config>> pairs_in(const SearchSpace& space, std::s
 std::string launch_of(const KernelInstance& instance, const Config& c) {
   try {
     const LaunchGeometry g = instance.geometry(c);
-    std::string text = fmt::format("{} {} {}", fmt::join(g.grid, ","), fmt::join(g.block, ","),
-                                   g.shared_mem);
-    for (const auto& s : instance.scalar_args(c)) text += fmt::format(" {}", fmt::join(s.bytes, ""));
+    std::string text =
+        fmt::format("{} {} {}", fmt::join(g.grid, ","), fmt::join(g.block, ","), g.shared_mem);
+    for (const auto& s : instance.scalar_args(c))
+      text += fmt::format(" {}", fmt::join(s.bytes, ""));
     for (auto n : instance.buffer_sizes(c)) text += fmt::format(" {}", n);
     return text;
   } catch (const Error& e) {

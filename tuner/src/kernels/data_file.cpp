@@ -87,10 +87,11 @@ DataFile parse_npy(std::ifstream& in, const std::string& path, const std::string
 }  // namespace
 
 std::string npy_dtype(ElemType type) {
-  const char order = elem_size(type) == 1 ? '|' : (std::endian::native == std::endian::little ? '<' : '>');
+  const char order =
+      elem_size(type) == 1 ? '|' : (std::endian::native == std::endian::little ? '<' : '>');
   const char kind = is_float(type) ? 'f'
-                    : (type == ElemType::kI8 || type == ElemType::kI16 ||
-                       type == ElemType::kI32 || type == ElemType::kI64)
+                    : (type == ElemType::kI8 || type == ElemType::kI16 || type == ElemType::kI32 ||
+                       type == ElemType::kI64)
                         ? 'i'
                         : 'u';
   return fmt::format("{}{}{}", order, kind, elem_size(type));

@@ -39,8 +39,8 @@ std::vector<RestrictionImpact> restriction_impacts(const SearchSpace& space,
 std::vector<std::string> explain_empty_space(const SearchSpace& space);
 
 struct CheckOptions {
-  std::string arch = "sm_90";    // compile for
-  bool compile = true;           // compare CUBINs of configurations differing in one parameter
+  std::string arch = "sm_90";     // compile for
+  bool compile = true;            // compare CUBINs of configurations differing in one parameter
   CompileCache* cache = nullptr;  // may be null
   int pairs_per_param = 3;        // at most this many pairs compiled per parameter
 };
