@@ -11,8 +11,7 @@ constexpr int kItems = ITEMS_PER_THREAD;
 
 template <int kReplicas>
 __global__ void KTUNE_LAUNCH_BOUNDS histogram(const unsigned char* __restrict__ data,
-                                              unsigned* __restrict__ hist,
-                                              unsigned long long n) {
+                                              unsigned* __restrict__ hist, unsigned long long n) {
   extern __shared__ unsigned bins[];  // kReplicas * 256 counters
   for (int i = threadIdx.x; i < kReplicas * 256; i += blockDim.x) bins[i] = 0;
   __syncthreads();
@@ -20,7 +19,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS histogram(const unsigned char* __restrict__ 
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x * kItems;
   for (unsigned long long base = (unsigned long long)blockIdx.x * blockDim.x * kItems + threadIdx.x;
        base < n; base += stride) {
-#pragma unroll (kItems)
+#pragma unroll(kItems)
     for (int k = 0; k < kItems; ++k) {
       const unsigned long long i = base + (unsigned long long)k * blockDim.x;
       if (i < n) atomicAdd(&mine[data[i]], 1u);

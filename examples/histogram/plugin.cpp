@@ -3,6 +3,8 @@
 // histogram.cu (embedded as ktune_kernel_src_histogram); the input comes from a generator of the
 // plugin's own (`generator(p)`: a fraction p of the bytes hit one hot bin), from a distribution
 // (`--input data=zipf(1.2,256)`) or from a file (text.toml).
+#include "ktune/plugin.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +14,6 @@
 
 #include "histogram_kernels.h"
 #include "ktune/kernel_desc.hpp"
-#include "ktune/plugin.h"
 
 namespace {
 
@@ -105,8 +106,9 @@ const ktune_kernel_desc kHistogram =
 
 const ktune_kernel_desc* const kKernels[] = {&kHistogram};
 
-const ktune_plugin kPlugin = {KTUNE_PLUGIN_ABI_VERSION, sizeof(ktune_plugin),
-                              "ktune-example-histogram", "1.0.0", kKernels, std::size(kKernels)};
+const ktune_plugin kPlugin = {
+    KTUNE_PLUGIN_ABI_VERSION, sizeof(ktune_plugin), "ktune-example-histogram", "1.0.0", kKernels,
+    std::size(kKernels)};
 
 }  // namespace
 

@@ -48,8 +48,7 @@ TEST(CliDocs, EveryCommandAndOptionInHelpIsInCliMd) {
     const auto help = test::run_ktune({command, "--help"}, tmp.path(), tmp.path() / "cache");
     ASSERT_EQ(help.code, 0) << help;
     std::set<std::string> options;
-    for (std::sregex_iterator it(help.out.begin(), help.out.end(), option_re), end; it != end;
-         ++it)
+    for (std::sregex_iterator it(help.out.begin(), help.out.end(), option_re), end; it != end; ++it)
       options.insert(it->str());
     EXPECT_FALSE(options.empty()) << command;
     for (const auto& option : options)

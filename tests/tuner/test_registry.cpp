@@ -671,7 +671,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BrokenManifest{"undeclared_buffer.toml", {"'outt'", "not declared"}},
                       BrokenManifest{"bad_default.toml", {"block_size", "default 100"}},
                       BrokenManifest{"missing_reference.toml", {"[reference]"}},
-                      BrokenManifest{"unknown_key.toml", {"[[param]]", "unknown key 'valuse'"}},
+                      BrokenManifest{"unknown_key.toml",
+                                     {"[[param]] 'elements_per_thread'", "unknown key 'valuse'",
+                                      "did you mean 'values'"}},
                       BrokenManifest{"bad_init.toml", {"buffer 'in'", "init 'gaussian'"}},
                       BrokenManifest{"bad_reference.toml", {"reference config", "96"}}),
     [](const ::testing::TestParamInfo<BrokenManifest>& info) {

@@ -17,6 +17,7 @@
 
 #include "ktune/check.h"
 #include "ktune/error.h"
+#include "ktune/suggest.h"
 
 namespace ktune {
 
@@ -268,9 +269,10 @@ class ManifestReader {
   void known_keys(const toml::table& t, std::string_view section,
                   std::initializer_list<std::string_view> keys) const {
     for (const auto& [key, node] : t) {
-      if (std::find(keys.begin(), keys.end(), key.str()) == keys.end())
-        fail(fmt::format("{}: unknown key '{}' (known: {})", section, key.str(),
-                         fmt::join(keys, ", ")));
+      if (std::find(keys.begin(), keys.end(), key.str()) != keys.end()) continue;
+      const std::vector<std::string> known(keys.begin(), keys.end());
+      fail(fmt::format("{}: unknown key '{}'{} (known: {})", section, key.str(),
+                       did_you_mean(std::string(key.str()), known), fmt::join(keys, ", ")));
     }
   }
 
@@ -410,8 +412,9 @@ void read_params(const ManifestReader& r, const toml::table& root, const std::st
                  KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "param", true)) {
     const auto& t = *node.as_table();
-    r.known_keys(t, "[[param]]", {"name", "values", "default", "description"});
     const std::string name = r.required_string(t, "[[param]]", "name");
+    r.known_keys(t, fmt::format("[[param]] '{}'", name),
+                 {"name", "values", "default", "description"});
     const auto* values = t["values"].as_array();
     if (values == nullptr || values->empty())
       r.fail(fmt::format("[[param]] '{}' needs a non-empty 'values' list", name));
@@ -474,11 +477,11 @@ BufferRole parse_role(const ManifestReader& r, const std::string& where, const s
 void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
     const auto& t = *node.as_table();
-    r.known_keys(t, "[[buffer]]",
-                 {"name", "type", "role", "size", "init", "expected", "abs_tol", "rel_tol"});
     BufferSpec b;
     b.name = r.required_string(t, "[[buffer]]", "name");
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
+    r.known_keys(t, where,
+                 {"name", "type", "role", "size", "init", "expected", "abs_tol", "rel_tol"});
     b.type = parse_type(r, where, r.required_string(t, where, "type"));
     b.role = parse_role(r, where, r.required_string(t, where, "role"));
     b.size = r.optional_string(t, where, "size");
