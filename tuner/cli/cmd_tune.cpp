@@ -152,8 +152,18 @@ po::options_description tune_options() {
       "device | host: compare outputs with the reference on the GPU (default), or download them")(
       "timeout", po::value<double>()->value_name("SECONDS"),
       "seconds before a trial is killed (watchdog; default 20)");
+  po::options_description data("Input data");
+  data.add_options()(
+      "input", po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=INIT"),
+      "fill an input buffer: random(lo, hi), uniform(lo, hi), normal(mean, stddev), zipf(s), "
+      "zipf(s, n), choice(v, ...), iota, value(x), file(PATH) (raw or .npy) or generator "
+      "(repeatable)")(
+      "expected",
+      po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=file(PATH)"),
+      "take an output's expected contents from a file (raw or .npy) (repeatable)");
   po::options_description all;
   all.add(own)
+      .add(data)
       .add(backend)
       .add(measure)
       .add(problem_options())
@@ -173,6 +183,15 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   JobOverrides o;
   if (vm.count("kernel")) o.kernel = vm["kernel"].as<std::string>();
   if (vm.count("problem")) o.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+  // One buffer per option: an init's arguments hold commas.
+  for (const char* option : {"input", "expected"}) {
+    if (!vm.count(option)) continue;
+    auto& out = std::string_view(option) == "input" ? o.inputs : o.expected;
+    for (const auto& item : vm[option].as<std::vector<std::string>>()) {
+      auto [name, text] = split_assignment(item, option);
+      out[name] = text;
+    }
+  }
   o.strategy = optional_value<std::string>(vm, "strategy");
   if (vm.count("strategy-option"))
     o.strategy_options =

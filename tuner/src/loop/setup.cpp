@@ -165,6 +165,10 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
   }
   if (!base) base = registry.get(kernel_name);  // unknown kernel: a usage error naming the known
   t.kernel = apply_job(*base, job);
+  if (!o.inputs.empty() || !o.expected.empty()) {
+    apply_inputs(t.kernel, o.inputs, o.expected, ".", "--input/--expected");
+    t.kernel.validate();
+  }
   // Replaying without a problem given: the recorded one.
   t.problem = t.kernel.make_problem(t.recording && given.empty() ? t.recording->problem : given);
   t.options = tune_options(job, o);
@@ -235,6 +239,7 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
   }
   s.instance =
       std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
+  if (job.backend == BackendKind::kCuda) check_data_files(*s.instance);  // before any GPU work
   // auto decides by the budget and the size of the space; the run records what it chose.
   TuneOptions& options = job.options;
   s.strategy_text = options.strategy;

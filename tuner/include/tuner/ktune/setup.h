@@ -26,6 +26,8 @@ namespace ktune {
 struct JobOverrides {
   std::string kernel;
   std::map<std::string, std::int64_t> problem;          // merged over the job's
+  std::map<std::string, std::string> inputs, expected;  // per buffer, over the job's (paths
+                                                        // relative to the working directory)
   std::optional<std::string> strategy;                  // "auto" is the default
   std::map<std::string, std::string> strategy_options;  // merged over the job's
   std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
