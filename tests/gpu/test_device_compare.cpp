@@ -20,12 +20,11 @@ class DeviceCompareGpu : public ::testing::Test {
  public:
   void SetUp() override {
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-      GTEST_SKIP() << "no CUDA device";
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
     cudaDeviceProp prop{};
     ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-    compare_ = std::make_unique<DeviceCompare>(
-        "sm_" + std::to_string(prop.major * 10 + prop.minor), nullptr);
+    compare_ = std::make_unique<DeviceCompare>("sm_" + std::to_string(prop.major * 10 + prop.minor),
+                                               nullptr);
   }
   void TearDown() override {
     for (void* p : allocations_) cudaFree(p);

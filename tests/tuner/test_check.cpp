@@ -149,7 +149,11 @@ TEST(Check, RestrictionsThatOnlyTogetherEmptyTheSpaceAreSaidSo) {
   EXPECT_EQ(lines[0], "emptied by 'a > 2' and 'a < 2'");
   const SearchSpace three({param("a", {Value(1), Value(2), Value(3)})},
                           {"a != 1", "a != 2", "a != 3"});
-  EXPECT_EQ(explain_empty_space(three)[0], "no single restriction empties it; several do together");
+  // Without any one of the three, a configuration is valid: each is named.
+  EXPECT_EQ(explain_empty_space(three)[0], "emptied by 'a != 1', 'a != 2', 'a != 3'");
+  const SearchSpace twice({param("a", {Value(1), Value(2)})}, {"a > 5", "a > 6"});
+  EXPECT_EQ(explain_empty_space(twice)[0],
+            "it stays empty without any one of its restrictions: several empty it");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -92,7 +92,8 @@ std::vector<std::string> explain_empty_space(const SearchSpace& space) {
   if (space.restrictions().empty())
     lines.insert(lines.begin(), "no restrictions: a parameter has no values");
   else if (culprits.empty())
-    lines.insert(lines.begin(), "no single restriction empties it; several do together");
+    lines.insert(lines.begin(),
+                 "it stays empty without any one of its restrictions: several empty it");
   else
     lines.insert(
         lines.begin(),
