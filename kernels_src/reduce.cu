@@ -10,10 +10,13 @@
 // and two steps past the lecture, for current GPUs:
 //   8  as 7, then warp shuffles instead of shared memory for the tree
 //   9  as 8, with 16-byte (8-byte when ELEMENTS_PER_THREAD is not a multiple of 4) vector loads
-// One launch reduces n values of `in` to one partial sum per block in out[blockIdx.x]; the host
-// launches it again on the partial sums until one value is left, as the lecture's "kernel
-// decomposition" does. ktune defines BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, UNROLL and
-// KTUNE_LAUNCH_BOUNDS; indices are 32-bit, so n is at most 2^31.
+//  10  one pass: as 9, each block summing every gridDim.x-th tile (a grid stride) into
+//      partial[blockIdx.x]; the last block to finish (a __threadfence and an atomicInc of a
+//      counter) adds the partial sums and writes out[0], so one launch does the whole sum
+// Steps 1-9: one launch reduces n values of `in` to one partial sum per block in out[blockIdx.x];
+// the host launches it again on the partial sums until one value is left, as the lecture's
+// "kernel decomposition" does (`partial` is unused). ktune defines BLOCK_SIZE, VARIANT,
+// ELEMENTS_PER_THREAD, UNROLL and KTUNE_LAUNCH_BOUNDS; indices are 32-bit, so n is at most 2^31.
 
 #ifndef KTUNE_LAUNCH_BOUNDS
 #define KTUNE_LAUNCH_BOUNDS
@@ -136,9 +139,60 @@ __device__ __forceinline__ T lane_sum(const V& x) {
     return x.x + x.y;
 }
 
+// Sum of this thread's elements of tile `tile` (BlockSize * ElementsPerThread elements), read
+// as 16-byte (or 8-byte) vectors; `in` is 16-byte aligned. The tail past n is read element-wise.
+template <unsigned BlockSize, int ElementsPerThread, typename T>
+__device__ __forceinline__ T tile_sum_vector(const T* __restrict__ in, unsigned n, unsigned tile,
+                                             unsigned tid) {
+  constexpr int kWidth = ElementsPerThread % 4 == 0 ? 4 : 2;
+  using V = typename Vec<T, kWidth>::type;
+  const V* vin = reinterpret_cast<const V*>(in);
+  const unsigned base = tile * (BlockSize * (ElementsPerThread / kWidth)) + tid;
+  T v = T(0);
+  KTUNE_UNROLL(UNROLL)
+  for (int k = 0; k < ElementsPerThread / kWidth; ++k) {
+    const unsigned j = base + k * BlockSize;
+    if ((j + 1) * kWidth <= n) {
+      v += lane_sum<V, T>(vin[j]);
+    } else {
+      for (unsigned i = j * kWidth; i < n && i < (j + 1) * kWidth; ++i) v += in[i];
+    }
+  }
+  return v;
+}
+
+// Blocks of the one-pass step that have written their partial sum in the current launch. The
+// last block's atomicInc wraps it back to 0, so the next launch starts from 0 again.
+__device__ unsigned ktune_reduce_blocks_done = 0;
+
+// Step 10: grid-stride tiles, one partial sum per block, the last block adds them.
+template <unsigned BlockSize, int ElementsPerThread, typename T>
+__device__ __forceinline__ void reduce_one_pass(const T* __restrict__ in, T* __restrict__ out,
+                                                unsigned n, T* __restrict__ partial, T* s) {
+  __shared__ bool last;
+  const unsigned tid = threadIdx.x;
+  constexpr unsigned kTile = BlockSize * ElementsPerThread;
+  const unsigned tiles = n / kTile + (n % kTile != 0);
+  T v = T(0);
+  for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x)
+    v += tile_sum_vector<BlockSize, ElementsPerThread, T>(in, n, t, tid);
+  v = block_sum_shuffle<BlockSize, T>(v, s, tid);
+  if (tid == 0) {
+    partial[blockIdx.x] = v;
+    __threadfence();  // the partial sum is visible to every block before the count says so
+    last = atomicInc(&ktune_reduce_blocks_done, gridDim.x - 1) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  T w = T(0);
+  for (unsigned i = tid; i < gridDim.x; i += BlockSize) w += __ldcg(partial + i);  // from L2
+  w = block_sum_shuffle<BlockSize, T>(w, s, tid);
+  if (tid == 0) out[0] = w;
+}
+
 template <unsigned BlockSize, int Variant, int ElementsPerThread, typename T>
 __global__ void KTUNE_LAUNCH_BOUNDS reduce(const T* __restrict__ in, T* __restrict__ out,
-                                           unsigned n) {
+                                           unsigned n, T* __restrict__ partial) {
   extern __shared__ unsigned char smem_raw[];
   T* s = reinterpret_cast<T*>(smem_raw);
   const unsigned tid = threadIdx.x;
@@ -189,22 +243,12 @@ __global__ void KTUNE_LAUNCH_BOUNDS reduce(const T* __restrict__ in, T* __restri
     }
   } else if constexpr (Variant == 9) {
     // Vector loads; the host keeps every level's input 16-byte aligned.
-    constexpr int kWidth = ElementsPerThread % 4 == 0 ? 4 : 2;
-    using V = typename Vec<T, kWidth>::type;
-    const V* vin = reinterpret_cast<const V*>(in);
-    const unsigned base = blockIdx.x * (BlockSize * (ElementsPerThread / kWidth)) + tid;
-    T v = T(0);
-    KTUNE_UNROLL(UNROLL)
-    for (int k = 0; k < ElementsPerThread / kWidth; ++k) {
-      const unsigned j = base + k * BlockSize;
-      if ((j + 1) * kWidth <= n) {
-        v += lane_sum<V, T>(vin[j]);
-      } else {
-        for (unsigned i = j * kWidth; i < n && i < (j + 1) * kWidth; ++i) v += in[i];
-      }
-    }
+    T v = tile_sum_vector<BlockSize, ElementsPerThread, T>(in, n, blockIdx.x, tid);
     v = block_sum_shuffle<BlockSize, T>(v, s, tid);
     if (tid == 0) out[blockIdx.x] = v;
+    return;
+  } else if constexpr (Variant == 10) {
+    reduce_one_pass<BlockSize, ElementsPerThread, T>(in, out, n, partial, s);
     return;
   } else {
     // Several elements per thread, each pass over the block's tile coalesced.

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ceilings.h"
 #include "ktune/compiler.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
@@ -35,6 +36,9 @@ namespace {
 
 enum class Peer { kMemcpy, kCub, kSgeam, kSgemm };
 
+// The device limit a case is measured against (README.md, "Ceilings").
+enum class Ceiling { kRead, kCopy, kFma };
+
 struct Case {
   std::string label;   // row name
   std::string kernel;  // ktune kernel
@@ -42,38 +46,68 @@ struct Case {
   Peer peer;
   std::string peer_name;
   std::optional<double> target;  // ratio ktune speed / peer speed the issue asks for
+  Ceiling ceiling;
+  std::optional<double> ceiling_target;  // fraction of the ceiling asked for
 };
 
+Case reduce_case(int log2_n, std::optional<double> target, std::optional<double> ceiling_target) {
+  return {fmt::format("reduce int32 2^{}", log2_n),
+          "reduce",
+          {{"n", std::int64_t{1} << log2_n}},
+          Peer::kCub,
+          "CUB DeviceReduce::Sum",
+          target,
+          Ceiling::kRead,
+          ceiling_target};
+}
+
 std::vector<Case> all_cases() {
-  const std::int64_t n28 = std::int64_t{1} << 28, n25 = std::int64_t{1} << 25;
+  const std::int64_t n28 = std::int64_t{1} << 28;
   return {
-      {"copy 2^28 fp32", "copy", {{"n", n28}}, Peer::kMemcpy, "cudaMemcpy D2D", 0.98},
-      {"reduce int32 2^28", "reduce", {{"n", n28}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
-      {"reduce int32 2^25", "reduce", {{"n", n25}}, Peer::kCub, "CUB DeviceReduce::Sum", 1.0},
+      {"copy 2^28 fp32",
+       "copy",
+       {{"n", n28}},
+       Peer::kMemcpy,
+       "cudaMemcpy D2D",
+       0.98,
+       Ceiling::kCopy,
+       std::nullopt},
+      reduce_case(28, 1.0, 0.97),
+      reduce_case(25, 1.0, 0.90),
+      reduce_case(22, std::nullopt, std::nullopt),
+      reduce_case(20, std::nullopt, std::nullopt),
       {"transpose 8192^2 fp32",
        "transpose",
        {{"rows", 8192}, {"cols", 8192}},
        Peer::kSgeam,
        "cublasSgeam",
-       1.0},
+       1.0,
+       Ceiling::kCopy,
+       std::nullopt},
       {"matmul 4096^3 fp32",
        "matmul",
        {{"m", 4096}, {"n", 4096}, {"k", 4096}},
        Peer::kSgemm,
        "cublasSgemm (pedantic fp32)",
-       0.8},
+       0.8,
+       Ceiling::kFma,
+       std::nullopt},
       {"stencil3d 512^3 fp32",
        "stencil3d",
        {{"nx", 512}, {"ny", 512}, {"nz", 512}},
        Peer::kMemcpy,
        "cudaMemcpy D2D of the grid",
-       0.85},
+       0.85,
+       Ceiling::kCopy,
+       0.93},
       {"convolution2d 4096^2 f=15",
        "convolution2d",
        {{"h", 4096}, {"w", 4096}, {"f", 15}},
        Peer::kMemcpy,
        "cudaMemcpy D2D of the image",
-       std::nullopt},
+       std::nullopt,
+       Ceiling::kFma,
+       0.6},
   };
 }
 
@@ -149,8 +183,36 @@ struct Row {
          peer_metric = std::nan(""), stored_ms = std::nan("");
   std::string unit;
   std::vector<double> ktune_rounds, peer_rounds;
+  double gflops = std::nan("");    // the kernel's FLOPs per second, where it counts them
+  double fraction = std::nan("");  // of the case's ceiling
   double ratio() const { return peer_ms / ktune_ms; }
 };
+
+const char* ceiling_name(Ceiling c) {
+  switch (c) {
+    case Ceiling::kRead:
+      return "read";
+    case Ceiling::kCopy:
+      return "copy";
+    case Ceiling::kFma:
+      return "fma";
+  }
+  return "";
+}
+
+// The row's rate over its ceiling's: bytes per second over the read or copy bandwidth, FLOPs per
+// second over the FMA peak.
+double fraction_of_ceiling(const Row& r, const peers::Ceilings& ceilings) {
+  switch (r.c.ceiling) {
+    case Ceiling::kRead:
+      return r.unit == "GB/s" ? r.metric / ceilings.read.rate : std::nan("");
+    case Ceiling::kCopy:
+      return r.unit == "GB/s" ? r.metric / ceilings.copy.rate : std::nan("");
+    case Ceiling::kFma:
+      return r.gflops / ceilings.fma.rate;
+  }
+  return std::nan("");
+}
 
 // A kernel whose reference is a configuration's output needs that configuration compiled.
 std::optional<CompileResult> compile_reference(const KernelSpec& spec, const Problem& problem,
@@ -314,7 +376,7 @@ bool time_rounds(GpuEvaluator& ev, const Config& config, const CompileResult& co
 }
 
 Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, const Store* store,
-             int rounds, int samples) {
+             const peers::Ceilings& ceilings, int rounds, int samples) {
   Row row{c};
   const KernelSpec& spec = registry.get(c.kernel);
   MeasureOptions m;
@@ -354,6 +416,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   row.peer_ms = median(row.peer_rounds);
   row.metric = work / (row.ktune_ms * 1e6);
   row.peer_metric = (c.peer == Peer::kMemcpy ? setup.peer_work : work) / (row.peer_ms * 1e6);
+  row.gflops = inst.flops(chosen.config) / (row.ktune_ms * 1e6);
+  row.fraction = fraction_of_ceiling(row, ceilings);
   return row;
 }
 
@@ -390,12 +454,13 @@ std::vector<Case> selected_cases(const po::variables_map& vm) {
 // Runs every case, saying each on stderr as it goes; a case that fails becomes a row with its
 // error.
 std::vector<Row> run_cases(const std::vector<Case>& cases, const Registry& registry,
-                           const DeviceInfo& dev, const Store* store, int rounds, int samples) {
+                           const DeviceInfo& dev, const Store* store,
+                           const peers::Ceilings& ceilings, int rounds, int samples) {
   std::vector<Row> rows;
   for (const Case& c : cases) {
     std::cerr << "  " << c.label << " ..." << std::endl;
     try {
-      rows.push_back(run_case(c, registry, dev, store, rounds, samples));
+      rows.push_back(run_case(c, registry, dev, store, ceilings, rounds, samples));
     } catch (const Error& e) {
       Row r{c};
       r.error = e.what();
@@ -409,14 +474,23 @@ std::vector<Row> run_cases(const std::vector<Case>& cases, const Registry& regis
   return rows;
 }
 
+// "met", "MISSED" or "" (no target) for a figure against its target.
+std::string verdict(bool ok, double figure, const std::optional<double>& target) {
+  if (!ok) return "error";
+  if (!target) return "";
+  return figure >= *target ? "met" : "MISSED";
+}
+
 void print_row(const Row& r, bool ok, double ratio) {
-  std::string verdict = !ok ? "error" : !r.c.target ? "" : ratio >= *r.c.target ? "met" : "MISSED";
-  std::cout << fmt::format("{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {} [{}] {}\n",
-                           r.c.label, r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
-                           fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
-                           fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
-                           fmt_num(ratio, 3), r.c.target ? fmt_num(*r.c.target, 2) : "-",
-                           r.config_key, r.source, verdict);
+  const double fraction = ok ? r.fraction : std::nan("");
+  std::cout << fmt::format(
+      "{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7} {:>6} {:>7} {:>7}  {} [{}] {} {}\n",
+      r.c.label, r.c.peer_name, fmt_num(r.ktune_ms, 4), fmt_num(r.peer_ms, 4),
+      fmt_num(r.metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"),
+      fmt_num(r.peer_metric, 1) + " " + (r.unit == "GB/s" ? "GB" : "GF"), fmt_num(ratio, 3),
+      r.c.target ? fmt_num(*r.c.target, 2) : "-", ceiling_name(r.c.ceiling), fmt_num(fraction, 3),
+      r.c.ceiling_target ? fmt_num(*r.c.ceiling_target, 2) : "-", r.config_key, r.source,
+      verdict(ok, ratio, r.c.target), verdict(ok, fraction, r.c.ceiling_target));
   if (std::isfinite(r.stored_ms) && std::isfinite(r.ktune_ms) && r.ktune_ms > 0) {
     // The stored best's time against this run's: they must agree within 1%.
     const double off = r.stored_ms / r.ktune_ms - 1;
@@ -443,6 +517,10 @@ json row_json(const Row& r, double ratio) {
   j["peer_rate"] = r.peer_metric;
   j["ratio"] = ratio;  // peer time / ktune time: above 1, ktune is faster
   j["target"] = r.c.target ? json(*r.c.target) : json(nullptr);
+  j["ceiling"] = ceiling_name(r.c.ceiling);
+  j["ktune_gflops"] = r.gflops;
+  j["fraction_of_ceiling"] = ratio == ratio ? json(r.fraction) : json(nullptr);
+  j["ceiling_target"] = r.c.ceiling_target ? json(*r.c.ceiling_target) : json(nullptr);
   j["ktune_round_ms"] = r.ktune_rounds;
   j["peer_round_ms"] = r.peer_rounds;
   j["stored_ms"] = r.stored_ms;
@@ -453,7 +531,15 @@ json row_json(const Row& r, double ratio) {
 }
 
 // Prints the table of the rows on stdout and returns them as JSON.
-json report(const std::vector<Row>& rows, const DeviceInfo& dev, int rounds, int samples) {
+void print_ceilings(const peers::Ceilings& c) {
+  std::cout << fmt::format(
+      "ceilings: read {:.1f} GB/s [{}], copy {:.1f} GB/s [{}], fp32 FMA "
+      "{:.2f} TFLOP/s [{}]\n",
+      c.read.rate, c.read.best, c.copy.rate, c.copy.best, c.fma.rate / 1000, c.fma.best);
+}
+
+json report(const std::vector<Row>& rows, const DeviceInfo& dev, const peers::Ceilings& ceilings,
+            int rounds, int samples) {
   json out;
   const std::time_t now = std::time(nullptr);
   char date[32];
@@ -463,10 +549,15 @@ json report(const std::vector<Row>& rows, const DeviceInfo& dev, int rounds, int
   out["date"] = date;
   out["rounds"] = rounds;
   out["samples"] = samples;
+  out["ceilings"] = peers::to_json(ceilings);
   json list = json::array();
-  std::cout << fmt::format("\n{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7}  {}\n", "case",
-                           "peer", "ktune ms", "peer ms", "ktune", "peer", "ratio", "target",
-                           "config");
+  std::cout << "\n";
+  print_ceilings(ceilings);
+  std::cout << fmt::format(
+      "{:<28} {:<34} {:>10} {:>10} {:>12} {:>12} {:>7} {:>7} {:>6} {:>7} "
+      "{:>7}  {}\n",
+      "case", "peer", "ktune ms", "peer ms", "ktune", "peer", "ratio", "target", "ceil", "of ceil",
+      "target", "config");
   for (const Row& r : rows) {
     const bool ok = r.error.empty() && r.peer_error.empty();
     const double ratio = ok ? r.ratio() : std::nan("");
@@ -499,10 +590,12 @@ int run(int argc, char** argv) {
   const std::vector<Case> cases = selected_cases(vm);
   std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch,
                            rounds, samples);
+  std::cerr << "  ceilings ..." << std::endl;
+  const peers::Ceilings ceilings = peers::measure_ceilings(dev.sm_count, rounds, samples);
   const std::vector<Row> rows =
-      run_cases(cases, registry, dev, store ? &*store : nullptr, rounds, samples);
+      run_cases(cases, registry, dev, store ? &*store : nullptr, ceilings, rounds, samples);
 
-  const json out = report(rows, dev, rounds, samples);
+  const json out = report(rows, dev, ceilings, rounds, samples);
   if (vm.count("json")) {
     std::ofstream f(vm["json"].as<std::string>());
     f << out.dump(2) << "\n";

@@ -20,7 +20,91 @@ std::string blas_error(cublasStatus_t s, const char* what) {
   return std::string(what) + ": " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")";
 }
 
+// Sum of v over the block, for thread 0 (block a multiple of 32, at most 1024 threads).
+__device__ int block_sum(int v) {
+  __shared__ int warps[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = 0;
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : 0;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  }
+  return v;
+}
+
+__device__ int word_sum(int4 w) { return w.x + w.y + w.z + w.w; }
+
+// Four independent 16-byte loads in flight per thread per step, then the remainder.
+__global__ void read_stream_kernel(const int4* __restrict__ in, std::size_t words, int* sink) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  int acc = 0;
+  for (; i + 3 * stride < words; i += 4 * stride) {
+    const int4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+    acc += word_sum(a) + word_sum(b) + word_sum(c) + word_sum(d);
+  }
+  for (; i < words; i += stride) acc += word_sum(in[i]);
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) sink[blockIdx.x] = acc;
+}
+
+__global__ void copy_stream_kernel(int4* __restrict__ out, const int4* __restrict__ in,
+                                   std::size_t words) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < words; i += 4 * stride) {
+    const int4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+    out[i] = a;
+    out[i + stride] = b;
+    out[i + 2 * stride] = c;
+    out[i + 3 * stride] = d;
+  }
+  for (; i < words; i += stride) out[i] = in[i];
+}
+
+// x <- x * a + b with a = 1 - 2^-20, b = 2^-20: every chain stays in [0, 2) and never
+// reaches -1, the value that would make a thread write.
+__global__ void fma_kernel(float* sink, int iterations, float a, float b) {
+  float x[kFmaChains];
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) x[c] = float(threadIdx.x % 7) * 0.125f + float(c) * 0.01f;
+#pragma unroll 4
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int c = 0; c < kFmaChains; ++c) x[c] = fmaf(x[c], a, b);
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) s += x[c];
+  if (s == -1.0f) sink[std::size_t(blockIdx.x) * blockDim.x + threadIdx.x] = s;
+}
+
+std::string launch_error(const char* what) { return cuda_error(cudaGetLastError(), what); }
+
 }  // namespace
+
+std::string read_stream(const void* in, std::size_t bytes, int grid, int block, int* sink) {
+  read_stream_kernel<<<grid, block>>>(static_cast<const int4*>(in), bytes / 16, sink);
+  return launch_error("read_stream_kernel");
+}
+
+std::string copy_stream(void* dst, const void* src, std::size_t bytes, int grid, int block) {
+  copy_stream_kernel<<<grid, block>>>(static_cast<int4*>(dst), static_cast<const int4*>(src),
+                                      bytes / 16);
+  return launch_error("copy_stream_kernel");
+}
+
+std::string fma_loop(float* sink, int grid, int block, int iterations) {
+  const float step = 1.0f / (1 << 20);
+  fma_kernel<<<grid, block>>>(sink, iterations, 1.0f - step, step);
+  return launch_error("fma_kernel");
+}
+
+double fma_flops(int grid, int block, int iterations) {
+  return 2.0 * kFmaChains * double(grid) * double(block) * double(iterations);
+}
 
 std::string memcpy_d2d(void* dst, const void* src, std::size_t bytes) {
   return cuda_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0),

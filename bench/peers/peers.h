@@ -68,6 +68,20 @@ class EventTimer {
   void* end_ = nullptr;
 };
 
+// The device's own limits (bench/peers/README.md, "Ceilings"): kernels of peers.cu, each
+// enqueued on the legacy default stream with the grid and block given.
+// Streaming read: a grid-stride sum of the 16-byte words of `bytes` at `in` (bytes a multiple
+// of 16), each block writing its sum once to sink[blockIdx.x] (sink holds `grid` ints).
+std::string read_stream(const void* in, std::size_t bytes, int grid, int block, int* sink);
+// Streaming copy: a grid-stride copy of the 16-byte words of `bytes` (a multiple of 16).
+std::string copy_stream(void* dst, const void* src, std::size_t bytes, int grid, int block);
+// Register-only FP32 FMA loop: every thread runs `iterations` steps of kFmaChains independent
+// fmaf chains; sink (grid * block floats) is written only by a thread whose result is a value
+// the chains never reach, so nothing is optimised away. FLOPs: fma_flops(grid, block, iterations).
+constexpr int kFmaChains = 8;
+std::string fma_loop(float* sink, int grid, int block, int iterations);
+double fma_flops(int grid, int block, int iterations);
+
 std::string last_error();  // cudaGetLastError + cudaDeviceSynchronize, as a string ("" if none)
 void* device_alloc(std::size_t bytes);  // nullptr on failure
 void device_free(void* p);

@@ -48,8 +48,21 @@ int reduce_f32_reference(const ktune_reference_ctx* ctx, char* error, std::size_
   return 0;
 }
 
-// Kernel decomposition: launch the kernel on the input, then on the partial sums, until a
-// single block writes the result. Partial sums alternate between two halves of `partial`.
+// Step 10 (one pass): a single launch with the geometry of the kernel's expressions; the blocks'
+// partial sums go to `partial`, the last block writes `out`.
+int reduce_run_one_pass(const ktune_run_ctx* ctx, void* in, void* out, void* partial,
+                        std::int64_t n, char* error, std::size_t error_size) {
+  unsigned n_arg = static_cast<unsigned>(n);
+  void* args[] = {&in, &out, &n_arg, &partial};
+  const int rc = ctx->launch(ctx, nullptr, ctx->grid, ctx->block, ctx->shared_mem, args);
+  if (rc != 0)
+    std::snprintf(error, error_size, "reduce: one-pass launch failed (CUDA error %d)", rc);
+  return rc;
+}
+
+// Kernel decomposition (steps 1-9): launch the kernel on the input, then on the partial sums,
+// until a single block writes the result. Partial sums alternate between two halves of
+// `partial`.
 int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   int found = 0;
   const auto value = [&](const char* name) {
@@ -59,6 +72,7 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
   const std::int64_t block_size = value("block_size");
   const std::int64_t per_thread = value("elements_per_thread");
   const std::int64_t n0 = value("n");
+  const std::int64_t variant = value("variant");
   std::size_t partial_count = 0, in_count = 0, out_count = 0;
   void* in = ctx->buffer(ctx, "in", &in_count);
   void* out = ctx->buffer(ctx, "out", &out_count);
@@ -69,6 +83,7 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
                   "reduce: missing block_size, elements_per_thread, n or a buffer");
     return 1;
   }
+  if (variant == 10) return reduce_run_one_pass(ctx, in, out, partial, n0, error, error_size);
   const std::int64_t tile = block_size * per_thread;
   const std::int64_t first_grid = (n0 + tile - 1) / tile;
   // The second half starts 16-byte aligned, as the vector-load variant needs.
@@ -86,7 +101,8 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
       return 1;
     }
     unsigned n_arg = static_cast<unsigned>(n);
-    void* args[] = {&src, &dst, &n_arg};
+    void* unused = partial;
+    void* args[] = {&src, &dst, &n_arg, &unused};
     const unsigned g[3] = {static_cast<unsigned>(grid), 1, 1};
     const int rc = ctx->launch(ctx, nullptr, g, ctx->block, ctx->shared_mem, args);
     if (rc != 0) {
@@ -102,14 +118,18 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
 
 const ktune_param_desc kParams[] = {
     {"block_size", "32, 64, 128, 256, 512, 1024", "256", "threads per block"},
-    {"variant", "1, 2, 3, 4, 5, 6, 7, 8, 9", "7",
-     "step of the lecture, 1-7; 8: warp shuffles; 9: shuffles and vector loads (see reduce.cu)"},
+    {"variant", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10", "7",
+     "step of the lecture, 1-7; 8: warp shuffles; 9: shuffles and vector loads; 10: as 9 in one "
+     "launch, the last block adding the partial sums (see reduce.cu)"},
     {"elements_per_thread", "1, 2, 4, 8, 16, 32", "8",
      "input elements each thread adds before the tree (1 for steps 1-3, 2 for 4-6)"},
     {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (steps 7-9)"},
     {"maxrregcount", "0, 32, 64, 128", "0", "register limit per thread (0: none)"},
     {"launch_bounds", "0, 1, 2, 4", "0",
      "minimum blocks per multiprocessor (0: no __launch_bounds__)"},
+    {"blocks_per_sm", "0, 1, 2, 4, 8, 16, 32", "0",
+     "step 10's grid in blocks per multiprocessor, each block striding over the tiles (0: one "
+     "block per tile)"},
 };
 
 const char* const kRestrictions[] = {
@@ -118,6 +138,19 @@ const char* const kRestrictions[] = {
     "variant >= 7 or unroll == 1",
     "maxrregcount == 0 or maxrregcount * block_size <= max_registers_per_block",
     "launch_bounds == 0 or launch_bounds * block_size <= max_threads_per_multiprocessor",
+    "variant == 10 or blocks_per_sm == 0",
+    "n <= 2**31",
+};
+
+// reduce_f32 leaves out step 10: its grid stride and last-block loop add far more values in a
+// row than the depth bound of the tolerance below allows.
+const char* const kRestrictionsF32[] = {
+    "variant >= 7 or elements_per_thread == (1 if variant <= 3 else 2)",
+    "variant < 7 or elements_per_thread >= 2",
+    "variant >= 7 or unroll == 1",
+    "maxrregcount == 0 or maxrregcount * block_size <= max_registers_per_block",
+    "launch_bounds == 0 or launch_bounds * block_size <= max_threads_per_multiprocessor",
+    "variant <= 9 and blocks_per_sm == 0",
     "n <= 2**31",
 };
 
@@ -155,6 +188,7 @@ const ktune_arg_desc kArgs[] = {
     {"in", nullptr, 0},
     {"out", nullptr, 0},
     {nullptr, "n", KTUNE_TYPE_U32},
+    {"partial", nullptr, 0},
 };
 
 const char* const kOptions[] = {"-std=c++17"};
@@ -164,12 +198,15 @@ const ktune_kernel_desc kReduce =
                "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>")
         .description(
             "sum of int32 values: the seven steps of the parallel-reduction lecture, plus "
-            "warp-shuffle and vector-load steps")
+            "warp-shuffle, vector-load and one-pass steps")
         .options(kOptions)
         .params(kParams)
         .restrictions(kRestrictions)
         .problem(kProblem)
-        .grid("div_up(n, block_size * elements_per_thread)")
+        .grid(
+            "div_up(n, block_size * elements_per_thread) if blocks_per_sm == 0 else "
+            "min(div_up(n, block_size * elements_per_thread), blocks_per_sm * "
+            "multiprocessor_count)")
         .block("block_size")
         .shared_mem("max(block_size, 64) * 4")
         .buffers(kBuffers)
@@ -188,6 +225,8 @@ const ktune_kernel_desc kReduceF32 = [] {
   d.buffers = kBuffersF32;
   d.buffer_count = std::size(kBuffersF32);
   d.reference = reduce_f32_reference;
+  d.restrictions = kRestrictionsF32;
+  d.restriction_count = std::size(kRestrictionsF32);
   d.flops = "n";
   return d;
 }();

@@ -58,7 +58,7 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
     m.samples = 3;
     backend.prepare(instance, m);
     int checked = 0;
-    for (int variant = 1; variant <= 9; ++variant) {
+    for (int variant = 1; variant <= 10; ++variant) {
       for (int block : {32, 64, 256, 1024}) {
         for (int per_thread : {1, 2, 8, 32}) {
           const Config c = instance.space().from_assignments(
@@ -78,7 +78,47 @@ TEST_F(Gpu, EveryReduceVariantVerifiesAtTwoSizes) {
         }
       }
     }
-    EXPECT_GE(checked, 9 * 4);
+    EXPECT_GE(checked, 10 * 4);
+  }
+}
+
+// Step 10 sums in one launch, its last block found by a counter the last block resets: every
+// evaluation runs the kernel many times (warm-up, samples) and verifies a fresh run, so a counter
+// left wrong by one launch fails the next evaluation. Sizes: a multiple of every tile, a prime,
+// and sizes below one tile, one vector and one block.
+TEST_F(Gpu, OnePassReduceVerifiesLaunchAfterLaunch) {
+  CudaBackend backend(backend_options());
+  for (std::int64_t n : {std::int64_t{1} << 22, std::int64_t{3000017}, std::int64_t{1000},
+                         std::int64_t{7}, std::int64_t{1}}) {
+    KernelInstance instance(registry_.get("reduce"), {{"n", n}}, backend.device().limits);
+    MeasureOptions m;
+    m.samples = 5;
+    backend.prepare(instance, m);
+    int checked = 0;
+    for (int block : {32, 256, 1024}) {
+      for (int per_thread : {2, 8, 32}) {
+        for (int per_sm : {0, 1, 4, 32}) {
+          const Config c = instance.space().from_assignments(
+              {{"variant", "10"},
+               {"block_size", std::to_string(block)},
+               {"elements_per_thread", std::to_string(per_thread)},
+               {"unroll", "4"},
+               {"blocks_per_sm", std::to_string(per_sm)}});
+          if (!instance.space().is_valid(c)) continue;
+          const CompileResult r =
+              compile_cached(render(instance, c, backend.device().arch), cache_.get());
+          ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+          for (int again = 0; again < 2; ++again) {
+            const Measurement meas = backend.evaluate(c, &r);
+            EXPECT_EQ(meas.status, TrialStatus::kOk)
+                << "n=" << n << " " << instance.space().key(c) << " evaluation " << again << ": "
+                << meas.error;
+          }
+          ++checked;
+        }
+      }
+    }
+    EXPECT_EQ(checked, 3 * 3 * 4) << "n=" << n;
   }
 }
 
