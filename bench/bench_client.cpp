@@ -61,7 +61,8 @@ ktune::KernelRecord reduce_record(const std::string& version) {
   k.spec_json =
       R"json({"parameters": [{"name": "block_size", "default": "256"}, {"name": "variant", "default": "9"},)json"
       R"json( {"name": "elements_per_thread", "default": "8"}, {"name": "unroll", "default": "1"},)json"
-      R"json( {"name": "maxrregcount", "default": "0"}, {"name": "launch_bounds", "default": "0"}],)json"
+      R"json( {"name": "maxrregcount", "default": "0"}, {"name": "launch_bounds", "default": "0"},)json"
+      R"json( {"name": "blocks_per_sm", "default": "0"}],)json"
       R"json( "problem": [{"name": "n", "default": 16777216}],)json"
       R"json( "grid": ["div_up(n, block_size * elements_per_thread)", "1", "1"],)json"
       R"json( "block": ["block_size", "1", "1"], "shared_mem": "max(block_size, 64) * 4",)json"
@@ -123,11 +124,11 @@ struct Fixture {
             trial.config_key =
                 "block_size=" + std::to_string(block) +
                 ",variant=9,elements_per_thread=8,unroll=" + std::to_string(1 + t / 6) +
-                ",maxrregcount=0,launch_bounds=0";
+                ",maxrregcount=0,launch_bounds=0,blocks_per_sm=0";
             trial.config_json = R"({"block_size": )" + std::to_string(block) +
                                 R"(, "variant": 9, "elements_per_thread": 8, "unroll": )" +
                                 std::to_string(1 + t / 6) +
-                                R"(, "maxrregcount": 0, "launch_bounds": 0})";
+                                R"(, "maxrregcount": 0, "launch_bounds": 0, "blocks_per_sm": 0})";
             trial.time_ms = 0.01 * (1 + t);
             trial.sample_count = 30;
             trial.samples_ms = std::vector<double>(30, trial.time_ms);

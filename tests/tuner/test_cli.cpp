@@ -174,7 +174,8 @@ TEST_F(Cli, ListJsonHasKernelsAndParameters) {
   std::vector<std::string> names;
   for (const auto& p : reduce->at("parameters")) names.push_back(p.at("name"));
   EXPECT_EQ(names, (std::vector<std::string>{"block_size", "variant", "elements_per_thread",
-                                             "unroll", "maxrregcount", "launch_bounds"}));
+                                             "unroll", "maxrregcount", "launch_bounds",
+                                             "blocks_per_sm"}));
   EXPECT_EQ(reduce->at("parameters")[0].at("values"), json({32, 64, 128, 256, 512, 1024}));
   EXPECT_EQ(reduce->at("parameters")[0].at("default"), 256);
   EXPECT_EQ(reduce->at("problem")[0].at("name"), "n");
@@ -268,7 +269,7 @@ TEST_F(Cli, CompileOneConfigPrintsResources) {
   EXPECT_TRUE(
       contains(r.out,
                "reduce[block_size=256,variant=7,elements_per_thread=8,unroll=1,maxrregcount=0,"
-               "launch_bounds=0] sm_90"))
+               "launch_bounds=0,blocks_per_sm=0] sm_90"))
       << r;
   EXPECT_TRUE(contains(r.out, "registers")) << r;
   EXPECT_TRUE(contains(r.out, "--gpu-architecture=sm_90")) << r;

@@ -83,7 +83,8 @@ class Export : public ::testing::Test {
     for (const auto& p : reduce.params) {
       if (p.name == "variant") job += "variant = [7]\n";
       if (p.name == "elements_per_thread") job += "elements_per_thread = [2, 4, 8]\n";
-      if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds")
+      if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds" ||
+          p.name == "blocks_per_sm")
         job += fmt::format("{} = [{}]\n", p.name, p.values[0].to_literal());
     }
     job_path_ = dir_ / "job.toml";

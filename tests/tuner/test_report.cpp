@@ -543,7 +543,7 @@ KernelSpec small_reduce(const Registry& registry) {
     if (p.name == "variant") p.values = {Value(7), Value(8), Value(9)}, p.default_index = 0;
     if (p.name == "elements_per_thread")
       p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
-    if (p.name == "maxrregcount" || p.name == "launch_bounds")
+    if (p.name == "maxrregcount" || p.name == "launch_bounds" || p.name == "blocks_per_sm")
       p.values = {p.values[0]}, p.default_index = 0;
   }
   return k;

@@ -133,7 +133,8 @@ class TunerLoop : public ::testing::Test {
       if (p.name == "variant") p.values = {Value(7)}, p.default_index = 0;
       if (p.name == "elements_per_thread")
         p.values = {Value(2), Value(4), Value(8)}, p.default_index = 0;
-      if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds")
+      if (p.name == "unroll" || p.name == "maxrregcount" || p.name == "launch_bounds" ||
+          p.name == "blocks_per_sm")
         p.values = {p.values[0]}, p.default_index = 0;
     }
     return k;

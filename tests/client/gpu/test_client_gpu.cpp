@@ -242,7 +242,7 @@ TEST_F(ClientGpu, ALaunchFailureIsAnError) {
   bad.block = {4096, 1, 1};  // more threads than any GPU allows in a block
   void* null = nullptr;
   unsigned n = 1;
-  void* args[] = {&null, &null, &n};
+  void* args[] = {&null, &null, &n, &null};
   try {
     kernel->launch(bad, args);
     ADD_FAILURE() << "expected Error(kDevice)";
