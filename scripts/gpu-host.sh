@@ -6,9 +6,9 @@
 #   and exports the search paths (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH, Python3_EXECUTABLE).
 #   steps (after the build, which always runs): test (GPU tests), cpu-test, smoke (short tune),
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
-#   reduce space at 2^25 and 2^28, exported as recordings), tune-peers (tune the kernels of the
-#   peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored bests, $KTUNE_PEER_ONLY),
-#   recordings (brute-force the small spaces and export them), example (the client example on
+#   reduce space at 2^20, 2^22, 2^25 and 2^28, the last two exported as recordings), tune-peers
+#   (tune the kernels of the peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored
+#   bests, with the measured ceilings, $KTUNE_PEER_ONLY), recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER)
@@ -114,8 +114,9 @@ for step in $steps; do
         log "kt-peer: no Kernel Tuner at $kt (set KTUNE_KT_PEER)"
       fi ;;
     brute)
-      # The whole reduction space at 2^25 and 2^28, default (adaptive) measurement.
-      for n in 25 28; do
+      # The whole reduction space at each size of the peer table (2^20, 2^22, 2^25, 2^28; or
+      # $KTUNE_REDUCE_SIZES, powers of two), default (adaptive) measurement.
+      for n in ${KTUNE_REDUCE_SIZES:-20 22 25 28}; do
         $ktune space reduce --problem n=2**$n --json --sample 0 >"$out/space-2_$n.json"
         timeout -s INT -k 20 $limit $ktune tune reduce --problem n=2**$n --db $db --json >"$out/brute-2_$n.json" \
           2>"$out/brute-2_$n.err"

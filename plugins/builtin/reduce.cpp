@@ -139,6 +139,7 @@ const char* const kRestrictions[] = {
     "maxrregcount == 0 or maxrregcount * block_size <= max_registers_per_block",
     "launch_bounds == 0 or launch_bounds * block_size <= max_threads_per_multiprocessor",
     "variant == 10 or blocks_per_sm == 0",
+    "variant < 10 or maxrregcount == 0",
     "n <= 2**31",
 };
 
