@@ -519,7 +519,7 @@ json row_json(const Row& r, double ratio) {
   j["target"] = r.c.target ? json(*r.c.target) : json(nullptr);
   j["ceiling"] = ceiling_name(r.c.ceiling);
   j["ktune_gflops"] = r.gflops;
-  j["fraction_of_ceiling"] = ratio == ratio ? json(r.fraction) : json(nullptr);
+  j["fraction_of_ceiling"] = std::isnan(ratio) ? json(nullptr) : json(r.fraction);
   j["ceiling_target"] = r.c.ceiling_target ? json(*r.c.ceiling_target) : json(nullptr);
   j["ktune_round_ms"] = r.ktune_rounds;
   j["peer_round_ms"] = r.peer_rounds;

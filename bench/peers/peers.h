@@ -75,9 +75,10 @@ class EventTimer {
 std::string read_stream(const void* in, std::size_t bytes, int grid, int block, int* sink);
 // Streaming copy: a grid-stride copy of the 16-byte words of `bytes` (a multiple of 16).
 std::string copy_stream(void* dst, const void* src, std::size_t bytes, int grid, int block);
-// Register-only FP32 FMA loop: every thread runs `iterations` steps of kFmaChains independent
-// fmaf chains; sink (grid * block floats) is written only by a thread whose result is a value
-// the chains never reach, so nothing is optimised away. FLOPs: fma_flops(grid, block, iterations).
+// Register-only FP32 FMA loop: every thread runs `iterations` (a multiple of 32) steps of
+// kFmaChains independent fmaf chains; sink (grid * block floats) is written only by a thread whose
+// result is a value the chains never reach, so nothing is optimised away. FLOPs: fma_flops(grid,
+// block, iterations).
 constexpr int kFmaChains = 8;
 std::string fma_loop(float* sink, int grid, int block, int iterations);
 double fma_flops(int grid, int block, int iterations);

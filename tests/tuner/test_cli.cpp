@@ -173,9 +173,9 @@ TEST_F(Cli, ListJsonHasKernelsAndParameters) {
   EXPECT_EQ(reduce->at("origin"), "builtin");
   std::vector<std::string> names;
   for (const auto& p : reduce->at("parameters")) names.push_back(p.at("name"));
-  EXPECT_EQ(names, (std::vector<std::string>{"block_size", "variant", "elements_per_thread",
-                                             "unroll", "maxrregcount", "launch_bounds",
-                                             "blocks_per_sm"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"block_size", "variant", "elements_per_thread", "unroll",
+                                      "maxrregcount", "launch_bounds", "blocks_per_sm"}));
   EXPECT_EQ(reduce->at("parameters")[0].at("values"), json({32, 64, 128, 256, 512, 1024}));
   EXPECT_EQ(reduce->at("parameters")[0].at("default"), 256);
   EXPECT_EQ(reduce->at("problem")[0].at("name"), "n");
