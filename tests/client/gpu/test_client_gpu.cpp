@@ -182,6 +182,26 @@ TEST_F(ClientGpu, StoredBinaryLoadsWithoutNvrtcAndSums) {
   EXPECT_EQ(odd.sum(*client.load(*near)), odd.expected());
 }
 
+// A stored one-pass best (step 10) sums in one launch from the client too, launch after launch
+// (its block counter wraps back to 0), at a size its tiles divide and at one they do not.
+TEST_F(ClientGpu, OnePassBestSumsLaunchAfterLaunch) {
+  store_best({{"block_size", "256"},
+              {"variant", "10"},
+              {"elements_per_thread", "16"},
+              {"unroll", "2"},
+              {"blocks_per_sm", "4"}},
+             1 << 22, true);
+  Client client(db_);
+  const LookupResult r = client.best("reduce", {{"n", 1 << 22}});
+  ASSERT_TRUE(r) << r.message;
+  const auto kernel = client.load(*r);
+  EXPECT_EQ(kernel->best().value("variant"), 10);
+  Input input(1 << 22, 256 * 16);
+  for (int again = 0; again < 3; ++again) EXPECT_EQ(input.sum(*kernel), input.expected()) << again;
+  Input odd(3000017, 256 * 16);
+  for (int again = 0; again < 3; ++again) EXPECT_EQ(odd.sum(*kernel), odd.expected()) << again;
+}
+
 TEST_F(ClientGpu, NvrtcWhenTheDatabaseKeepsNoBinaryThenMemoryThenDiskCache) {
   store_best({{"block_size", "128"},
               {"variant", "7"},
