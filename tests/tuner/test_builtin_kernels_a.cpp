@@ -1,8 +1,8 @@
-// The built-in kernels transpose, matmul, copy and reduce_f32 without a GPU: each is registered
-// and validates; a seeded sample of its valid space, its default and every variant compile with
-// NVRTC for sm_90; its host reference computes the right answer on a tiny hand-made problem;
-// its launch geometry, buffer sizes, arguments and metrics evaluate for problem sizes that are
-// no multiple of any block or tile; and its restrictions encode the device limits.
+// The built-in kernels transpose, matmul, copy, reduce and reduce_f32 without a GPU: each is
+// registered and validates; a seeded sample of its valid space, its default and every variant
+// compile with NVRTC for sm_90; its host reference computes the right answer on a tiny hand-made
+// problem; its launch geometry, buffer sizes, arguments and metrics evaluate for problem sizes that
+// are no multiple of any block or tile; and its restrictions encode the device limits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,7 +104,16 @@ TEST_F(BuiltinA, ReduceF32SharesTheReductionButNotItsTypes) {
   EXPECT_EQ(f32.source, i32.source);
   EXPECT_EQ(f32.entry, "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, float>");
   EXPECT_EQ(i32.entry, "reduce<BLOCK_SIZE, VARIANT, ELEMENTS_PER_THREAD, int>");
-  EXPECT_EQ(f32.restrictions, i32.restrictions);
+  // reduce_f32 leaves out the one-pass step (the depth bound of its tolerance); every other
+  // restriction is reduce's.
+  const auto has = [](const KernelSpec& k, const std::string& r) {
+    return std::find(k.restrictions.begin(), k.restrictions.end(), r) != k.restrictions.end();
+  };
+  EXPECT_TRUE(has(f32, "variant <= 9 and blocks_per_sm == 0"));
+  EXPECT_FALSE(has(i32, "variant <= 9 and blocks_per_sm == 0"));
+  for (const std::string& r : i32.restrictions)
+    if (r.find("10") == std::string::npos) EXPECT_TRUE(has(f32, r)) << r;
+  EXPECT_EQ(f32.restrictions.size(), i32.restrictions.size() - 1);
   ASSERT_EQ(f32.params.size(), i32.params.size());
   for (std::size_t p = 0; p < f32.params.size(); ++p)
     EXPECT_EQ(f32.params[p].name, i32.params[p].name);
@@ -218,6 +227,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, BuiltinASample,
                          ::testing::Values(SampleCase{"transpose", 20, "variant"},
                                            SampleCase{"matmul", 10, "variant"},
                                            SampleCase{"copy", 20, "vector_width"},
+                                           SampleCase{"reduce", 10, "variant"},
                                            SampleCase{"reduce_f32", 20, "variant"}),
                          [](const auto& info) { return std::string(info.param.kernel); });
 
@@ -433,6 +443,33 @@ TEST_F(BuiltinA, ReduceF32GeometryForANonMultipleSize) {
   EXPECT_EQ(sizes[1], 1u);
   EXPECT_GE(sizes[2], 489u + 1u);  // both levels of partial sums
   EXPECT_DOUBLE_EQ(inst.bytes(def), 4.0 * 1000003);
+}
+
+// Step 10 launches once: a block per tile, or with blocks_per_sm at most that many blocks per
+// multiprocessor, never more blocks than tiles; its partial sums fit the scratch buffer.
+TEST_F(BuiltinA, ReduceOnePassGeometry) {
+  const KernelInstance inst = instance("reduce", {{"n", 1000003}});
+  const SearchSpace& space = inst.space();
+  const auto config = [&](const char* per_sm) {
+    return space.from_assignments({{"variant", "10"},
+                                   {"block_size", "256"},
+                                   {"elements_per_thread", "8"},
+                                   {"blocks_per_sm", per_sm}});
+  };
+  EXPECT_EQ(inst.geometry(config("0")).grid[0], 489u);  // ceil(1000003 / (256 * 8))
+  EXPECT_EQ(inst.geometry(config("2")).grid[0], 264u);  // 2 x 132 multiprocessors
+  EXPECT_EQ(inst.geometry(config("4")).grid[0], 489u);  // 528 > 489 tiles
+  for (const char* per_sm : {"0", "1", "32"}) {
+    ASSERT_TRUE(space.is_valid(config(per_sm))) << per_sm;
+    EXPECT_GE(inst.buffer_sizes(config(per_sm))[2], inst.geometry(config(per_sm)).grid[0]);
+  }
+  // blocks_per_sm belongs to step 10, and step 10 has no register limit.
+  EXPECT_FALSE(space.is_valid(space.from_assignments({{"variant", "9"}, {"blocks_per_sm", "4"}})));
+  EXPECT_FALSE(space.is_valid(
+      space.from_assignments({{"variant", "10"}, {"blocks_per_sm", "4"}, {"maxrregcount", "64"}})));
+  // reduce_f32 has no step 10.
+  const KernelInstance f32 = instance("reduce_f32", {{"n", 1000003}});
+  EXPECT_FALSE(f32.space().is_valid(f32.space().from_assignments({{"variant", "10"}})));
 }
 
 // ---------------------------------------------------------------------------------------------
