@@ -111,8 +111,11 @@ TEST_F(BuiltinA, ReduceF32SharesTheReductionButNotItsTypes) {
   };
   EXPECT_TRUE(has(f32, "variant <= 9 and blocks_per_sm == 0"));
   EXPECT_FALSE(has(i32, "variant <= 9 and blocks_per_sm == 0"));
-  for (const std::string& r : i32.restrictions)
-    if (r.find("10") == std::string::npos) EXPECT_TRUE(has(f32, r)) << r;
+  for (const std::string& r : i32.restrictions) {
+    if (r.find("10") == std::string::npos) {
+      EXPECT_TRUE(has(f32, r)) << r;
+    }
+  }
   EXPECT_EQ(f32.restrictions.size(), i32.restrictions.size() - 1);
   ASSERT_EQ(f32.params.size(), i32.params.size());
   for (std::size_t p = 0; p < f32.params.size(); ++p)
