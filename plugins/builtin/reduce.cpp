@@ -123,7 +123,7 @@ const ktune_param_desc kParams[] = {
      "launch, the last block adding the partial sums (see reduce.cu)"},
     {"elements_per_thread", "1, 2, 4, 8, 16, 32", "8",
      "input elements each thread adds before the tree (1 for steps 1-3, 2 for 4-6)"},
-    {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (steps 7-9)"},
+    {"unroll", "1, 2, 4, 8", "1", "unroll depth of the per-thread loop (steps 7-10)"},
     {"maxrregcount", "0, 32, 64, 128", "0", "register limit per thread (0: none)"},
     {"launch_bounds", "0, 1, 2, 4", "0",
      "minimum blocks per multiprocessor (0: no __launch_bounds__)"},

@@ -243,7 +243,7 @@ TEST_F(Cli, SpaceJson) {
   EXPECT_EQ(j.at("problem").at("n"), 16777216);  // the kernel's default
   EXPECT_EQ(j.at("target").at("arch"), "sm_90");
   EXPECT_EQ(j.at("sample").size(), 4u);
-  EXPECT_EQ(j.at("sample")[0].size(), 6u);  // one value per parameter
+  EXPECT_EQ(j.at("sample")[0].size(), 7u);  // one value per parameter
   EXPECT_FALSE(j.at("space_hash").get<std::string>().empty());
   // The same seed gives the same sample.
   EXPECT_EQ(parse_json(run({"space", "reduce", "--arch", "sm_90", "--json", "--sample", "4",

@@ -54,7 +54,7 @@ TEST(Registry, BuiltinsAreRegisteredExplicitly) {
   EXPECT_EQ(k.origin, "builtin");
   EXPECT_EQ(param_names(k),
             (std::vector<std::string>{"block_size", "variant", "elements_per_thread", "unroll",
-                                      "maxrregcount", "launch_bounds"}));
+                                      "maxrregcount", "launch_bounds", "blocks_per_sm"}));
   ASSERT_EQ(k.problem.size(), 1u);
   EXPECT_EQ(k.problem[0].name, "n");
   EXPECT_NE(k.reference, nullptr);
@@ -386,14 +386,15 @@ TEST(RegistryAbi, KernelFromDescConvertsEveryField) {
   EXPECT_EQ(k.origin, "test origin");
   EXPECT_EQ(k.name, "reduce");
   EXPECT_EQ(k.source_name, "reduce.cu");  // NULL source_name: NAME.cu
-  EXPECT_EQ(param_names(k).size(), 6u);
+  EXPECT_EQ(param_names(k).size(), 7u);
   EXPECT_EQ(k.params[0].values.size(), 6u);
   EXPECT_EQ(k.params[0].values[k.params[0].default_index], Value(256));
   EXPECT_EQ(k.launch.grid[1], "1");
   EXPECT_EQ(k.launch.block[2], "1");
   EXPECT_EQ(k.buffers.size(), 3u);
-  EXPECT_EQ(k.args.size(), 3u);
+  EXPECT_EQ(k.args.size(), 4u);
   EXPECT_EQ(k.args[2].type, ElemType::kU32);
+  EXPECT_EQ(k.args[3].buffer, "partial");
   EXPECT_TRUE(k.flops.empty());
 }
 
