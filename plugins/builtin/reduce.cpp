@@ -101,8 +101,8 @@ int reduce_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
       return 1;
     }
     unsigned n_arg = static_cast<unsigned>(n);
-    void* unused = partial;
-    void* args[] = {&src, &dst, &n_arg, &unused};
+    void* scratch = partial;  // step 10's argument, unused by steps 1-9
+    void* args[] = {&src, &dst, &n_arg, &scratch};
     const unsigned g[3] = {static_cast<unsigned>(grid), 1, 1};
     const int rc = ctx->launch(ctx, nullptr, g, ctx->block, ctx->shared_mem, args);
     if (rc != 0) {
