@@ -83,6 +83,7 @@ TEST_F(Cli, NoArgumentsIsAUsageError) {
   const CliResult r = run({});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "usage: ktune COMMAND")) << r;
+  EXPECT_TRUE(contains(r.err, "error: no command given")) << r;
   EXPECT_TRUE(r.out.empty()) << r;
 }
 

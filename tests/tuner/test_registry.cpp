@@ -683,6 +683,32 @@ TEST(Manifest, MissingFileOrTemplateIsAnInputError) {
                [&] { r.load_manifest((dir / "vecscale.toml").string()); });
 }
 
+// An entry that names a macro no parameter defines (a misspelt BLOCK_SIZE) would fail every
+// compilation of a run; it is refused when the kernel registers.
+TEST(Manifest, AnEntryNamingAnUndefinedMacroIsRefused) {
+  test::TempDir dir;
+  fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");
+  std::string text = test::read_file(test::valid_manifest());
+  const std::string from = "entry = \"vecscale\"";
+  ASSERT_TRUE(contains(text, from));
+  const std::string path = (dir / "m.toml").string();
+  for (const auto& [entry, bad] :
+       std::vector<std::pair<std::string, bool>>{{"vecscale<BLOCKSIZE>", true},
+                                                 {"vecscale<BLOCK_SIZE, LAYOUT_SOA>", false},
+                                                 {"vecscale<KTUNE_BLOCK_X, float>", false},
+                                                 {"vecscale<ELEMENTS_PER_THREAD>", false}}) {
+    std::string variant = text;
+    variant.replace(variant.find(from), from.size(), "entry = \"" + entry + "\"");
+    test::write_file(path, variant);
+    Registry r;
+    if (bad)
+      expect_error(ErrorKind::kInput, {"BLOCKSIZE", "no parameter defines", "BLOCK_SIZE"},
+                   [&] { r.load_manifest(path); });
+    else
+      EXPECT_NO_THROW(r.load_manifest(path)) << entry;
+  }
+}
+
 TEST(Manifest, WrongTypesAndUnknownEnumsNameTheField) {
   test::TempDir dir;
   fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");
@@ -734,7 +760,7 @@ TEST(RegistryLibrary, TruncatedOrForeignElfFilesAreRefusedBeforeLoading) {
   };
   try_load("libfirst1000.so", image.substr(0, 1000), "truncated");
   try_load("libhalf.so", image.substr(0, image.size() / 2), "truncated");
-  try_load("libfour.so", image.substr(0, 4), "no ELF magic");
+  try_load("libfour.so", image.substr(0, 4), "truncated");  // the magic number alone
   try_load("libempty.so", "", "no ELF magic");
   std::string elf32 = image;
   elf32[EI_CLASS] = ELFCLASS32;

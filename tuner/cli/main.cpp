@@ -47,6 +47,7 @@ void print_usage(std::FILE* out) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     print_usage(stderr);
+    std::fprintf(stderr, "\nerror: no command given\n");
     return 2;
   }
   const std::string_view name = argv[1];
