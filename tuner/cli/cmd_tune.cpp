@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli.h"
@@ -284,6 +285,51 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
   }
 }
 
+// The database of a run. A run refused before its first trial leaves no run row; when the file
+// was created for it and holds no run (another process may have started one meanwhile), the file
+// goes too, so a refused run leaves nothing behind.
+class NewDatabase {
+ public:
+  explicit NewDatabase(const std::string& path)
+      : path_(path), created_(!std::filesystem::exists(path)) {
+    try {
+      store_.emplace(Store::open(path));
+    } catch (const Error&) {
+      remove_files();
+      throw;
+    }
+  }
+  Store& store() { return *store_; }
+
+  template <typename F>
+  auto unless_refused(F&& body) -> decltype(body()) {
+    try {
+      return body();
+    } catch (...) {
+      try {
+        if (created_ && store_->runs().empty()) {
+          store_.reset();
+          remove_files();
+        }
+      } catch (...) {
+        // The refusal is what the user must see.
+      }
+      throw;
+    }
+  }
+
+ private:
+  void remove_files() const {
+    if (!created_ || path_.empty()) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::filesystem::remove(path_ + suffix, ec);
+  }
+  std::string path_;
+  bool created_;
+  std::optional<Store> store_;
+};
+
 }  // namespace
 
 po::options_description database_options() {
@@ -321,11 +367,12 @@ int cmd_tune(const std::vector<std::string>& args) {
       set_up_tuning(resolve_job(*registry, job, overrides_from(vm, args)), std::move(cuda));
   print_notes(setup);
 
-  Store store = Store::open(vm["db"].as<std::string>());
   const std::uint64_t asked = vm["compile-threads"].as<Unsigned>().value;
   if (asked > 1024)
     throw Error(ErrorKind::kUsage,
                 fmt::format("--compile-threads {}: at most 1024 compile threads", asked));
+  NewDatabase db(vm["db"].as<std::string>());
+  Store& store = db.store();
   unsigned threads = static_cast<unsigned>(asked);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
   std::vector<std::string> compile_command;
@@ -350,9 +397,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  const TuneSummary s = tune(
-      instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
-      [&](const Progress& p) { line.update(p); }, &g_stop);
+  const TuneSummary s = db.unless_refused([&] {
+    return tune(
+        instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
+        [&](const Progress& p) { line.update(p); }, &g_stop);
+  });
   std::signal(SIGINT, SIG_DFL);
   line.finish();
 
