@@ -10,6 +10,8 @@
 //   - A trial belongs to a run; its identity for resuming is (kernel, device, problem, config
 //     key): the same kernel source and space on the same device and problem.
 //   - Only trials with status ok can become a best; set_best refuses any other.
+//   - A configuration is claimed (claim) before it is measured, so that concurrent writers
+//     never measure one twice; a claim of a process that is gone expires.
 #pragma once
 
 #include <chrono>
@@ -218,6 +220,28 @@ class Store {
   std::optional<TrialRecord> find_trial(std::int64_t kernel_id, std::int64_t device_id,
                                         std::int64_t problem_id, const std::string& config_key,
                                         bool replayed = false) const;
+
+  // What claim() found for a configuration.
+  struct Claim {
+    enum class State {
+      kMeasured,  // a trial answers it: `trial`
+      kClaimed,   // no trial, and this store now holds the claim: measure it
+      kBusy,      // another live process (or another store) holds the claim: ask again later
+    };
+    State state = State::kClaimed;
+    std::optional<TrialRecord> trial;
+  };
+  // In one write transaction: the trial find_trial would return, else the configuration's
+  // claim for this store (taken over from a holder whose process is gone, or another host's
+  // claim older than claim_seconds). A claim ends with the trial that answers it (add_trial) or
+  // with release_claims(); concurrent processes that claim before they compile therefore never
+  // measure one configuration twice.
+  Claim claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+              const std::string& config_key, bool replayed = false);
+  // Drops every claim this store holds (a run's end, finished or not).
+  void release_claims();
+  // How long a claim of a process on another host is honoured (its process cannot be checked).
+  static constexpr std::int64_t claim_seconds = 3600;
 
   // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
   // unless the trial exists and has status ok.
