@@ -8,7 +8,7 @@ pkgs=(
   nlohmann-json3-dev libtomlplusplus-dev libfmt-dev
   python3-dev pybind11-dev python3-optuna python3-numpy python3-scipy
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libxxhash-dev
-  chromium clang-format
+  chromium clang-format clang libclang-rt-14-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do
