@@ -11,7 +11,8 @@
 #   recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER)
+#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
+#   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -167,6 +168,26 @@ for step in $steps; do
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
         export_rec $job $rdb
       done ;;
+    orphans)
+      # SIGKILL of `ktune tune` (the process alone, not its group) during a real run: none of
+      # its GPU worker or compile processes may outlive it, and the next run resumes: what the
+      # killed run stored is answered from the database.
+      odb=/tmp/orphans.db; rm -f $odb $odb-wal $odb-shm
+      otune=($ktune tune reduce --problem n=2**25 --db $odb --strategy random --seed 3 --budget-evals 300 --progress never)
+      "${otune[@]}" >"$out/orphans-killed.log" 2>&1 &
+      opid=$!
+      stored() { python3 -c "import sqlite3,sys;print(sqlite3.connect('file:$odb?mode=ro',uri=True).execute('select count(*) from trials').fetchone()[0])" 2>/dev/null || echo 0; }
+      for _ in $(seq 120); do sleep 1; (( $(stored) >= 30 )) && break; done
+      kids=$(ps -eo pid=,ppid=,args= | awk -v p=$opid '$2==p {print $1}' | tr '\n' ' ')
+      before=$(stored)
+      kill -9 $opid; wait $opid 2>/dev/null
+      sleep 5
+      left=$(for k in $kids; do ps -p $k -o pid=,args= ; done)
+      strays=$(ps -eo pid=,args= | grep -E "ktune (__worker|__compile)" | grep -v grep)
+      log "orphans: killed ktune tune (pid $opid) after $before stored trials; children then: ${kids:-none}; alive 5 s later: ${left:-none}; ktune __worker/__compile processes: ${strays:-none}"
+      timeout -s INT -k 20 $limit "${otune[@]}" --json >"$out/orphans-resume.json" 2>"$out/orphans-resume.err"
+      log "orphans resume: rc=$? $(python3 -c "import json;d=json.load(open('$out/orphans-resume.json'));print({k:d[k] for k in ('status','trials','measured','from_database')})" 2>&1) (from_database should be >= $before)"
+      python3 -c "import sqlite3;print('runs:', sqlite3.connect('$odb').execute('select id,status from runs').fetchall())" | tee -a "$out/summary.txt" ;;
     *) log "unknown step $step" ;;
   esac
 done
