@@ -48,8 +48,8 @@ void check_header(const std::string& path, const Elf64_Ehdr& h, std::uint64_t si
   if (h.e_type != ET_DYN)
     refuse(path, fmt::format("an ELF file of type {}, not a shared library", h.e_type));
   if (h.e_machine != kMachine)
-    refuse(path, fmt::format("an ELF library for machine {}, not this one ({})", h.e_machine,
-                             kMachine));
+    refuse(path,
+           fmt::format("an ELF library for machine {}, not this one ({})", h.e_machine, kMachine));
   if (h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 ||
       !inside(h.e_phoff, h.e_phnum, h.e_phentsize, size))
     refuse(path, fmt::format("truncated or damaged ELF file ({} bytes): its program headers "
@@ -71,7 +71,8 @@ void check_elf_library(const std::string& path) {
   const auto size = static_cast<std::uint64_t>(end);
   Elf64_Ehdr h{};
   in.seekg(0);
-  in.read(reinterpret_cast<char*>(&h), static_cast<std::streamsize>(std::min<std::uint64_t>(size, sizeof h)));
+  in.read(reinterpret_cast<char*>(&h),
+          static_cast<std::streamsize>(std::min<std::uint64_t>(size, sizeof h)));
   if (size < SELFMAG || std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0)
     refuse(path, fmt::format("not an ELF shared library ({} bytes, no ELF magic number)", size));
   if (size < sizeof h) refuse(path, fmt::format("truncated ELF file ({} bytes)", size));

@@ -222,8 +222,8 @@ void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin)
                                                 origin, plugin->struct_size));
   if (plugin->kernel_count == 0 || plugin->kernels == nullptr)
     throw Error(ErrorKind::kPlugin,
-                fmt::format("{}: plugin describes no kernels (kernel_count {}, kernels {})",
-                            origin, plugin->kernel_count, plugin->kernels ? "set" : "null"));
+                fmt::format("{}: plugin describes no kernels (kernel_count {}, kernels {})", origin,
+                            plugin->kernel_count, plugin->kernels ? "set" : "null"));
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     if (plugin->kernels[i] == nullptr)
       throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel {} is a null pointer", origin, i));
