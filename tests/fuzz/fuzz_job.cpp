@@ -7,9 +7,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ktune;
-  static const Registry registry = [] {
-    Registry r;
-    register_builtin_kernels(r);
+  // Kept for the process (not destroyed: a Registry holds loaded libraries and cannot move).
+  static const Registry& registry = *[] {
+    auto* r = new Registry;
+    register_builtin_kernels(*r);
     return r;
   }();
   const std::string path = fuzz::write_input("job.toml", data, size);
