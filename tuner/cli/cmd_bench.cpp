@@ -161,13 +161,19 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
 // named after them; a space whose kernel has no other recording is left out.
 std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) {
   std::vector<BenchSpace> out;
+  // Kernels and names first: each space is moved out below.
+  std::vector<std::string> kernels, spaces;
+  for (const BenchSpace& s : in.spaces) {
+    kernels.push_back(s.kernel);
+    spaces.push_back(s.name);
+  }
   for (std::size_t t = 0; t < in.spaces.size(); ++t) {
     std::vector<TransferSource> from;
     std::vector<std::string> names;
     for (std::size_t s = 0; s < in.spaces.size(); ++s)
-      if (s != t && in.spaces[s].kernel == in.spaces[t].kernel) {
+      if (s != t && kernels[s] == kernels[t]) {
         from.push_back(in.sources[s]);
-        names.push_back(in.spaces[s].name);
+        names.push_back(spaces[s]);
       }
     BenchSpace space = std::move(in.spaces[t]);
     if (from.empty()) {
