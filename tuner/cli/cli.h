@@ -78,6 +78,7 @@ int cmd_best(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_bench_strategies(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_merge(const std::vector<std::string>& args);
 int cmd_worker(const std::vector<std::string>& args);
 
 }  // namespace ktune::cli

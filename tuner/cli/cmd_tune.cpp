@@ -133,7 +133,9 @@ po::options_description tune_options() {
       "database (implies --backend replay)")(
       "replay-device", po::value<std::string>()->value_name("NAME"),
       "device name of the recording: names a Kernel Tuner cache's device, picks one of a "
-      "database's");
+      "database's")("replay-delay", po::value<double>()->value_name("MS"),
+                    "replay: wait this long per evaluation, a simulated measurement time (to time "
+                    "several workers on one study without a GPU)");
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->value_name("N"),
                         "timed runs per configuration (default 0: adaptive, until the spread is "
@@ -191,6 +193,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.backend = optional_value<std::string>(vm, "backend");
   o.replay = optional_value<std::string>(vm, "replay");
   if (vm.count("replay-device")) o.replay_device = vm["replay-device"].as<std::string>();
+  o.replay_delay_ms = optional_value<double>(vm, "replay-delay");
   o.command_line = "ktune tune";
   for (const auto& a : args) o.command_line += " " + a;
   return o;

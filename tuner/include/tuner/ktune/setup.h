@@ -42,7 +42,8 @@ struct JobOverrides {
   std::optional<std::string> backend;  // "cuda" | "replay"
   std::optional<std::string> replay;   // a recording: implies the replay backend
   std::string replay_device;           // names the recording's device
-  std::string command_line;            // provenance
+  std::optional<double> replay_delay_ms;  // replay: simulated evaluation time per trial
+  std::string command_line;               // provenance
 };
 
 enum class BackendKind { kCuda, kReplay };
@@ -57,6 +58,7 @@ struct TuningJob {
   std::shared_ptr<Recording> recording;  // kReplay: the recording
   std::string replay_reason;             // why a recording is replayed that was not asked for
   bool no_gpu = false;                   // ... because there is no GPU
+  double replay_delay_ms = 0;            // kReplay: each evaluation waits this long
   std::vector<std::string> notes;        // to tell the user ("warning: ..." for warnings)
 };
 

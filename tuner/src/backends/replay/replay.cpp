@@ -11,7 +11,9 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <set>
 
 #include "ktune/error.h"
@@ -507,6 +509,7 @@ Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) 
     m.error = "not in the recording";
     return m;
   }
+  if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
   m.status = t->status;
   if (t->status != TrialStatus::kOk)
     m.error = fmt::format("replayed: recorded as {}", to_string(t->status));
