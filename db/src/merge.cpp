@@ -104,7 +104,8 @@ struct Merger {
   // src id -> main id of a table whose rows have an identity (the UNIQUE columns).
   void map_ids(const std::string& table, const std::vector<std::string>& identity) {
     std::string on;
-    for (const std::string& c : identity) on += (on.empty() ? "" : " AND ") + ("d." + c + " = s." + c);
+    for (const std::string& c : identity)
+      on += (on.empty() ? "" : " AND ") + ("d." + c + " = s." + c);
     db.exec("DROP TABLE IF EXISTS temp.merge_" + table);
     db.exec("CREATE TEMP TABLE merge_" + table + " AS SELECT s.id AS src, d.id AS dst FROM src." +
             table + " s JOIN main." + table + " d ON " + on);
@@ -140,9 +141,10 @@ struct Merger {
     map_ids("problems", {"kernel_name", "key"});
   }
 
-  // A run is the same run when its kernel, device and problem map to the same rows and it was
+  // A run is the same run when its kernel, device and problem map to the same rows, it was
   // started by the same process at the same millisecond, with the same strategy, seed and
-  // command line.
+  // command line, and its first trial is the same (configuration and time stored), which tells
+  // apart two runs one program started at once.
   void find_runs() {
     db.exec(
         "UPDATE temp.merge_runs SET dst = (SELECT r.id FROM main.runs r JOIN src.runs s "
@@ -151,7 +153,39 @@ struct Merger {
         "AND r.host = s.host AND r.boot_id = s.boot_id AND r.pid = s.pid "
         "AND r.process_start = s.process_start AND r.started_at = s.started_at "
         "AND r.seed = s.seed AND r.strategy = s.strategy AND r.command_line = s.command_line "
+        "AND coalesce((SELECT t.config_key || '@' || t.created_at FROM main.trials t "
+        "WHERE t.run_id = r.id ORDER BY t.id LIMIT 1), '') = "
+        "coalesce((SELECT t.config_key || '@' || t.created_at FROM src.trials t "
+        "WHERE t.run_id = s.id ORDER BY t.id LIMIT 1), '') "
         "ORDER BY r.id LIMIT 1) WHERE dst IS NULL");
+  }
+
+  // The runs the destination lacks, in the source's order, each mapped to its new id.
+  void insert_new_runs() {
+    std::vector<std::int64_t> fresh;
+    {
+      SQLite::Statement q(db, "SELECT src FROM temp.merge_runs WHERE dst IS NULL ORDER BY src");
+      while (q.executeStep()) fresh.push_back(q.getColumn(0).getInt64());
+    }
+    const std::vector<std::string> columns = columns_of(db, "runs");
+    SQLite::Statement insert(
+        db, "INSERT INTO main.runs (" + join(columns) + ") SELECT " +
+                select_list(columns, "s",
+                            {{"kernel_id", "m.kernel_id"},
+                             {"device_id", "m.device_id"},
+                             {"problem_id", "m.problem_id"}}) +
+                " FROM src.runs s JOIN temp.merge_runs m ON m.src = s.id WHERE s.id = ?");
+    SQLite::Statement map(db, "UPDATE temp.merge_runs SET dst = ? WHERE src = ?");
+    for (const std::int64_t src : fresh) {
+      insert.bind(1, src);
+      insert.exec();
+      insert.reset();
+      map.bind(1, db.getLastInsertRowid());
+      map.bind(2, src);
+      map.exec();
+      map.reset();
+      ++report.runs;
+    }
   }
 
   void runs() {
@@ -164,15 +198,7 @@ struct Merger {
         "JOIN temp.merge_problems p ON p.src = s.problem_id");
     find_runs();
     db.exec("UPDATE temp.merge_runs SET existed = dst IS NOT NULL");
-    const std::vector<std::string> columns = columns_of(db, "runs");
-    report.runs = db.exec(
-        "INSERT INTO main.runs (" + join(columns) + ") SELECT " +
-        select_list(columns, "s",
-                    {{"kernel_id", "m.kernel_id"},
-                     {"device_id", "m.device_id"},
-                     {"problem_id", "m.problem_id"}}) +
-        " FROM src.runs s JOIN temp.merge_runs m ON m.src = s.id WHERE m.dst IS NULL ORDER BY s.id");
-    find_runs();
+    insert_new_runs();
     // A run merged while it was still running has moved on since.
     report.runs_updated = db.exec(
         "UPDATE main.runs AS r SET status = s.status, finished_at = s.finished_at, "
@@ -186,16 +212,16 @@ struct Merger {
   // Trials are append-only, so a run's trials beyond the number already merged are the new ones.
   void trials() {
     const std::vector<std::string> columns = columns_of(db, "trials");
-    report.trials = db.exec(
-        "INSERT INTO main.trials (" + join(columns) + ") SELECT " +
-        select_list(columns, "t",
-                    {{"run_id", "m.dst"},
-                     {"kernel_id", "m.kernel_id"},
-                     {"device_id", "m.device_id"},
-                     {"problem_id", "m.problem_id"}}) +
-        " FROM (SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY id) AS merge_n "
-        "FROM src.trials) t JOIN temp.merge_runs m ON m.src = t.run_id "
-        "WHERE t.merge_n > m.have ORDER BY t.id");
+    report.trials =
+        db.exec("INSERT INTO main.trials (" + join(columns) + ") SELECT " +
+                select_list(columns, "t",
+                            {{"run_id", "m.dst"},
+                             {"kernel_id", "m.kernel_id"},
+                             {"device_id", "m.device_id"},
+                             {"problem_id", "m.problem_id"}}) +
+                " FROM (SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY id) AS merge_n "
+                "FROM src.trials) t JOIN temp.merge_runs m ON m.src = t.run_id "
+                "WHERE t.merge_n > m.have ORDER BY t.id");
     if (report.trials > 0) {
       const std::int64_t grown =
           db.execAndGet(
@@ -235,7 +261,8 @@ struct Merger {
   }
 
   void best(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
-    const std::optional<const Evidence*> chosen = choose_best(evidence(kernel, device, problem));
+    const std::vector<Evidence> all = evidence(kernel, device, problem);
+    const std::optional<const Evidence*> chosen = choose_best(all);
     if (!chosen) {
       // Nothing may be a best (say, every candidate gave a wrong result somewhere).
       SQLite::Statement q(db,

@@ -215,10 +215,22 @@ class SharedStudy : public ::testing::TestWithParam<std::string> {
 
   std::vector<std::string> tune_args(const std::string& strategy, int index, int budget,
                                      const std::string& db) {
-    return {"tune",           "convolution_kernel", "--replay",        conv(),
-            "--strategy",     strategy,             "--study-storage", url_,
-            "--budget-evals", std::to_string(budget), "--seed",        std::to_string(index + 1),
-            "--db",           db,                   "--json",          "--progress",
+    return {"tune",
+            "convolution_kernel",
+            "--replay",
+            conv(),
+            "--strategy",
+            strategy,
+            "--study-storage",
+            url_,
+            "--budget-evals",
+            std::to_string(budget),
+            "--seed",
+            std::to_string(index + 1),
+            "--db",
+            db,
+            "--json",
+            "--progress",
             "never"};
   }
 
@@ -330,6 +342,90 @@ TEST_P(SharedStudy, AWorkerKilledMidRunKeepsWhatItCommittedAndTheOthersFinish) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, SharedStudy, ::testing::Values("journal", "postgresql"));
+
+// `ktune tune --devices`: one worker process per device, here replay workers on the CPU.
+class TuneDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = optuna_missing();
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+  std::vector<std::string> args(const std::string& devices) {
+    return {"tune",           "convolution_kernel",
+            "--replay",       conv(),
+            "--devices",      devices,
+            "--replay-delay", "10",
+            "--db",           "devices.db",
+            "--budget-evals", "1000"};
+  }
+  // Search trials per run of the database, and the brute-force best of one process.
+  void expect_split_space(std::size_t max_duplicates) {
+    Store store = Store::open(dir_ / "devices.db", Store::Mode::kReadOnly);
+    std::set<std::string> all;
+    std::size_t duplicates = 0, runs = 0;
+    for (const RunRecord& run : store.runs()) {
+      ++runs;
+      for (const TrialRecord& t : store.trials_of_run(run.id))
+        if (t.kind == TrialKind::kSearch) duplicates += all.insert(t.config_key).second ? 0 : 1;
+    }
+    EXPECT_GE(runs, 3u);
+    EXPECT_LE(duplicates, max_duplicates);
+    const test::CliResult single =
+        test::run_ktune({"tune", "convolution_kernel", "--replay", conv(), "--strategy",
+                         "brute_force", "--budget-evals", "1000", "--db", "single.db", "--json"},
+                        dir_.path(), dir_ / "cache");
+    ASSERT_EQ(single.code, 0) << single;
+    EXPECT_EQ(all.size(), searched(dir_ / "single.db").size());
+    EXPECT_EQ(best_time(dir_ / "devices.db"), best_time(dir_ / "single.db"));
+  }
+  TempDir dir_;
+};
+
+TEST_F(TuneDevices, OneWorkerPerDeviceSplitsTheSpace) {
+  auto a = args("0,1,2");
+  a.push_back("--json");
+  const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("workers").size(), 3u) << r.out;
+  for (const auto& w : j.at("workers")) {
+    EXPECT_EQ(w.at("worker_exit"), 0);
+    EXPECT_EQ(w.at("strategy"), "optuna:grid");  // brute force, split
+  }
+  expect_split_space(0);
+}
+
+TEST_F(TuneDevices, AWorkerThatDiesCostsItsTrialNotTheRun) {
+  Worker parent = start(args("0,1,2"), dir_.path(), 0);
+  // The parent names each worker's process on stderr; kill device 1's once it has measured.
+  pid_t victim = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (victim < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string err = test::read_file(parent.err);
+    const auto at = err.find("device 1: worker ");
+    if (at != std::string::npos) victim = std::stoi(err.substr(at + 17));
+  }
+  ASSERT_GT(victim, 0) << describe(parent);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  finish(parent);
+  ASSERT_EQ(parent.code, 0) << describe(parent);
+  EXPECT_NE(test::read_file(parent.err).find("device 1: worker killed by signal 9"),
+            std::string::npos)
+      << describe(parent);
+  expect_split_space(2);  // at most the killed worker's trials in flight, measured again
+}
+
+TEST_F(TuneDevices, NativeStrategiesAreRefusedNamingTheShareableOnes) {
+  auto a = args("0,1");
+  a.insert(a.end(), {"--strategy", "genetic_algorithm"});
+  const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(test::contains(r.err, "optuna:grid")) << r;
+  EXPECT_TRUE(test::contains(r.err, "genetic_algorithm")) << r;
+  EXPECT_FALSE(fs::exists(dir_ / "devices.db"));
+}
 
 }  // namespace
 }  // namespace ktune

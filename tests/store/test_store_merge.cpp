@@ -110,7 +110,10 @@ TEST_F(StoreMerge, CopiesRunsTrialsBestsAndBinariesKeepingTheirProvenance) {
     store.add_trial(make_trial(s, "b=512", 0.5, TrialStatus::kWrongResult));
     const std::int64_t best = store.add_trial(retimed(s, "b=256", 1.1));
     store.set_best(best);
-    store.put_binary("bin-1", "sm_90", "reduce<256>", std::string("\x7f" "ELF\0cubin", 10));
+    store.put_binary("bin-1", "sm_90", "reduce<256>",
+                     std::string("\x7f"
+                                 "ELF\0cubin",
+                                 10));
     store.finish_run(s.run, RunStatus::kFinished, R"({"trials":4})");
   }
   const auto fleet = file("fleet.db");
@@ -241,9 +244,7 @@ TEST_F(StoreMerge, RefusesItselfAndBadSourcesLeavingTheDatabaseAsItWas) {
   Store into = Store::open(fleet);
   into.merge_from(a);
   const std::string before = dump(fleet);
-  {
-    std::ofstream(junk) << "not a database at all, just text that is long enough to be read";
-  }
+  { std::ofstream(junk) << "not a database at all, just text that is long enough to be read"; }
   try {
     into.merge_from(junk);
     FAIL() << "merged a file that is not a database";
@@ -315,7 +316,8 @@ TEST_F(StoreMerge, PropertiesOnRandomFleets) {
     std::map<std::string, std::string> reference_bests;
     for (int order = 0; order < 4; ++order) {
       std::shuffle(sources.begin(), sources.end(), rng);
-      const auto fleet = file("merged" + std::to_string(seed) + "-" + std::to_string(order) + ".db");
+      const auto fleet =
+          file("merged" + std::to_string(seed) + "-" + std::to_string(order) + ".db");
       Store into = Store::open(fleet);
       for (const auto& s : sources) into.merge_from(s);
       const std::string once = dump(fleet);
@@ -344,12 +346,11 @@ TEST_F(StoreMerge, PropertiesOnRandomFleets) {
     EXPECT_EQ(dump(grouped), reference);
     // And every best is an ok trial with no wrong result of its configuration anywhere.
     SQLite::Database raw(grouped.string(), SQLite::OPEN_READONLY);
-    EXPECT_EQ(raw.execAndGet(
-                     "SELECT count(*) FROM best b JOIN trials t ON t.id = b.trial_id "
-                     "WHERE t.status <> 0 OR EXISTS (SELECT 1 FROM trials w WHERE "
-                     "w.kernel_id = b.kernel_id AND w.device_id = b.device_id AND "
-                     "w.problem_id = b.problem_id AND w.config_key = t.config_key "
-                     "AND w.status = 5)")
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM best b JOIN trials t ON t.id = b.trial_id "
+                             "WHERE t.status <> 0 OR EXISTS (SELECT 1 FROM trials w WHERE "
+                             "w.kernel_id = b.kernel_id AND w.device_id = b.device_id AND "
+                             "w.problem_id = b.problem_id AND w.config_key = t.config_key "
+                             "AND w.status = 5)")
                   .getInt(),
               0);
   }

@@ -13,9 +13,9 @@ namespace ktune::cli {
 namespace {
 
 nlohmann::json to_json(const std::string& source, const MergeReport& r) {
-  return {{"source", source},   {"devices", r.devices},   {"kernels", r.kernels},
-          {"problems", r.problems}, {"runs", r.runs},     {"runs_updated", r.runs_updated},
-          {"trials", r.trials}, {"binaries", r.binaries}, {"bests", r.bests}};
+  return {{"source", source},       {"devices", r.devices},   {"kernels", r.kernels},
+          {"problems", r.problems}, {"runs", r.runs},         {"runs_updated", r.runs_updated},
+          {"trials", r.trials},     {"binaries", r.binaries}, {"bests", r.bests}};
 }
 
 std::string to_text(const std::string& source, const MergeReport& r) {

@@ -121,6 +121,9 @@ po::options_description tune_options() {
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
+      "devices", po::value<std::string>()->value_name("all|N,N,..."),
+      "tune on several GPUs of this host at once: one worker process per device; the workers "
+      "of one device model share the search (docs/scale-out.md)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
       "2 s elsewhere)");
@@ -311,6 +314,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
   }
+  if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};

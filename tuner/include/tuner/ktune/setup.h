@@ -38,10 +38,10 @@ struct JobOverrides {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;
   std::optional<std::string> flush_l2;
-  std::optional<std::string> verify;   // "device" | "host"
-  std::optional<std::string> backend;  // "cuda" | "replay"
-  std::optional<std::string> replay;   // a recording: implies the replay backend
-  std::string replay_device;           // names the recording's device
+  std::optional<std::string> verify;      // "device" | "host"
+  std::optional<std::string> backend;     // "cuda" | "replay"
+  std::optional<std::string> replay;      // a recording: implies the replay backend
+  std::string replay_device;              // names the recording's device
   std::optional<double> replay_delay_ms;  // replay: simulated evaluation time per trial
   std::string command_line;               // provenance
 };

@@ -236,7 +236,12 @@ STALE_SECONDS = 600
 
 
 def _abandoned(trial, now):
+    """A running trial whose process is gone. Every worker writes ktune_worker while it holds the
+    study's lock, so a running trial read under the lock without it was left by a process that
+    died inside its ask (or was not written by ktune)."""
     worker = trial.user_attrs.get("ktune_worker")
+    if not worker:
+        return True
     if worker:
         host, boot, pid, start = worker.split("|")
         here_host, here_boot = WORKER.split("|")[:2]
@@ -288,7 +293,9 @@ class StudyLock:
             from sqlalchemy import text
 
             if self.conn is None:
-                self.conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                # A session lock outside any transaction; held on this connection alone.
+                self.raw = self.engine.connect()
+                self.conn = self.raw.execution_options(isolation_level="AUTOCOMMIT")
             if self.kind == "postgresql":
                 self.conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
             else:

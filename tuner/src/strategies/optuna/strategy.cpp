@@ -465,7 +465,7 @@ struct OptunaStrategy::Impl {
       c.assign(t.params, t.params + space->size());
     }
     Slot* s = slot(c);
-    if (!s) return;  // invalid: a rejected proposal
+    if (!s) return;                                 // invalid: a rejected proposal
     if (t.state == KTUNE_OPTUNA_ABANDONED) return;  // its worker is gone: free to measure
     if (t.state == KTUNE_OPTUNA_RUNNING || t.state == KTUNE_OPTUNA_WAITING) {
       s->taken = true;
