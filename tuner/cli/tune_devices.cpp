@@ -32,6 +32,11 @@ namespace {
 
 constexpr int kMaxRestarts = 3;
 
+// Ctrl-C reaches the workers (the terminal's process group): they stop after their trial in
+// flight and say so; this process only waits for them. A handler, not SIG_IGN, which the
+// workers would inherit.
+extern "C" void on_interrupt_while_waiting(int) {}
+
 struct DeviceWorker {
   int device = 0;
   std::string label;  // "device 1 (NVIDIA H200)"
@@ -257,6 +262,9 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
       w.label += " (" + q.devices[static_cast<std::size_t>(w.device)].name + ")";
     w.argv = worker_argv(args, exe, vm, w.device, static_cast<int>(devices.size()));
   }
+  struct sigaction action {};
+  action.sa_handler = on_interrupt_while_waiting;
+  ::sigaction(SIGINT, &action, nullptr);
   for (DeviceWorker& w : workers) start(w, o);
   std::size_t running = workers.size();
   bool drawn = false;

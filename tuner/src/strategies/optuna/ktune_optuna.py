@@ -373,6 +373,9 @@ class Study:
         else:
             self.study.tell(trial, state=state)
 
+    def claim(self, number, config_key):
+        self.asked[number].set_user_attr("ktune_config", config_key)
+
     def lock(self):
         if self.lock_ is not None:
             self.lock_.acquire()

@@ -298,6 +298,13 @@ int lock(KtuneOptunaStudy* study, char** error) {
   });
 }
 
+int claim(KtuneOptunaStudy* study, int64_t number, const char* config_key, char** error) {
+  return guarded(error, [&] {
+    py::gil_scoped_acquire gil;
+    study->study.attr("claim")(number, config_key);
+  });
+}
+
 int unlock(KtuneOptunaStudy* study, char** error) {
   return guarded(error, [&] {
     py::gil_scoped_acquire gil;
@@ -327,6 +334,7 @@ const KtuneOptunaApi kApi = {
     describe,
     lock,
     unlock,
+    claim,
 };
 
 }  // namespace

@@ -107,6 +107,9 @@ typedef struct KtuneOptunaApi {
   // MySQL session lock), so a killed worker never leaves the others waiting.
   int (*lock)(KtuneOptunaStudy* study, char** error);
   int (*unlock)(KtuneOptunaStudy* study, char** error);
+  // Writes the user attribute "ktune_config" on a trial still running: in a shared study, the
+  // configuration a projected proposal will measure, so other workers see it taken.
+  int (*claim)(KtuneOptunaStudy* study, int64_t number, const char* config_key, char** error);
 } KtuneOptunaApi;
 
 typedef const KtuneOptunaApi* (*KtuneOptunaEntry)(void);

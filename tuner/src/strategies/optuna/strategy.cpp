@@ -522,6 +522,12 @@ struct OptunaStrategy::Impl {
     ++stats.elsewhere;
   }
 
+  void claim(std::int64_t number, const Config& config) {
+    const std::string key = space->key(config);
+    char* error = nullptr;
+    check(api->claim(study, number, key.c_str(), &error), error);
+  }
+
   // Holds the shared study's lock (nothing for a study of one worker).
   struct Locked {
     Impl& m;
@@ -606,6 +612,9 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
       projected = true;
       ++m.stats.projected;
     }
+    // Other workers see what this trial measures by its params, or by ktune_config where the
+    // proposal was projected.
+    if (projected && m.shared && m.is_free(*m.slot(config))) m.claim(number, config);
     Impl::Slot& s = *m.slot(config);
     if (s.seen == Impl::Seen::kNew && s.taken) {
       m.tell_elsewhere(number);
