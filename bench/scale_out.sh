@@ -5,7 +5,9 @@
 #
 #   bench/scale_out.sh [KTUNE] [STORAGE] [TRIALS] [DELAY_MS]
 #     KTUNE    the ktune binary (default build/tuner/ktune)
-#     STORAGE  journal (default) or a postgresql://... URL (a server you started; see the doc)
+#     STORAGE  journal (default: a journal file in a temporary directory), journal:DIR (the
+#              journal in DIR, e.g. /dev/shm, to leave the file system's fsync out), or a
+#              postgresql://... URL (a server you started; see the doc)
 #     TRIALS   trials in all, split between the workers (default 800)
 #     DELAY_MS simulated evaluation time (default 20)
 #
@@ -24,17 +26,24 @@ cd "$work"
 echo "workers  wall_s  tuning_s  speedup(tuning)  speedup(wall)  overhead_ms/trial   ($storage, $trials trials, $delay ms each)"
 base_tuning=""; base_wall=""
 for workers in 1 2 4; do
-  rm -f w*.db study.log*
-  if [ "$storage" = journal ]; then url="journal:$work/study.log"; else url="$storage"; fi
+  rm -f w*.db w*.err
+  case "$storage" in
+    journal) url="journal:$work/study-$workers.log" ;;
+    journal:*) url="journal:${storage#journal:}/ktune-scale-$$-$workers.log" ;;
+    *) url="$storage" ;;
+  esac
   name="scale-$workers-$$-$RANDOM"
   per=$((trials / workers))
   start=$(date +%s.%N)
   for i in $(seq 1 "$workers"); do
     "$ktune" tune --replay "$recording" --strategy optuna:random --study-storage "$url" \
       --strategy-option study_name="$name" --budget-evals "$per" --replay-delay "$delay" \
-      --seed "$i" --retime-top 0 --db "w$i.db" -q &
+      --seed "$i" --retime-top 0 --db "w$i.db" -q 2> "w$i.err" &
   done
-  wait
+  failed=0
+  for job in $(jobs -p); do wait "$job" || failed=1; done
+  if [ "$failed" = 1 ]; then cat w*.err >&2; exit 1; fi
+  case "$url" in journal:*) rm -f "${url#journal:}"*;; esac
   end=$(date +%s.%N)
   python3 - "$workers" "$start" "$end" "$trials" "$delay" "${base_tuning:-0}" "${base_wall:-0}" <<'PY' > row.txt
 import glob, sqlite3, sys, datetime

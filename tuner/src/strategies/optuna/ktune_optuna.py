@@ -180,18 +180,35 @@ class _FileLock:
         self.path = path + ".lock"
         self.fd = None
 
-    def acquire(self):
+    def acquire(self, shared=False):
         import fcntl
 
         if self.fd is None:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.lockf(self.fd, fcntl.LOCK_EX)
+        fcntl.lockf(self.fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         return True
 
     def release(self):
         import fcntl
 
         fcntl.lockf(self.fd, fcntl.LOCK_UN)
+
+
+def _journal_file(path):
+    """Optuna's journal file, its appends and its reads under an fcntl lock. Optuna 3.1 reads
+    without a lock: a reader that meets a line another process is still appending takes its two
+    halves for two lines and fails (JSONDecodeError) with four workers on one journal."""
+    from optuna.storages import JournalFileStorage
+
+    class LockedJournalFile(JournalFileStorage):
+        def read_logs(self, log_number_from):
+            self._lock.acquire(shared=True)
+            try:
+                return super().read_logs(log_number_from)
+            finally:
+                self._lock.release()
+
+    return LockedJournalFile(path, lock_obj=_FileLock(path + ".ktune-append"))
 
 
 def make_storage(url):
@@ -201,9 +218,9 @@ def make_storage(url):
         path = url[len("journal:"):]
         if not path:
             raise UsageError("study_storage journal:PATH needs a path")
-        from optuna.storages import JournalFileStorage, JournalStorage
+        from optuna.storages import JournalStorage
 
-        return JournalStorage(JournalFileStorage(path, lock_obj=_FileLock(path + ".ktune-append")))
+        return JournalStorage(_journal_file(path))
     if "://" not in url:
         raise UsageError(
             f"study_storage '{url}' is neither journal:PATH nor a database URL such as sqlite:///PATH"
