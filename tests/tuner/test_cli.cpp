@@ -509,14 +509,15 @@ namespace {
 // merged again without a change, the best the faster host's; bad sources merge nothing.
 TEST(CliMerge, MergesDatabasesOnceAndRefusesBadSources) {
   test::TempDir dir;
-  const std::string conv = std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  const std::string conv =
+      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
   auto run = [&](const std::vector<std::string>& args) {
     return test::run_ktune(args, dir.path(), dir / "cache");
   };
   for (const std::string seed : {"1", "2"}) {
-    const test::CliResult r = run({"tune", "convolution_kernel", "--replay", conv, "--strategy",
-                                   "random", "--budget-evals", "20", "--seed", seed, "--db",
-                                   "host" + seed + ".db", "-q"});
+    const test::CliResult r =
+        run({"tune", "convolution_kernel", "--replay", conv, "--strategy", "random",
+             "--budget-evals", "20", "--seed", seed, "--db", "host" + seed + ".db", "-q"});
     ASSERT_EQ(r.code, 0) << r;
   }
   test::CliResult r = run({"merge", "host1.db", "host2.db", "-o", "fleet.db", "--json"});

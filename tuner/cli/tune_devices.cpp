@@ -59,9 +59,8 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
                   "0,1,2,3)");
     const DeviceQuery q = list_devices();
     if (q.devices.empty())
-      throw Error(ErrorKind::kDevice,
-                  fmt::format("--devices all: no CUDA device{}",
-                              q.problem.empty() ? "" : " (" + q.problem + ")"));
+      throw Error(ErrorKind::kDevice, fmt::format("--devices all: no CUDA device{}",
+                                                  q.problem.empty() ? "" : " (" + q.problem + ")"));
     for (std::size_t i = 0; i < q.devices.size(); ++i) out.push_back(static_cast<int>(i));
     return out;
   }
@@ -102,8 +101,9 @@ std::string shared_strategy(const po::variables_map& vm) {
 // --device and --progress, then the worker's own.
 std::vector<std::string> worker_argv(const std::vector<std::string>& args, const std::string& exe,
                                      const po::variables_map& vm, int device, int workers) {
-  static const char* kDropped[] = {"--devices", "--strategy", "--study-storage", "--device",
-                                   "--progress", "--json", "-q", "--quiet"};
+  static const char* kDropped[] = {"--devices", "--strategy", "--study-storage",
+                                   "--device",  "--progress", "--json",
+                                   "-q",        "--quiet"};
   static const char* kTakesValue[] = {"--devices", "--strategy", "--study-storage", "--device",
                                       "--progress"};
   std::vector<std::string> out = {exe, "tune"};
