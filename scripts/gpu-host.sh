@@ -11,7 +11,8 @@
 #   recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER)
+#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
+#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -166,6 +167,13 @@ for step in $steps; do
           2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
         export_rec $job $rdb
+      done ;;
+    scale-out)
+      # The scaling figure of a shared study (docs/scale-out.md#scaling): 1, 2, 4 replay
+      # workers, 20 ms per trial, on a journal (and on /dev/shm, without the fsyncs).
+      for storage in journal journal:/dev/shm; do
+        timeout -k 10 300 bench/scale_out.sh $ktune $storage 800 20 >>"$out/scale-out.txt" 2>&1
+        log "scale-out $storage: rc=$? $(grep -E '^ +4 ' "$out/scale-out.txt" | tail -1)"
       done ;;
     *) log "unknown step $step" ;;
   esac
