@@ -1,6 +1,7 @@
-// Input data of the GPU worker (internal): a buffer filled from its init (random, iota, value)
-// with a counter-based generator, so element i depends only on (seed, buffer, i) and inputs are
-// the same in every worker.
+// Input data of the GPU worker (internal): a buffer filled from its init, by a distribution
+// (random, normal, zipf, choice, iota, value) with a counter-based generator, so element i depends
+// only on (seed, buffer, i) and inputs are the same in every worker; from a file; or by the
+// kernel's generate function.
 #pragma once
 
 #include <cstddef>
@@ -17,5 +18,10 @@ std::uint64_t mix(std::uint64_t x);
 // selects the random sequence (seed and buffer).
 void fill(void* data, ElemType type, std::size_t count, const BufferInit& init,
           std::uint64_t stream);
+
+// Fills an input buffer as its init says: a distribution (fill), a file or the kernel's
+// generate function. Throws Error(kInput) naming the kernel and buffer.
+void fill_input(void* data, const BufferSpec& spec, const BufferInit& init, std::size_t count,
+                std::uint64_t stream, const KernelSpec& kernel, const Problem& problem);
 
 }  // namespace ktune::worker
