@@ -14,6 +14,7 @@
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume)
+#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -211,6 +212,13 @@ for step in $steps; do
       timeout -s INT -k 20 $limit "${otune[@]}" --json >"$out/orphans-resume.json" 2>"$out/orphans-resume.err"
       log "orphans resume: rc=$? $(python3 -c "import json;d=json.load(open('$out/orphans-resume.json'));print({k:d[k] for k in ('status','trials','measured','from_database')})" 2>&1) (from_database should be >= $before)"
       python3 -c "import sqlite3;print('runs:', sqlite3.connect('$odb').execute('select id,status from runs').fetchall())" | tee -a "$out/summary.txt" ;;
+    scale-out)
+      # The scaling figure of a shared study (docs/scale-out.md#scaling): 1, 2, 4 replay
+      # workers, 20 ms per trial, on a journal (and on /dev/shm, without the fsyncs).
+      for storage in journal journal:/dev/shm; do
+        timeout -k 10 300 bench/scale_out.sh $ktune $storage 800 20 >>"$out/scale-out.txt" 2>&1
+        log "scale-out $storage: rc=$? $(grep -E '^ +4 ' "$out/scale-out.txt" | tail -1)"
+      done ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "ktune/error.h"
+#include "merge.h"
 #include "migrate.h"
 
 namespace ktune {
@@ -1038,6 +1039,21 @@ std::optional<std::string> Store::binary(const std::string& key) const {
     const auto* data = static_cast<const char*>(c.getBlob());
     return std::string(data, data + c.getBytes());
   });
+}
+
+MergeReport Store::merge_from(const std::filesystem::path& source) {
+  impl_->require_writable("merge");
+  // The refusals of a read-only open (not a ktune database, another schema, corrupt ...).
+  { Store::open(source, Mode::kReadOnly, std::chrono::milliseconds(5000)); }
+  std::error_code ec;
+  if (std::filesystem::equivalent(source, impl_->path, ec))
+    throw Error(ErrorKind::kUsage,
+                impl_->where + ": merge: " + source.string() + " is this database itself");
+  try {
+    return detail::merge_database(impl_->db, source);
+  } catch (const SQLite::Exception& e) {
+    throw detail::database_error(impl_->where + ": merge " + source.string(), e);
+  }
 }
 
 namespace {

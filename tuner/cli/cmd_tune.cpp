@@ -125,6 +125,9 @@ po::options_description tune_options() {
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
+      "devices", po::value<std::string>()->value_name("all|N,N,..."),
+      "tune on several GPUs of this host at once: one worker process per device; the workers "
+      "of one device model share the search (docs/scale-out.md)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
       "2 s elsewhere)");
@@ -137,7 +140,9 @@ po::options_description tune_options() {
       "database (implies --backend replay)")(
       "replay-device", po::value<std::string>()->value_name("NAME"),
       "device name of the recording: names a Kernel Tuner cache's device, picks one of a "
-      "database's");
+      "database's")("replay-delay", po::value<double>()->value_name("MS"),
+                    "replay: wait this long per evaluation, a simulated measurement time (to time "
+                    "several workers on one study without a GPU)");
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->value_name("N"),
                         "timed runs per configuration (default 0: adaptive, until the spread is "
@@ -216,6 +221,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.backend = optional_value<std::string>(vm, "backend");
   o.replay = optional_value<std::string>(vm, "replay");
   if (vm.count("replay-device")) o.replay_device = vm["replay-device"].as<std::string>();
+  o.replay_delay_ms = optional_value<double>(vm, "replay-delay");
   o.command_line = "ktune tune";
   for (const auto& a : args) o.command_line += " " + a;
   return o;
@@ -380,6 +386,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
   }
+  if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};

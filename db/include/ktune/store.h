@@ -171,6 +171,19 @@ struct BestRecord {
   KernelRecord kernel;
 };
 
+// What Store::merge_from copied: rows new to the database, runs whose status moved on, and the
+// bests that changed. Merging the same source again reports zeros everywhere.
+struct MergeReport {
+  std::int64_t devices = 0;
+  std::int64_t kernels = 0;
+  std::int64_t problems = 0;
+  std::int64_t runs = 0;          // runs new to this database
+  std::int64_t runs_updated = 0;  // runs copied before that have since finished or grown
+  std::int64_t trials = 0;
+  std::int64_t binaries = 0;
+  std::int64_t bests = 0;  // best rows set, moved to another trial or removed
+};
+
 class Store {
  public:
   enum class Mode { kReadWrite, kReadOnly };
@@ -262,6 +275,15 @@ class Store {
   void put_binary(const std::string& key, const std::string& arch, const std::string& lowered_name,
                   const std::string& cubin);
   std::optional<std::string> binary(const std::string& key) const;
+
+  // Merges another results database into this one, in one transaction (docs/database.md,
+  // "Merging databases"): devices, kernels and problems by identity, runs by their process and
+  // start (host, boot id, pid, process start, started_at) with every field kept, the trials a
+  // run has beyond those already merged, binaries by key; then the best of every (kernel,
+  // device, problem) the source has runs of is recomputed from all trials by the merge rule.
+  // Merging the same source twice changes nothing; the order of sources does not change the
+  // bests. The source is checked as a read-only open would check it and is never written.
+  MergeReport merge_from(const std::filesystem::path& source);
 
  private:
   struct Impl;
