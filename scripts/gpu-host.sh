@@ -13,7 +13,7 @@
 #   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
-#   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume)
+#   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
