@@ -170,6 +170,9 @@ TEST_P(BuiltinASample, CompilesForSm90) {
       if (it == valid.end())
         it = std::find_if(valid.begin(), valid.end(),
                           [&](const Config& c) { return space.value(c, v) == value; });
+      // reduce_f32 shares reduce's parameters but has no step 10 (its tolerance's depth bound).
+      if (it == valid.end() && std::string(sc.kernel) == "reduce_f32" && value == Value(10))
+        continue;
       ASSERT_NE(it, valid.end()) << "no valid config with " << sc.variant_param << "="
                                  << value.to_string();
       picked.push_back(*it);

@@ -129,8 +129,8 @@ TEST_F(Instance, BufferSizesFollowTheirExpressions) {
 TEST_F(Instance, ScalarArgumentsAreConvertedToTheirTypes) {
   const KernelInstance inst = reduce();
   const std::vector<ScalarArg> args = inst.scalar_args(inst.space().default_config());
-  ASSERT_EQ(args.size(), 3u);
-  for (int i = 0; i < 2; ++i) {  // buffers: left empty
+  ASSERT_EQ(args.size(), 4u);
+  for (int i : {0, 1, 3}) {  // buffers: left empty
     EXPECT_EQ(args[i].bytes, (std::array<unsigned char, 8>{})) << i;
   }
   EXPECT_EQ(args[2].type, ElemType::kU32);
@@ -199,6 +199,7 @@ TEST_F(Instance, DefinesOfTheDefaultConfigInDeclarationOrder) {
                                                                   {"UNROLL", "1"},
                                                                   {"MAXRREGCOUNT", "0"},
                                                                   {"LAUNCH_BOUNDS", "0"},
+                                                                  {"BLOCKS_PER_SM", "0"},
                                                                   {"KTUNE_BLOCK_X", "256"},
                                                                   {"KTUNE_BLOCK_Y", "1"},
                                                                   {"KTUNE_BLOCK_Z", "1"},

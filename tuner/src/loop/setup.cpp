@@ -168,7 +168,11 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
                                  : kernel_from_recording(*t.recording);
   }
   if (!base) base = registry.get(kernel_name);  // unknown kernel: a usage error naming the known
+  // A registered kernel replayed from a recording made before it gained a parameter: that
+  // parameter stays at its default.
   t.kernel = apply_job(*base, job);
+  if (t.recording && registry.contains(kernel_name))
+    fit_to_recording(t.kernel, *t.recording, t.notes);
   if (!o.inputs.empty() || !o.expected.empty()) {
     apply_inputs(t.kernel, o.inputs, o.expected, ".", "--input/--expected");
     t.kernel.validate();
@@ -215,6 +219,7 @@ void fall_back_to_shipped_recording(TuningJob& job, const Error& no_gpu) {
                             no_gpu.what(), job.kernel.name, key, dirs));
   }
   job.recording = load_recording(shipped->string(), job.kernel.name, job.problem, "");
+  fit_to_recording(job.kernel, *job.recording, job.notes);
   job.backend = BackendKind::kReplay;
   job.replay_reason = no_gpu.what();
   job.no_gpu = true;

@@ -144,6 +144,17 @@ std::optional<std::filesystem::path> find_shipped_recording(
 // configs/replay/<kernel>.toml from replay_job_dirs(), if any.
 std::optional<std::filesystem::path> replay_job_for(const std::string& kernel);
 
+// The parameters a registered kernel gained after `recording` was made, each pinned to its
+// default (the value that keeps the kernel as it was measured), as a job narrowing the space;
+// `notes` says which.
+JobFile pin_unrecorded_params(const KernelSpec& known, const Recording& recording,
+                              std::vector<std::string>& notes);
+// A registered kernel (its space perhaps narrowed by a job) fitted to a recording before it is
+// replayed: parameters it gained since, pinned as above; recorded ones kept to the values the
+// recording holds (those it never measured cannot be answered).
+void fit_to_recording(KernelSpec& kernel, const Recording& recording,
+                      std::vector<std::string>& notes);
+
 // How to replay a recording on its own: the kernel of that name from the registry (may be
 // null) with each parameter narrowed to its recorded values, else the synthesized kernel with
 // the restrictions of `job` or of its shipped replay job; the recorded problem; and device

@@ -424,6 +424,38 @@ KernelSpec recorded_kernel(const Recording& r, std::vector<std::string>& notes) 
   }
 }
 
+JobFile pin_unrecorded_params(const KernelSpec& known, const Recording& r,
+                              std::vector<std::string>& notes) {
+  JobFile pin;
+  for (const Parameter& q : known.params)
+    if (std::none_of(r.params.begin(), r.params.end(),
+                     [&](const Parameter& p) { return p.name == q.name; })) {
+      pin.space.emplace_back(q.name, std::vector<Value>{q.values.at(q.default_index)});
+      notes.push_back(
+          fmt::format("{}: parameter '{}' of kernel '{}' is not in the recording: kept at {}",
+                      r.path, q.name, r.kernel_name, q.values.at(q.default_index).to_string()));
+    }
+  return pin;
+}
+
+void fit_to_recording(KernelSpec& kernel, const Recording& r, std::vector<std::string>& notes) {
+  kernel = apply_job(kernel, pin_unrecorded_params(kernel, r, notes));
+  for (Parameter& q : kernel.params) {
+    const auto rec = std::find_if(r.params.begin(), r.params.end(),
+                                  [&](const Parameter& p) { return p.name == q.name; });
+    if (rec == r.params.end()) continue;
+    const Value def = q.values.at(q.default_index);
+    std::vector<Value> kept;
+    for (const Value& v : q.values)
+      if (std::find(rec->values.begin(), rec->values.end(), v) != rec->values.end())
+        kept.push_back(v);
+    if (kept.empty() || kept.size() == q.values.size()) continue;
+    const auto d = std::find(kept.begin(), kept.end(), def);
+    q.default_index = d == kept.end() ? 0 : std::size_t(d - kept.begin());
+    q.values = std::move(kept);
+  }
+}
+
 ReplayTarget replay_target(const Recording& r, const Registry* registry, const JobFile* job) {
   ReplayTarget t;
   t.limits = recording_limits(r);
@@ -445,16 +477,8 @@ ReplayTarget replay_target(const Recording& r, const Registry* registry, const J
     // limits then select what was measured. A parameter the kernel gained after the recording
     // was made stays at its default, the value that keeps the kernel as it was measured.
     const KernelSpec& known = registry->get(r.kernel_name);
-    JobFile narrow;
+    JobFile narrow = pin_unrecorded_params(known, r, t.notes);
     for (const auto& p : r.params) narrow.space.emplace_back(p.name, p.values);
-    for (const Parameter& q : known.params)
-      if (std::none_of(r.params.begin(), r.params.end(),
-                       [&](const Parameter& p) { return p.name == q.name; })) {
-        narrow.space.emplace_back(q.name, std::vector<Value>{q.values.at(q.default_index)});
-        t.notes.push_back(
-            fmt::format("{}: parameter '{}' of kernel '{}' is not in the recording: kept at {}",
-                        r.path, q.name, r.kernel_name, q.values.at(q.default_index).to_string()));
-      }
     t.kernel = apply_job(known, narrow);
     if (job) t.kernel = apply_job(t.kernel, *job);
   } else {
