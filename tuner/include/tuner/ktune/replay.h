@@ -149,9 +149,10 @@ std::optional<std::filesystem::path> replay_job_for(const std::string& kernel);
 // `notes` says which.
 JobFile pin_unrecorded_params(const KernelSpec& known, const Recording& recording,
                               std::vector<std::string>& notes);
-// A registered kernel (its space perhaps narrowed by a job) fitted to a recording before it is
-// replayed: parameters it gained since, pinned as above; recorded ones kept to the values the
-// recording holds (those it never measured cannot be answered).
+// A registered kernel (its space perhaps narrowed by a job) fitted to a recording made before it
+// gained a parameter: those parameters pinned as above, and the recorded ones kept to the values
+// the recording holds (values added since were never measured). A recording with every
+// parameter leaves the kernel as it is: configurations it lacks are answered invalid.
 void fit_to_recording(KernelSpec& kernel, const Recording& recording,
                       std::vector<std::string>& notes);
 

@@ -439,7 +439,9 @@ JobFile pin_unrecorded_params(const KernelSpec& known, const Recording& r,
 }
 
 void fit_to_recording(KernelSpec& kernel, const Recording& r, std::vector<std::string>& notes) {
-  kernel = apply_job(kernel, pin_unrecorded_params(kernel, r, notes));
+  const JobFile pin = pin_unrecorded_params(kernel, r, notes);
+  if (pin.space.empty()) return;  // the recording is of this version of the kernel
+  kernel = apply_job(kernel, pin);
   for (Parameter& q : kernel.params) {
     const auto rec = std::find_if(r.params.begin(), r.params.end(),
                                   [&](const Parameter& p) { return p.name == q.name; });
