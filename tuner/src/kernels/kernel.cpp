@@ -167,7 +167,14 @@ BufferInit KernelSpec::parse_init(const BufferSpec& b) {
     s.kind = BufferInit::Kind::kValue;
     return s;
   }
-  throw bad("expected random, random(lo, hi), iota, value(x) or zero");
+  if (call("file")) {
+    // The path as written (spaces kept), between "file(" and the last ')'.
+    const auto open = b.init.find('(');
+    s.kind = BufferInit::Kind::kFile;
+    s.path = b.init.substr(open + 1, b.init.rfind(')') - open - 1);
+    return s;
+  }
+  throw bad("expected random, random(lo, hi), iota, value(x), zero or file(path)");
 }
 
 std::map<std::string, std::string> KernelSpec::reference_assignments() const {
@@ -297,7 +304,7 @@ class SpecChecker {
         fail(e.what());
       }
     }
-    if (!has_checked_output) fail("no output buffer to verify");
+    if (!has_checked_output && !k_.unchecked) fail("no output buffer to verify");
     return buffer_names;
   }
 
@@ -315,9 +322,18 @@ class SpecChecker {
     }
   }
 
+  // Whether every checked output comes with its expected data.
+  bool reference_data() const {
+    for (const auto& b : k_.buffers)
+      if ((b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) && b.expected.empty())
+        return false;
+    return true;
+  }
+
   void check_reference() const {
+    if (k_.reference == nullptr && k_.reference_config.empty() && reference_data()) return;
     if (k_.reference == nullptr && k_.reference_config.empty())
-      fail("no reference: give a reference function or a reference config");
+      fail("no reference: give a reference function, a reference config or expected data");
     if (k_.reference == nullptr) {
       try {
         (void)k_.reference_assignments();

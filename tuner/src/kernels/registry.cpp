@@ -370,12 +370,32 @@ toml::table parse_manifest(const ManifestReader& r, const std::string& path) {
   return root;
 }
 
+// [kernel].defines = "kernel_tuner" (with block_names): rendered as Kernel Tuner does.
+void read_define_style(const ManifestReader& r, const toml::table& kt, KernelSpec& k) {
+  const std::string style = r.optional_string(kt, "[kernel]", "defines", "ktune");
+  if (style == "kernel_tuner")
+    k.define_style = DefineStyle::kKernelTuner;
+  else if (style != "ktune")
+    r.fail(fmt::format("[kernel].defines: '{}' is not one of ktune, kernel_tuner", style));
+  if (const auto* names = kt["block_names"].as_array()) {
+    if (names->size() > 3) r.fail("[kernel].block_names: at most 3 names");
+    for (std::size_t d = 0; d < names->size(); ++d) {
+      const auto s = (*names)[d].value<std::string>();
+      if (!s) r.fail("[kernel].block_names must be a list of strings");
+      k.block_names[d] = *s;
+    }
+  }
+}
+
 // [kernel]: the names, and the source read from beside the manifest.
 void read_kernel_table(const ManifestReader& r, const toml::table& root, const std::string& path,
                        KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
-  r.known_keys(*kt, "[kernel]", {"name", "description", "source", "entry", "compile_options"});
+  r.known_keys(*kt, "[kernel]",
+               {"name", "description", "source", "entry", "compile_options", "defines",
+                "block_names"});
+  read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");
   k.description = r.optional_string(*kt, "[kernel]", "description");
@@ -465,7 +485,8 @@ BufferRole parse_role(const ManifestReader& r, const std::string& where, const s
 void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
     const auto& t = *node.as_table();
-    r.known_keys(t, "[[buffer]]", {"name", "type", "role", "size", "init", "abs_tol", "rel_tol"});
+    r.known_keys(t, "[[buffer]]",
+                 {"name", "type", "role", "size", "init", "abs_tol", "rel_tol", "expected"});
     BufferSpec b;
     b.name = r.required_string(t, "[[buffer]]", "name");
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
@@ -476,6 +497,7 @@ void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& 
     b.init = r.optional_string(t, where, "init");
     b.abs_tol = r.optional_number(t, where, "abs_tol");
     b.rel_tol = r.optional_number(t, where, "rel_tol");
+    b.expected = r.optional_string(t, where, "expected");
     k.buffers.push_back(std::move(b));
   }
 }
@@ -498,10 +520,18 @@ void read_args(const ManifestReader& r, const toml::table& root, KernelSpec& k) 
 
 void read_reference_and_metrics(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   const toml::table* ref = root["reference"].as_table();
-  if (ref == nullptr)
-    r.fail("missing [reference] table (a manifest kernel is checked against a reference config)");
-  r.known_keys(*ref, "[reference]", {"config"});
-  k.reference_config = r.required_string(*ref, "[reference]", "config");
+  const bool expected = std::all_of(k.buffers.begin(), k.buffers.end(), [](const BufferSpec& b) {
+    return b.role == BufferRole::kInput || b.role == BufferRole::kScratch || !b.expected.empty();
+  });
+  if (ref == nullptr && !expected)
+    r.fail(
+        "missing [reference] table (a manifest kernel is checked against a reference config or "
+        "its outputs' expected data)");
+  if (ref != nullptr) {
+    r.known_keys(*ref, "[reference]", {"config", "unchecked"});
+    k.unchecked = (*ref)["unchecked"].value_or(false);
+    if (!k.unchecked) k.reference_config = r.required_string(*ref, "[reference]", "config");
+  }
   if (const toml::table* metrics = root["metrics"].as_table()) {
     r.known_keys(*metrics, "[metrics]", {"bytes", "flops"});
     k.bytes = r.optional_string(*metrics, "[metrics]", "bytes");

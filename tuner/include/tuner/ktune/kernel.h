@@ -12,6 +12,7 @@
 #include "ktune/device_limits.h"
 #include "ktune/plugin.h"
 #include "ktune/problem.h"
+#include "ktune/render.h"
 #include "ktune/space.h"
 
 namespace ktune {
@@ -52,10 +53,11 @@ std::string problem_key(const Problem& problem, const std::vector<ProblemParam>&
 
 // How a buffer is filled (BufferSpec::init, parsed).
 struct BufferInit {
-  enum class Kind { kRandom, kIota, kValue, kNone } kind = Kind::kRandom;
+  enum class Kind { kRandom, kIota, kValue, kNone, kFile } kind = Kind::kRandom;
   bool has_range = false;  // random(lo, hi); otherwise integers in [-100, 100] ([0, 200]
   double lo = 0, hi = 0;   // unsigned), floats in [-1, 1)
   double value = 0;        // value(x); "zero" is value(0)
+  std::string path;        // file(path): the elements' raw bytes, in the buffer's type
 };
 
 struct BufferSpec {
@@ -66,6 +68,9 @@ struct BufferSpec {
   std::string init;  // see ktune_buffer_desc::init
   double abs_tol = 0;
   double rel_tol = 0;
+  // OUTPUT/INOUT: a file holding the expected output's raw bytes (the reference data a caller
+  // gives, Kernel Tuner's `answer`); empty: the kernel's reference computes it.
+  std::string expected;
 };
 
 struct ArgSpec {
@@ -88,6 +93,10 @@ struct KernelSpec {
   std::string source_name;
   std::string entry;
   std::vector<std::string> compile_options;
+  // How configurations become #defines (ktune/render.h): ktune's rule, or Kernel Tuner's for
+  // kernels written for it, with the names its block dimensions go by.
+  DefineStyle define_style = DefineStyle::kKtune;
+  std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
   std::vector<Parameter> params;
   std::vector<std::string> restrictions;
   std::vector<ProblemParam> problem;
@@ -96,6 +105,9 @@ struct KernelSpec {
   std::vector<ArgSpec> args;
   ktune_reference_fn reference = nullptr;
   std::string reference_config;
+  // No output is checked (Kernel Tuner's tune_kernel without an answer): the kernel may then
+  // have no output buffer and no reference.
+  bool unchecked = false;
   std::string bytes;  // expression or empty
   std::string flops;  // expression or empty
   ktune_run_fn run = nullptr;

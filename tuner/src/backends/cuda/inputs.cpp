@@ -1,11 +1,16 @@
 // Input data of the GPU worker (inputs.h).
 #include "backends/cuda/inputs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "ktune/error.h"
 
 namespace ktune::worker {
 
@@ -54,7 +59,20 @@ void fill_typed(T* data, std::size_t begin, std::size_t end, const BufferInit& s
 
 }  // namespace
 
+void read_exact(const std::string& path, void* data, std::size_t bytes, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kInput, fmt::format("{}: cannot read '{}'", what, path));
+  in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
+  if (static_cast<std::size_t>(in.gcount()) != bytes)
+    throw Error(ErrorKind::kInput, fmt::format("{}: '{}' holds {} bytes, {} needed", what, path,
+                                               in.gcount(), bytes));
+}
+
 void fill(void* data, ElemType type, std::size_t count, const BufferInit& s, std::uint64_t stream) {
+  if (s.kind == BufferInit::Kind::kFile) {
+    read_exact(s.path, data, count * elem_size(type), "input data");
+    return;
+  }
   const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
   const std::size_t chunk = std::max<std::size_t>(1 << 20, (count + threads - 1) / threads);
   std::vector<std::thread> pool;
