@@ -196,7 +196,7 @@ class MappingTest(unittest.TestCase):
         k, _ = self.describe(problem_size=(64, 32), tune_params=tp,
                              grid_div=(["block_size_x", "tile_size_x"], None, None))
         self.assertEqual(k["problem"], {"problem_size_x": 64, "problem_size_y": 32})
-        self.assertIn("block_size_x * tile_size_x", k["grid"][0])
+        self.assertIn("(block_size_x) * (tile_size_x)", k["grid"][0])
         self.assertIn("block_size_y", k["grid"][1])
         k, _ = self.describe(problem_size="block_size_x", grid_div=([], None, None))
         self.assertEqual(k["problem"], {})
@@ -212,7 +212,13 @@ class MappingTest(unittest.TestCase):
     def test_manifest_is_written(self):
         k, _ = self.describe()
         path = interface.write_manifest(self.dir.name, k)
-        text = open(path).read()
+        with open(path) as f:
+            text = f.read()
+        import tomllib
+        with open(path, "rb") as f:
+            manifest = tomllib.load(f)
+        self.assertEqual(manifest["launch"]["grid"], k["grid"])
+        self.assertEqual(manifest["arg"][3], {"value": "10000", "type": "int32"})
         self.assertIn('defines = "kernel_tuner"', text)
         self.assertIn("[reference]\nunchecked = true", text)
 
