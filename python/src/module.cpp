@@ -84,8 +84,8 @@ py::dict tune(const TuneRequest& r) {
       ktune::set_up_tuning(ktune::resolve_job(registry, ktune::JobFile{}, overrides_of(r)), cuda);
   std::unique_ptr<ktune::CompilePool> pool;
   if (s.backend->needs_compilation())
-    pool = std::make_unique<ktune::CompilePool>(
-        r.compile_processes, cuda.cache, std::vector<std::string>{r.ktune, "__compile"});
+    pool = std::make_unique<ktune::CompilePool>(r.compile_processes, cuda.cache,
+                                                std::vector<std::string>{r.ktune, "__compile"});
   ktune::Store store = ktune::Store::open(r.db);
   ktune::TuneSummary summary;
   {
@@ -164,8 +164,9 @@ py::dict best_dict(const ktune::BestConfig& b) {
 class PyClient {
  public:
   PyClient(const std::string& db, const std::string& device, const std::string& arch)
-      : client_(device.empty() ? ktune::Client(db)
-                               : ktune::Client(db, ktune::ClientDevice::describe(device, arch, 0, 0))) {}
+      : client_(device.empty()
+                    ? ktune::Client(db)
+                    : ktune::Client(db, ktune::ClientDevice::describe(device, arch, 0, 0))) {}
   py::object best(const std::string& kernel, const Problem& problem, bool other_devices,
                   bool nearest_problem) {
     ktune::LookupOptions o;
@@ -179,8 +180,10 @@ class PyClient {
     last_message_.clear();
     return best_dict(*r);
   }
-  py::dict device() const { return py::dict(py::arg("name") = client_.device().name,
-                                            py::arg("arch") = client_.device().arch); }
+  py::dict device() const {
+    return py::dict(py::arg("name") = client_.device().name,
+                    py::arg("arch") = client_.device().arch);
+  }
   std::string last_message() const { return last_message_; }
 
  private:

@@ -40,7 +40,8 @@ struct StoredSpec {
 
   // {"parameters": [{"name", "values": [text], "default": text}], "problem": [{"name",
   // "default"}], "restrictions", "grid", "block", "shared_mem", "bytes", "flops",
-  // "compile_options", "source_name", and where not ktune's rule "defines" and "block_names"}; values as their canonical text (Value::to_string).
+  // "compile_options", "source_name", and where not ktune's rule "defines" and "block_names"};
+  // values as their canonical text (Value::to_string).
   std::string to_json() const;
   // Reads a spec written by any ktune (fields it lacks take the defaults above; values may also
   // be JSON numbers). Throws Error(kInput) "<where>: unreadable spec_json (...)".

@@ -64,8 +64,8 @@ void read_exact(const std::string& path, void* data, std::size_t bytes, const st
   if (!in) throw Error(ErrorKind::kInput, fmt::format("{}: cannot read '{}'", what, path));
   in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
   if (static_cast<std::size_t>(in.gcount()) != bytes)
-    throw Error(ErrorKind::kInput, fmt::format("{}: '{}' holds {} bytes, {} needed", what, path,
-                                               in.gcount(), bytes));
+    throw Error(ErrorKind::kInput,
+                fmt::format("{}: '{}' holds {} bytes, {} needed", what, path, in.gcount(), bytes));
 }
 
 void fill(void* data, ElemType type, std::size_t count, const BufferInit& s, std::uint64_t stream) {
