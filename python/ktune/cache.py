@@ -74,7 +74,9 @@ def write(path, kernel_name, tune_params, problem_size, env, results):
     old = read(path) if os.path.exists(path) else {}
     cache = dict(old.get("cache", {}))
     for r in results:
-        entry = {k: v for k, v in r.items() if not k.startswith("ktune_")}
+        # ktune_status and ktune_error keep ktune's exact failure, as ktune's own cache export
+        # does; Kernel Tuner ignores them.
+        entry = {k: v for k, v in r.items() if k != "ktune_median_time"}
         cache[entry_key(r, tune_params)] = entry
     out = {
         "version": "1.0",
