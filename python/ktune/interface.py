@@ -271,13 +271,13 @@ def write_manifest(folder, kernel):
     source = os.path.join(folder, kernel["source_name"])
     with open(source, "w") as f:
         f.write(kernel["source"])
-    lines = ["[kernel]"]
+    # Top-level keys come before the first table in TOML.
+    lines = [f"restrictions = {_toml(kernel['restrictions'])}", "", "[kernel]"]
     for key in ("name", "entry", "compile_options", "defines", "block_names"):
         lines.append(f"{key} = {_toml(kernel[key])}")
     lines.append(f"source = {_toml(kernel['source_name'])}")
     for name, values in kernel["params"]:
         lines += ["", "[[param]]", f"name = {_toml(name)}", f"values = {_toml(values)}"]
-    lines += ["", f"restrictions = {_toml(kernel['restrictions'])}"]
     for name, value in kernel["problem"].items():
         lines += ["", "[[problem]]", f"name = {_toml(name)}", f"default = {value}"]
     lines += ["", "[launch]", f"grid = {_toml(kernel['grid'])}",
