@@ -20,6 +20,8 @@ def row(label, path):
         "measured": d["measured"],
         "statuses": " ".join(f"{k}={v}" for k, v in sorted(d["by_status"].items())),
         "wall_s": round(wall, 2),
+        "first_s": round(d.get("first_result_seconds", float("nan")), 2),
+        "search_s": round(d.get("search_seconds", float("nan")), 2),
         "cfg_per_s": round(d["configs_per_second"], 1),
         "gpu_share": f'{100 * d["gpu_share"]:.0f}%',
         "timed_share": f'{100 * d["timed_share"]:.0f}%',
@@ -33,7 +35,7 @@ def row(label, path):
         if wall > 0 else "-",
         "compile_ms_per_cfg": round(1e3 * d["compile_seconds"] / max(d["measured"], 1), 1),
         "clocks": clocks(d.get("gpu_clocks")),
-        "phases_s": " ".join(f"{k}={v:.2f}" for k, v in sorted(phases.items())),
+        "phases_s": " ".join(f"{k}={v:.2f}" for k, v in sorted(phases.items()) if v >= 0.005),
     }
 
 

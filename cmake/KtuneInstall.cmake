@@ -35,4 +35,6 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ktuneConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ktuneConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ktuneConfig.cmake ${PROJECT_BINARY_DIR}/ktuneConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/ktuneKernelPlugin.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)

@@ -57,8 +57,9 @@ for step in $steps; do
       log "gpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log")"
       grep -E "^\s+(fault|block)=|Failure|Expected|error" "$out/gpu-tests.log" | head -40 ;;
     cpu-test)
-      (cd $build && ctest -LE gpu -j8 --timeout 600) >"$out/cpu-tests.log" 2>&1
-      log "cpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/cpu-tests.log")" ;;
+      (cd $build && ctest -LE gpu -j16 --timeout 600 --output-on-failure) >"$out/cpu-tests.log" 2>&1
+      log "cpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/cpu-tests.log")"
+      sed -n '/The following tests FAILED/,$p' "$out/cpu-tests.log" | tee -a "$out/summary.txt" ;;
     smoke)
       rm -f /tmp/smoke.db
       $ktune tune reduce --problem n=2**25 --db /tmp/smoke.db --strategy random --budget-evals 60 --json \

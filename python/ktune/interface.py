@@ -252,7 +252,8 @@ def _arguments(arguments, answer, atol, folder, cmem_args, smem_args):
                                  f"{a.size}")
             path = os.path.join(folder, name + ".expected.bin")
             exp.tofile(path)
-            buf.update(role="inout", expected=path, abs_tol=float(atol), rel_tol=NUMPY_RTOL)
+            buf.update(role="inout", expected=f"file({path})", abs_tol=float(atol),
+                       rel_tol=NUMPY_RTOL)
             checked += 1
         buffers.append(buf)
         args.append({"buffer": name})

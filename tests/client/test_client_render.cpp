@@ -126,7 +126,7 @@ TEST_F(Render, ASourceNameInTheSpecIsUsed) {
       HasSubstr("#define BLOCK_SIZE 256\n#define VARIANT 9\n#define ELEMENTS_PER_THREAD 8\n"));
   EXPECT_THAT(req.source, HasSubstr("#define KTUNE_BLOCK_X 256\n"));
   EXPECT_EQ(req.options, (std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90",
-                                                   "--ptxas-options=-v"}));
+                                                   "--ptxas-options=-v", "-minimal"}));
 }
 
 TEST_F(Render, ClientLimitsAreTheTunersDeviceLimits) {

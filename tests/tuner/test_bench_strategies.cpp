@@ -236,6 +236,22 @@ TEST_F(BenchCli, RunsAndWritesJson) {
   EXPECT_EQ(nlohmann::json::parse(test::read_file(dir_ / "q.json")).at("results").size(), 2u);
 }
 
+TEST_F(BenchCli, ASpaceThatFailsIsReportedAndTheOthersRun) {
+  // A missing file and a damaged one among good ones: both named, both left out, exit 0.
+  test::write_file(dir_ / "broken.json", "{\"kernel_name\": \"k\"");
+  const auto r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets",
+                      "5", "--replay", "missing.json", fixture("pnpoly_small.json.gz"),
+                      "broken.json", fixture("convolution_no_shmem_small.json"), "-o", "o.json"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "error: missing.json: ")) << r;
+  EXPECT_TRUE(contains(r.err, "error: broken.json: ")) << r;
+  EXPECT_TRUE(contains(r.err, "warning: 2 of 4 recordings left out")) << r;
+  EXPECT_TRUE(contains(r.err, "does not fit this recording")) << r;
+  const auto j = nlohmann::json::parse(test::read_file(dir_ / "o.json"));
+  EXPECT_EQ(j.at("spaces").size(), 2u);
+  EXPECT_EQ(j.at("spaces").at(1).at("configs"), 170);
+}
+
 TEST_F(BenchCli, ErrorsHaveTheirExitCodes) {
   auto r = run(
       {"bench-strategies", "--strategies", "nope", "--replay", fixture("pnpoly_small.json.gz")});

@@ -500,6 +500,23 @@ TEST(RegistryAbi, LargerKernelDescriptionFromANewerPluginLoads) {
   EXPECT_NO_THROW(k.validate());
 }
 
+int test_generate(const ktune_generate_ctx*, char*, std::size_t) { return 0; }
+
+// ABI 1.1 appended `generate`: a plugin built against 1.0 (a struct_size that ends before it)
+// still loads, without a generate function; a 1.1 plugin's is carried into the KernelSpec.
+TEST(RegistryAbi, GenerateIsReadOnlyWhenTheStructHasIt) {
+  ktune_kernel_desc d = builtin_reduce_desc();
+  d.generate = test_generate;
+  d.struct_size = offsetof(ktune_kernel_desc, generate);
+  const KernelSpec v10 = kernel_from_desc(d, "libv10.so");
+  EXPECT_EQ(v10.generate, nullptr);
+  EXPECT_NO_THROW(v10.validate());
+  d.struct_size = sizeof(ktune_kernel_desc);
+  EXPECT_EQ(kernel_from_desc(d, "libv11.so").generate, &test_generate);
+  EXPECT_EQ(KTUNE_PLUGIN_ABI_VERSION, 1u);  // appending is not an ABI version change
+  EXPECT_GE(KTUNE_PLUGIN_ABI_MINOR_VERSION, 1u);
+}
+
 TEST(RegistryAbi, PluginStructChecks) {
   Registry r;
   expect_error(ErrorKind::kPlugin, {"origin-a", "no description"},
@@ -654,7 +671,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BrokenManifest{"undeclared_buffer.toml", {"'outt'", "not declared"}},
                       BrokenManifest{"bad_default.toml", {"block_size", "default 100"}},
                       BrokenManifest{"missing_reference.toml", {"[reference]"}},
-                      BrokenManifest{"unknown_key.toml", {"[[param]]", "unknown key 'valuse'"}},
+                      BrokenManifest{"unknown_key.toml",
+                                     {"[[param]] 'elements_per_thread'", "unknown key 'valuse'",
+                                      "did you mean 'values'"}},
                       BrokenManifest{"bad_init.toml", {"buffer 'in'", "init 'gaussian'"}},
                       BrokenManifest{"bad_reference.toml", {"reference config", "96"}}),
     [](const ::testing::TestParamInfo<BrokenManifest>& info) {

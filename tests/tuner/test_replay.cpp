@@ -206,6 +206,41 @@ TEST(Replay, ShippedRestrictionsSelectExactlyTheRecordedKeys) {
   }
 }
 
+TEST(Replay, ARecordingTheReplayJobDoesNotFitDefinesItsOwnSpace) {
+  // An older convolution kernel, without use_shmem: the shipped job's restrictions name it.
+  const Recording r = read_kt_cache(fixture("convolution_no_shmem_small.json"));
+  const ReplayTarget t = replay_target(r, nullptr);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_TRUE(contains(t.notes[0], "configs/replay/convolution_kernel.toml does not fit"))
+      << t.notes[0];
+  EXPECT_TRUE(contains(t.notes[0], "unknown name 'use_shmem'")) << t.notes[0];
+  EXPECT_TRUE(contains(t.notes[0], "its 170 recorded configurations define the space"))
+      << t.notes[0];
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  EXPECT_TRUE(instance.space().listed_only());
+  EXPECT_EQ(space_keys(instance.space(), r), recorded_keys(r));
+  EXPECT_LT(r.trials.size(), instance.space().cartesian_size());  // so the list is what narrows
+  ReplayBackend backend(std::make_shared<Recording>(r));
+  EXPECT_EQ(backend.missing(instance.space()), 0u);
+  // Outside the list is invalid, and says why; the list is part of the space's identity.
+  std::optional<Config> outside;
+  const SearchSpace cartesian(instance.space().params(), {});
+  cartesian.for_each_valid([&](const Config& c) {
+    if (instance.space().is_valid(c)) return true;
+    outside = c;
+    return false;
+  });
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(instance.space().violated(*outside), "not among the listed configurations");
+  KernelSpec unlisted = t.kernel;
+  unlisted.listed.reset();
+  EXPECT_NE(KernelInstance(unlisted, t.problem, t.limits).space().hash(), instance.space().hash());
+  // Neighbours stay inside the list.
+  for (const Config& c :
+       instance.space().neighbours(instance.space().enumerate().front(), Neighbourhood::kHamming))
+    EXPECT_TRUE(instance.space().is_valid(c));
+}
+
 TEST(Replay, AnUnknownKernelWithoutRestrictionsSpansTheCartesianProduct) {
   std::string text = test::read_file(fixture("dedispersion_MI250X_small.json"));
   const std::string from = "\"dedispersion_kernel\"";
@@ -445,11 +480,37 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
     EXPECT_EQ(o->status, t.status);
     EXPECT_EQ(o->samples_ms, t.samples_ms);
   }
+  // `best` and `report` know a kernel that only the database knows.
+  r = run({"best", "convolution_kernel", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out,
+                       "convolution_kernel [problem_size_x=4096,problem_size_y=4096] on "
+                       "NVIDIA A100-PCIE-40GB"))
+      << r;
+  r = run({"best", "convolution_kernel", "--problem", "problem_size_x=8", "--db", "x.db"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_TRUE(contains(r.err, "no best configuration of convolution_kernel")) << r;
+  r = run({"best", "no_such_kernel", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "unknown kernel 'no_such_kernel': not registered and not in")) << r;
+  r = run({"report", "--db", "x.db", "--kernel", "convolution_kernel"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "convolution_kernel")) << r;
   // A recording of another kernel than the one named is refused.
   r = run({"tune", "reduce", "--replay", conv, "--db", "x.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "holds measurements of kernel 'convolution_kernel', not 'reduce'"))
       << r;
+}
+
+TEST_F(ReplayTuning, ARecordingOfAnotherKernelVersionTunesOverItsOwnConfigurations) {
+  const std::string old = fixture("convolution_no_shmem_small.json");
+  auto r = test::run_ktune({"tune", "--replay", old, "--budget-evals", "500", "--db", "x.db"},
+                           dir_.path(), dir_ / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "does not fit this recording")) << r;
+  EXPECT_TRUE(contains(r.out, "170 trials (170 measured")) << r;
+  EXPECT_FALSE(contains(r.err, "not in the recording")) << r;
 }
 
 TEST_F(ReplayTuning, AKernelKnownOnlyFromAShippedRecordingIsReplayed) {

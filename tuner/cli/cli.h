@@ -51,6 +51,8 @@ po::options_description database_options();  // --db
 std::unique_ptr<Registry> make_registry(const po::variables_map& vm);
 // "n=2**28,m=4" (repeatable) -> values; integers or constant expressions.
 std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items);
+// "NAME=VALUE" -> (NAME, VALUE); Error(kUsage) naming --option otherwise.
+std::pair<std::string, std::string> split_assignment(const std::string& item, const char* option);
 // "block_size=256,variant=7" (repeatable) -> name -> text.
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
                                                      const char* option);
@@ -66,6 +68,15 @@ struct Target {
 };
 Target resolve_target(const po::variables_map& vm, bool need_arch);
 
+// The kernel named by --kernel or the job file (--config), with the job applied, bound to the
+// job's problem overridden by --problem, and to the target's limits.
+KernelInstance job_instance(const po::variables_map& vm, const Registry& registry,
+                            const Target& target);
+// "grid (4096, 1, 1)  block (256, 1, 1)  shared 0 B" of a configuration; the error's text
+// when its expressions cannot be evaluated.
+std::string geometry_text(const KernelInstance& instance, const Config& config);
+nlohmann::json geometry_json(const KernelInstance& instance, const Config& config);
+
 bool json_output(const po::variables_map& vm);
 void print_json(const nlohmann::json& j);
 
@@ -78,6 +89,7 @@ int cmd_best(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_bench_strategies(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_check(const std::vector<std::string>& args);
 int cmd_worker(const std::vector<std::string>& args);
 
 }  // namespace ktune::cli

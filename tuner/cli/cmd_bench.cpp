@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "ktune/bench_strategies.h"
 #include "ktune/error.h"
+#include "ktune/transfer.h"
 
 namespace ktune::cli {
 
@@ -55,7 +56,10 @@ po::options_description bench_options() {
       "the optimum")("batch", po::value<std::size_t>()->default_value(1)->value_name("N"),
                      "configurations asked for at a time")(
       "output,o", po::value<std::string>()->value_name("FILE"),
-      "also write the results as JSON to FILE");
+      "also write the results as JSON to FILE")(
+      "transfer", po::value<std::size_t>()->implicit_value(kTransferTopK)->value_name("K"),
+      "leave one GPU out: warm-start each space with the top K of the consensus ranking of the "
+      "other recordings of its kernel (default K: 10)");
   opts.add(own).add(plugin_options()).add(output_options());
   return opts;
 }
@@ -97,23 +101,69 @@ BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
   return options;
 }
 
-// The recordings as spaces, each named by its file name without the extensions.
-std::vector<BenchSpace> read_spaces(const po::variables_map& vm, bool quiet) {
-  auto registry = make_registry(vm);
+std::string space_name(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  for (const char* ext : {".gz", ".json", ".db"})
+    if (name.size() > std::strlen(ext) &&
+        name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
+      name.resize(name.size() - std::strlen(ext));
+  return name;
+}
+
+// The recordings as spaces, each named by its file name without the extensions, and as
+// transfer sources (same order). A recording that cannot be read or made a space is reported
+// and left out; `failed` counts them.
+struct Spaces {
   std::vector<BenchSpace> spaces;
+  std::vector<TransferSource> sources;
+  std::size_t failed = 0;
+};
+
+Spaces read_spaces(const po::variables_map& vm, bool quiet) {
+  auto registry = make_registry(vm);
+  Spaces out;
   for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
-    const Recording recording = read_recording(path);
-    std::string name = std::filesystem::path(path).filename().string();
-    for (const char* ext : {".gz", ".json", ".db"})
-      if (name.size() > std::strlen(ext) &&
-          name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
-        name.resize(name.size() - std::strlen(ext));
-    spaces.push_back(bench_space_from_recording(recording, registry.get(), name));
+    try {
+      const Recording recording = read_recording(path);
+      out.spaces.push_back(bench_space_from_recording(recording, registry.get(), space_name(path)));
+      out.sources.push_back(transfer_source(recording));
+    } catch (const Error& e) {
+      // One bad recording must not cost the benchmark of the others.
+      std::cerr << fmt::format("error: {}: {} (space left out)\n", path, e.what());
+      ++out.failed;
+      continue;
+    }
     if (!quiet && !json_output(vm))
-      for (const auto& n : spaces.back().notes)
+      for (const auto& n : out.spaces.back().notes)
         std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
   }
-  return spaces;
+  return out;
+}
+
+// Leave one GPU out: each space is warm-started from the other recordings of its kernel and
+// named after them; a space whose kernel has no other recording is left out.
+std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) {
+  std::vector<BenchSpace> out;
+  for (std::size_t t = 0; t < in.spaces.size(); ++t) {
+    std::vector<TransferSource> from;
+    std::vector<std::string> names;
+    for (std::size_t s = 0; s < in.spaces.size(); ++s)
+      if (s != t && in.spaces[s].kernel == in.spaces[t].kernel) {
+        from.push_back(in.sources[s]);
+        names.push_back(in.spaces[s].name);
+      }
+    BenchSpace space = std::move(in.spaces[t]);
+    if (from.empty()) {
+      if (verbose)
+        std::cerr << fmt::format("note: {}: no other recording of {} to transfer from (left out)\n",
+                                 space.name, space.kernel);
+      continue;
+    }
+    space.warm_start = consensus_top(*space.space, from, k);
+    space.name = fmt::format("{} <- {}", space.name, fmt::join(names, "+"));
+    out.push_back(std::move(space));
+  }
+  return out;
 }
 
 void write_results(const po::variables_map& vm, const BenchReport& report, bool quiet) {
@@ -149,9 +199,22 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage, "bench-strategies: give the recordings with --replay FILE...");
   const bool quiet = vm.count("quiet") > 0;
   const BenchOptions options = read_bench_options(vm, quiet);
-  const std::vector<BenchSpace> spaces = read_spaces(vm, quiet);
+  Spaces read = read_spaces(vm, quiet);
+  const std::size_t failed = read.failed;
+  if (read.spaces.empty())
+    throw Error(ErrorKind::kInput, "bench-strategies: none of the recordings could be read");
+  std::vector<BenchSpace> spaces =
+      vm.count("transfer")
+          ? transfer_spaces(std::move(read), vm["transfer"].as<std::size_t>(), !quiet)
+          : std::move(read.spaces);
+  if (spaces.empty())
+    throw Error(ErrorKind::kUsage,
+                "bench-strategies --transfer: no kernel has two recordings to transfer between");
   write_results(vm, bench_strategies(spaces, options), quiet);
-  return 0;
+  if (failed > 0 && !quiet)
+    std::cerr << fmt::format("warning: {} of {} recordings left out (see the errors above)\n",
+                             failed, vm["replay"].as<std::vector<std::string>>().size());
+  return 0;  // the spaces that could be read were benchmarked; none at all is an error above
 }
 
 }  // namespace ktune::cli

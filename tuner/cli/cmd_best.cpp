@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
 #include "cli.h"
 #include "ktune/error.h"
 #include "ktune/store.h"
+#include "ktune/stored_spec.h"
 
 namespace ktune::cli {
 
@@ -93,6 +95,27 @@ void print_best_text(const std::string& kernel, const std::string& key,
   }
 }
 
+// The kernel as far as a query needs it (its name and problem parameters): the registered
+// kernel, else the latest version of a kernel of that name stored in the database (a kernel
+// known only from a recording), else a usage error naming both places.
+KernelSpec query_kernel(const std::string& name, const Registry& registry, const Store& store) {
+  if (registry.contains(name)) return registry.get(name);
+  std::optional<KernelRecord> stored;
+  for (const auto& run : store.runs(name))
+    if (auto k = store.kernel(run.kernel_id)) stored = std::move(k);
+  if (!stored) {
+    for (const auto& b : store.bests(name)) stored = b.kernel;
+  }
+  if (!stored)
+    throw Error(ErrorKind::kUsage, fmt::format("unknown kernel '{}': not registered and not in {}",
+                                               name, store.path().string()));
+  KernelSpec k;
+  k.name = name;
+  const StoredSpec spec = StoredSpec::parse(stored->spec_json, "kernel " + name);
+  for (const auto& p : spec.problem) k.problem.push_back({p.name, p.default_value, ""});
+  return k;
+}
+
 }  // namespace
 
 int cmd_best(const std::vector<std::string>& args) {
@@ -113,13 +136,15 @@ int cmd_best(const std::vector<std::string>& args) {
             opts, pos, vm))
     return 0;
   auto registry = make_registry(vm);
-  const KernelSpec& kernel = registry->get(vm["kernel"].as<std::string>());
+  const std::string db = vm["db"].as<std::string>();
+  if (!registry->contains(vm["kernel"].as<std::string>()) && !std::filesystem::exists(db))
+    (void)registry->get(vm["kernel"].as<std::string>());  // the unknown-kernel error, no database
+  Store store = Store::open(db, Store::Mode::kReadOnly);
+  const KernelSpec kernel = query_kernel(vm["kernel"].as<std::string>(), *registry, store);
   const auto given = vm.count("problem")
                          ? parse_problem(vm["problem"].as<std::vector<std::string>>())
                          : std::map<std::string, std::int64_t>{};
   const std::string key = problem_key(kernel.make_problem(given), kernel.problem);
-  const std::string db = vm["db"].as<std::string>();
-  Store store = Store::open(db, Store::Mode::kReadOnly);
 
   const Scope scope = query_scope(vm, store);
   std::vector<BestRecord> found;

@@ -30,10 +30,12 @@ po::options_description compile_command_options() {
   return opts;
 }
 
-nlohmann::json compile_json(const std::string& kernel, const SearchSpace& space,
-                            const Config& config, const std::string& key, const CompileResult& r) {
+nlohmann::json compile_json(const KernelInstance& instance, const Config& config,
+                            const std::string& key, const CompileResult& r) {
+  const SearchSpace& space = instance.space();
   nlohmann::json j;
-  j["kernel"] = kernel;
+  j["kernel"] = instance.kernel().name;
+  j["launch"] = geometry_json(instance, config);
   j["config"] = space.to_json(config);
   j["key"] = key;
   j["arch"] = r.arch;
@@ -54,12 +56,13 @@ nlohmann::json compile_json(const std::string& kernel, const SearchSpace& space,
   return j;
 }
 
-void print_compiled(const std::string& kernel, const std::string& key, const std::string& arch,
-                    const CompileResult& r) {
+void print_compiled(const KernelInstance& instance, const Config& config, const std::string& key,
+                    const std::string& arch, const CompileResult& r) {
   std::cout << fmt::format(
-      "{}[{}] {}\n  entry      {}\n  options    {}\n  cubin      {} bytes\n"
+      "{}[{}] {}\n  entry      {}\n  options    {}\n  launch     {}\n  cubin      {} bytes\n"
       "  compile    {:.1f} ms{}\n",
-      kernel, key, arch, r.lowered_name, fmt::join(r.options, " "), r.cubin.size(), r.compile_ms,
+      instance.kernel().name, key, arch, r.lowered_name, fmt::join(r.options, " "),
+      geometry_text(instance, config), r.cubin.size(), r.compile_ms,
       r.from_cache ? " (from cache)" : "");
   const auto& res = r.resources;
   std::cout << fmt::format(
@@ -114,13 +117,13 @@ int cmd_compile(const std::vector<std::string>& args) {
   const CompileResult r = compile_cached(request, cache.get());
 
   if (json_output(vm))
-    print_json(compile_json(kernel.name, space, config, key, r));
+    print_json(compile_json(instance, config, key, r));
   else if (!r.ok)
     std::cerr << fmt::format("error: {}[{}] {}: compilation failed: {}\noptions: {}\n{}",
                              kernel.name, key, target.arch, r.error, fmt::join(r.options, " "),
                              r.log);
   else if (!vm.count("quiet"))
-    print_compiled(kernel.name, key, target.arch, r);
+    print_compiled(instance, config, key, target.arch, r);
   if (r.ok && vm.count("output")) write_cubin(vm["output"].as<std::string>(), r);
   return r.ok ? 0 : exit_code(ErrorKind::kCompile);
 }

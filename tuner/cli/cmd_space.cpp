@@ -6,8 +6,8 @@
 #include <random>
 
 #include "cli.h"
+#include "ktune/check.h"
 #include "ktune/error.h"
-#include "ktune/job.h"
 
 namespace ktune::cli {
 
@@ -32,17 +32,9 @@ int cmd_space(const std::vector<std::string>& args) {
   if (parse(args, "space", "KERNEL [options]", opts, pos, vm)) return 0;
 
   auto registry = make_registry(vm);
-  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
-  const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
-  if (kernel_name.empty())
-    throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
-  const KernelSpec kernel = apply_job(registry->get(kernel_name), job);
   const Target target = resolve_target(vm, false);
-  auto given = job.problem;
-  if (vm.count("problem"))
-    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>()))
-      given[k] = v;
-  KernelInstance instance(kernel, kernel.make_problem(given), target.limits);
+  const KernelInstance instance = job_instance(vm, *registry, target);
+  const KernelSpec& kernel = instance.kernel();
   const SearchSpace& space = instance.space();
 
   std::vector<Config> valid;
@@ -71,7 +63,12 @@ int cmd_space(const std::vector<std::string>& args) {
     j["space_hash"] = space.hash();
     j["restrictions"] = space.restrictions();
     j["sample"] = nlohmann::json::array();
-    for (const auto& c : sample) j["sample"].push_back(space.to_json(c));
+    j["sample_launch"] = nlohmann::json::array();  // the launch geometry of each, in order
+    for (const auto& c : sample) {
+      j["sample"].push_back(space.to_json(c));
+      j["sample_launch"].push_back(geometry_json(instance, c));
+    }
+    if (stats.valid == 0) j["empty_because"] = explain_empty_space(space);
     print_json(j);
     return 0;
   }
@@ -87,9 +84,13 @@ int cmd_space(const std::vector<std::string>& args) {
   for (const auto& r : space.restrictions()) std::cout << "  " << r << "\n";
   if (!sample.empty()) {
     std::cout << fmt::format("sample of {}:\n", sample.size());
-    for (const auto& c : sample) std::cout << "  " << space.key(c) << "\n";
+    for (const auto& c : sample)
+      std::cout << "  " << space.key(c) << "\n      " << geometry_text(instance, c) << "\n";
   }
-  return 0;
+  if (stats.valid > 0) return 0;
+  std::cerr << "error: " << kernel.name << ": the space is empty\n";
+  for (const auto& line : explain_empty_space(space)) std::cerr << "  " << line << "\n";
+  return exit_code(ErrorKind::kUsage);
 }
 
 }  // namespace ktune::cli

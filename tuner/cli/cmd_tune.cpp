@@ -115,7 +115,10 @@ po::options_description tune_options() {
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
       "warm-start",
-      "try first the best configurations stored for this kernel on other devices/problems")(
+      "start from what this kernel's trials stored for other devices/problems rank best")(
+      "warm-start-from", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
+      "also rank by this recording of the kernel on another GPU (Kernel Tuner cache or ktune "
+      "database; repeatable; implies --warm-start)")(
       "retime-top", po::value<int>()->default_value(5)->value_name("N"),
       "finalists re-timed interleaved at the end")(
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
@@ -149,8 +152,18 @@ po::options_description tune_options() {
       "device | host: compare outputs with the reference on the GPU (default), or download them")(
       "timeout", po::value<double>()->value_name("SECONDS"),
       "seconds before a trial is killed (watchdog; default 20)");
+  po::options_description data("Input data");
+  data.add_options()(
+      "input", po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=INIT"),
+      "fill an input buffer: random(lo, hi), uniform(lo, hi), normal(mean, stddev), zipf(s), "
+      "zipf(s, n), choice(v, ...), iota, value(x), file(PATH) (raw or .npy) or generator "
+      "(repeatable)")(
+      "expected",
+      po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=file(PATH)"),
+      "take an output's expected contents from a file (raw or .npy) (repeatable)");
   po::options_description all;
   all.add(own)
+      .add(data)
       .add(backend)
       .add(measure)
       .add(problem_options())
@@ -170,6 +183,15 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   JobOverrides o;
   if (vm.count("kernel")) o.kernel = vm["kernel"].as<std::string>();
   if (vm.count("problem")) o.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+  // One buffer per option: an init's arguments hold commas.
+  for (const char* option : {"input", "expected"}) {
+    if (!vm.count(option)) continue;
+    auto& out = std::string_view(option) == "input" ? o.inputs : o.expected;
+    for (const auto& item : vm[option].as<std::vector<std::string>>()) {
+      auto [name, text] = split_assignment(item, option);
+      out[name] = text;
+    }
+  }
   o.strategy = optional_value<std::string>(vm, "strategy");
   if (vm.count("strategy-option"))
     o.strategy_options =
@@ -180,6 +202,8 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.seed = vm["seed"].as<Unsigned>().value;
   o.reuse = !vm.count("no-reuse");
   o.warm_start = vm.count("warm-start") > 0;
+  if (vm.count("warm-start-from"))
+    o.warm_start_from = vm["warm-start-from"].as<std::vector<std::string>>();
   o.retime_top = vm["retime-top"].as<int>();
   o.samples = optional_value<int>(vm, "samples");
   o.warmup = optional_value<int>(vm, "warmup");
@@ -224,6 +248,8 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["from_database"] = s.from_database;
   j["by_status"] = s.by_status;
   j["wall_seconds"] = s.wall_seconds;
+  j["first_result_seconds"] = s.first_result_seconds;
+  j["search_seconds"] = s.search_seconds;
   j["configs_per_second"] = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
   j["gpu_seconds"] = s.gpu_seconds;
   j["timed_seconds"] = s.timed_seconds;

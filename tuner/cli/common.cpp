@@ -1,5 +1,6 @@
 // Option groups and helpers shared by the ktune commands.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/expr.h"
+#include "ktune/job.h"
 
 namespace ktune::cli {
 
@@ -84,6 +86,8 @@ std::unique_ptr<Registry> make_registry(const po::variables_map& vm) {
   registry->load_env_path();
   if (vm.count("plugin"))
     for (const auto& p : vm["plugin"].as<std::vector<std::string>>()) registry->load_path(p);
+  if (!vm.count("quiet"))
+    for (const auto& w : registry->warnings()) std::cerr << "warning: " << w << "\n";
   return registry;
 }
 
@@ -104,13 +108,14 @@ std::vector<std::string> split_items(const std::vector<std::string>& items) {
   return out;
 }
 
+}  // namespace
+
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* option) {
   const auto eq = item.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
     throw Error(ErrorKind::kUsage, fmt::format("--{} '{}': expected NAME=VALUE", option, item));
   return {item.substr(0, eq), item.substr(eq + 1)};
 }
-}  // namespace
 
 std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items) {
   std::map<std::string, std::int64_t> out;
@@ -180,5 +185,38 @@ Target resolve_target(const po::variables_map& vm, bool need_arch) {
 bool json_output(const po::variables_map& vm) { return vm.count("json") > 0; }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+KernelInstance job_instance(const po::variables_map& vm, const Registry& registry,
+                            const Target& target) {
+  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
+  const std::string kernel_name = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
+  if (kernel_name.empty())
+    throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
+  const KernelSpec kernel = apply_job(registry.get(kernel_name), job);
+  auto given = job.problem;
+  if (vm.count("problem"))
+    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>()))
+      given[k] = v;
+  return KernelInstance(kernel, kernel.make_problem(given), target.limits);
+}
+
+std::string geometry_text(const KernelInstance& instance, const Config& config) {
+  try {
+    const LaunchGeometry g = instance.geometry(config);
+    return fmt::format("grid ({})  block ({})  shared {} B", fmt::join(g.grid, ", "),
+                       fmt::join(g.block, ", "), g.shared_mem);
+  } catch (const Error& e) {
+    return fmt::format("geometry: {}", e.what());
+  }
+}
+
+nlohmann::json geometry_json(const KernelInstance& instance, const Config& config) {
+  try {
+    const LaunchGeometry g = instance.geometry(config);
+    return {{"grid", g.grid}, {"block", g.block}, {"shared_mem", g.shared_mem}};
+  } catch (const Error& e) {
+    return {{"error", e.what()}};
+  }
+}
 
 }  // namespace ktune::cli

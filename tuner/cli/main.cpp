@@ -16,6 +16,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"list", "list kernels, their parameters and problem parameters", cmd_list},
       {"space", "size of a kernel's search space, valid configurations, a sample", cmd_space},
+      {"check", "check a kernel for silent mistakes: empty space, unused parameters, geometry",
+       cmd_check},
       {"compile", "compile one configuration with NVRTC; print size, time and resources",
        cmd_compile},
       {"devices", "list CUDA devices", cmd_devices},

@@ -78,6 +78,10 @@ class KernelDesc {
     d_.run = fn;
     return *this;
   }
+  KernelDesc& generate(ktune_generate_fn fn) {
+    d_.generate = fn;
+    return *this;
+  }
   KernelDesc& user_data(void* data) {
     d_.user_data = data;
     return *this;

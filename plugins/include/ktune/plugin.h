@@ -38,6 +38,9 @@ extern "C" {
 #endif
 
 #define KTUNE_PLUGIN_ABI_VERSION 1u
+/* Counts the fields appended since version 1.0 (a plugin built against any minor version of
+   ABI 1 loads): 1.1 appended ktune_kernel_desc.generate. */
+#define KTUNE_PLUGIN_ABI_MINOR_VERSION 1u
 
 #if defined(_WIN32)
 #define KTUNE_PLUGIN_EXPORT __declspec(dllexport)
@@ -85,8 +88,11 @@ typedef struct ktune_buffer_desc {
   int type;         /* ktune_type */
   int role;         /* ktune_buffer_role */
   const char* size; /* element count: expression over problem and parameters */
-  /* Inputs: "random" (default; integers in [-100, 100], floats in [-1, 1)), "random(lo, hi)",
-     "iota", "value(x)". Scratch: "zero" (default) or "none". Ignored for outputs. */
+  /* Inputs (docs/plugins.md, "Input data"): "random" (default; integers in [-100, 100], floats
+     in [-1, 1)), "random(lo, hi)" = "uniform(lo, hi)", "normal(mean, stddev)", "zipf(s)" or
+     "zipf(s, n)", "choice(v1, v2, ...)", "iota", "value(x)", "file(PATH)" (raw or .npy) or
+     "generator" / "generator(TEXT)" (the kernel's generate function). Outputs: NULL, or
+     "file(PATH)": the expected contents. Scratch: "zero" (default) or "none". */
   const char* init;
   double abs_tol; /* floating-point outputs pass where |out - ref| <= abs_tol + */
   double rel_tol; /*   rel_tol * |ref|; integers are compared exactly */
@@ -151,6 +157,25 @@ typedef struct ktune_run_ctx {
 
 typedef int (*ktune_run_fn)(const ktune_run_ctx* ctx, char* error, size_t error_size);
 
+/* What a generate function sees (ABI 1.1): one input buffer to fill, on the host. The same
+   (problem, seed, args) must give the same data: every worker process generates its own copy. */
+typedef struct ktune_generate_ctx {
+  size_t struct_size;
+  size_t problem_count;
+  const char* const* problem_names;
+  const int64_t* problem_values;
+  const char* buffer; /* the buffer's name */
+  int type;           /* ktune_type */
+  size_t count;       /* elements to write at data */
+  void* data;
+  uint64_t seed;    /* the run's seed (--seed), mixed with the buffer's position */
+  const char* args; /* the text inside generator(...); "" for a bare "generator" */
+  void* user_data;  /* ktune_kernel_desc.user_data */
+} ktune_generate_ctx;
+
+/* Fills ctx->data with ctx->count elements for an input buffer whose init is "generator". */
+typedef int (*ktune_generate_fn)(const ktune_generate_ctx* ctx, char* error, size_t error_size);
+
 typedef struct ktune_kernel_desc {
   size_t struct_size; /* sizeof(ktune_kernel_desc) as the plugin was compiled */
   const char* name;   /* unique identifier, e.g. "reduce" */
@@ -179,7 +204,9 @@ typedef struct ktune_kernel_desc {
   const char* bytes;            /* bytes moved per run (expression; NULL: none) -> GB/s */
   const char* flops;            /* floating-point operations per run (NULL: none) -> GFLOP/s */
   ktune_run_fn run;             /* optional: replaces the single launch */
-  void* user_data;              /* passed to reference and run */
+  void* user_data;              /* passed to reference, run and generate */
+  /* ABI 1.1; a plugin built against 1.0 has a struct_size without it */
+  ktune_generate_fn generate; /* optional: fills inputs whose init is "generator" */
 } ktune_kernel_desc;
 
 typedef struct ktune_plugin {

@@ -25,6 +25,13 @@ FIXTURES = {
     "dedispersion_MI250X_small.json": ("dedispersion_milo_MI250X.json.gz", {
         "block_size_x": [1, 4, 32], "block_size_y": [32, 64, 256], "tile_size_x": [1, 2],
         "tile_size_y": [1, 3]}),
+    # The same sub-space on two more GPUs: transfer between GPUs (test_transfer.cpp).
+    "dedispersion_A100_small.json": ("dedispersion_milo_A100.json.gz", {
+        "block_size_x": [1, 4, 32], "block_size_y": [32, 64, 256], "tile_size_x": [1, 2],
+        "tile_size_y": [1, 3]}),
+    "dedispersion_A4000_small.json": ("dedispersion_milo_A4000.json.gz", {
+        "block_size_x": [1, 4, 32], "block_size_y": [32, 64, 256], "tile_size_x": [1, 2],
+        "tile_size_y": [1, 3]}),
     "gemm_small.json": ("gemm_RTX_3090.json.gz", {
         "MWG": [16, 64], "NWG": [16, 64], "MDIMC": [8, 16], "NDIMC": [8, 16], "MDIMA": [8, 16],
         "NDIMB": [8, 16], "VWM": [1, 2], "VWN": [2], "SA": [1], "SB": [0]}),
@@ -63,6 +70,28 @@ def main(src: Path) -> None:
         print(f"{name}: {len(cache)} entries, {len(ok)} ok, failed {failed}")
         print(f"  best by median {best_med} {med[best_med]!r}; by mean {best_mean} {ok[best_mean]['time']!r}")
         print(f"  median of medians {statistics.median(med.values())!r}; size {path.stat().st_size}")
+    older_convolution()
+
+
+def older_convolution() -> None:
+    """An older version of the convolution kernel, without the use_shmem parameter: the entries
+    of the convolution fixture that use shared memory, with use_shmem taken out. The shipped
+    replay job names use_shmem, so it does not fit; the recorded keys define the space."""
+    d = json.load(gzip.open(HERE / "convolution_A100_small.json.gz", "rt"))
+    keys = d["tune_params_keys"]
+    at = keys.index("use_shmem")
+    out = dict(d)
+    out["tune_params_keys"] = keys[:at] + keys[at + 1:]
+    out["tune_params"] = {k: v for k, v in d["tune_params"].items() if k != "use_shmem"}
+    out["cache"] = {}
+    for key, entry in d["cache"].items():
+        values = key.split(",")
+        if values[at] != "1":
+            continue
+        entry = {k: v for k, v in entry.items() if k != "use_shmem"}
+        out["cache"][",".join(values[:at] + values[at + 1:])] = entry
+    (HERE / "convolution_no_shmem_small.json").write_text(json.dumps(out))
+    print(f"convolution_no_shmem_small.json: {len(out['cache'])} entries")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ bool SearchSpace::is_valid(const Config& config) const {
       return false;
     }
   }
-  return true;
+  return listed(config);
 }
 
 std::optional<std::string> SearchSpace::violated(const Config& config) const {
@@ -208,6 +208,7 @@ std::optional<std::string> SearchSpace::violated(const Config& config) const {
       return text + " (error: " + detail + ")";
     }
   }
+  if (!listed(config)) return std::string("not among the listed configurations");
   return std::nullopt;
 }
 
@@ -220,6 +221,15 @@ EnumerationStats SearchSpace::for_each_valid(
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return stats;
   };
+  if (members_) {
+    // A listed space: the list in order (std::set orders configs as the walk below does).
+    for (const Config& c : *members_)
+      if (is_valid(c)) {
+        ++stats.valid;
+        if (!visit(c)) break;
+      }
+    return finish();
+  }
   std::vector<Value> slots = slot_values(params_, constants_, nullptr);
   const auto passes = [&](const std::vector<int>& checks) {
     for (const int r : checks) {
@@ -399,7 +409,20 @@ std::string SearchSpace::hash() const {
   }
   h.add(std::to_string(restriction_texts_.size()));
   for (const auto& r : restriction_texts_) h.add(r);
+  if (members_) {
+    h.add("listed " + std::to_string(members_->size()));
+    for (const Config& c : *members_) h.add(key(c));
+  }
   return h.hex();
+}
+
+void SearchSpace::restrict_to(const std::vector<Config>& members) {
+  auto set = std::make_shared<std::set<Config>>();
+  for (const Config& c : members) {
+    check_config(params_, c);
+    set->insert(c);
+  }
+  members_ = std::move(set);
 }
 
 }  // namespace ktune

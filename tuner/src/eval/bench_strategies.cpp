@@ -170,6 +170,7 @@ BenchRun run_strategy(const BenchSpace& space, Strategy& s, std::uint64_t seed,
   context.seed = seed;
   context.budget = evaluations;
   context.options = options.strategy_options;
+  context.warm_start = space.warm_start;
   strategy->start(context);
 
   std::vector<std::uint8_t> seen(space.configs.size(), 0);

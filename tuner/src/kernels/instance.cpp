@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ktune/data_file.h"
 #include "ktune/error.h"
 #include "ktune/expr.h"
 #include "ktune/render.h"
@@ -243,6 +244,28 @@ std::vector<std::pair<std::string, std::string>> KernelInstance::defines(
 
 std::vector<std::string> KernelInstance::config_options(const Config& config) const {
   return render_options(settings(impl_->space, config));
+}
+
+void check_data_files(const KernelInstance& instance) {
+  const SearchSpace& space = instance.space();
+  std::optional<Config> probe;
+  if (space.is_valid(space.default_config()))
+    probe = space.default_config();
+  else
+    space.for_each_valid([&](const Config& c) { return probe = c, false; });
+  if (!probe) return;
+  const KernelSpec& k = instance.kernel();
+  const auto sizes = instance.buffer_sizes(*probe);
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) {
+    const BufferSpec& b = k.buffers[i];
+    const BufferInit init = KernelSpec::parse_init(b);
+    if (init.kind == BufferInit::Kind::kFile)
+      (void)check_data_file(init.text, b.type, sizes[i],
+                            fmt::format("{}: buffer '{}'", k.name, b.name));
+    if (const std::string path = KernelSpec::expected_file(b); !path.empty())
+      (void)check_data_file(path, b.type, sizes[i],
+                            fmt::format("{}: expected '{}'", k.name, b.name));
+  }
 }
 
 CompileRequest render(const KernelInstance& instance, const Config& config,

@@ -150,6 +150,19 @@ void read_restrictions(const JobReader& r, const toml::node* n, JobFile& job) {
   }
 }
 
+// [inputs] / [expected]: buffer name -> text.
+void read_buffer_texts(const JobReader& r, const toml::table* t, const char* table,
+                       std::map<std::string, std::string>& out) {
+  if (t == nullptr) return;
+  for (const auto& [name, v] : *t) {
+    auto text = v.value_exact<std::string>();
+    if (!text)
+      r.fail(fmt::format("{}.{} must be a string, not a {}", table, name.str(),
+                         JobReader::type_name(v)));
+    out[std::string(name.str())] = *text;
+  }
+}
+
 void read_strategy(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
   r.check_keys(*t, "[strategy]", {"name", "options"});
@@ -216,7 +229,8 @@ JobFile load_job(const std::string& path) {
                        e.description()));
   }
   r.check_keys(root, "",
-               {"kernel", "problem", "space", "restrictions", "strategy", "budget", "measure"});
+               {"kernel", "problem", "space", "restrictions", "strategy", "budget", "measure",
+                "inputs", "expected"});
   if (auto k = r.text(&root, "", "kernel")) job.kernel = *k;
   read_problem(r, r.table(root, "problem"), job);
   read_space(r, r.table(root, "space"), job);
@@ -224,7 +238,41 @@ JobFile load_job(const std::string& path) {
   read_strategy(r, r.table(root, "strategy"), job);
   read_budget(r, r.table(root, "budget"), job);
   read_measure(r, r.table(root, "measure"), job);
+  read_buffer_texts(r, r.table(root, "inputs"), "inputs", job.inputs);
+  read_buffer_texts(r, r.table(root, "expected"), "expected", job.expected);
   return job;
+}
+
+void apply_inputs(KernelSpec& kernel, const std::map<std::string, std::string>& inputs,
+                  const std::map<std::string, std::string>& expected, const std::string& base,
+                  const std::string& where) {
+  const auto buffer = [&](const std::string& name) -> BufferSpec& {
+    auto it = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                           [&](const BufferSpec& b) { return b.name == name; });
+    if (it != kernel.buffers.end()) return *it;
+    std::vector<std::string> known;
+    for (const auto& b : kernel.buffers) known.push_back(b.name);
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{}: kernel '{}' has no buffer '{}'{}; its buffers: {}", where,
+                            kernel.name, name, did_you_mean(name, known),
+                            known.empty() ? "(none)" : fmt::format("{}", fmt::join(known, ", "))));
+  };
+  KernelSpec given;  // only the changed buffers, so that only their paths are rebased
+  for (const auto& [name, text] : inputs) {
+    BufferSpec b = buffer(name);
+    b.init = text;
+    given.buffers.push_back(b);
+  }
+  for (const auto& [name, text] : expected) {
+    BufferSpec b = buffer(name);
+    b.init = {};
+    b.expected = text;
+    given.buffers.push_back(b);
+  }
+  given.resolve_data_paths(base);
+  std::size_t i = 0;
+  for (const auto& [name, text] : inputs) buffer(name).init = given.buffers[i++].init;
+  for (const auto& [name, text] : expected) buffer(name).expected = given.buffers[i++].expected;
 }
 
 KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job) {
@@ -247,6 +295,9 @@ KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job) {
         d == it->values.end() ? 0 : static_cast<std::size_t>(d - it->values.begin());
   }
   k.restrictions.insert(k.restrictions.end(), job.restrictions.begin(), job.restrictions.end());
+  const std::string base =
+      job.path.empty() ? "." : std::filesystem::absolute(job.path).parent_path().string();
+  apply_inputs(k, job.inputs, job.expected, base, job.path.empty() ? "job" : job.path);
   if (!job.path.empty()) k.origin += " + " + job.path;
   k.validate();
   return k;

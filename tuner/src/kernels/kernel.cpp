@@ -102,81 +102,6 @@ std::string problem_key(const Problem& problem, const std::vector<ProblemParam>&
   return problem_key(problem, names);
 }
 
-BufferInit KernelSpec::parse_init(const BufferSpec& b) {
-  BufferInit s;
-  std::string text = b.init;
-  text.erase(
-      std::remove_if(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }),
-      text.end());
-  const auto bad = [&](const char* expected) {
-    return Error(ErrorKind::kInput,
-                 fmt::format("buffer '{}': init '{}': {}", b.name, b.init, expected));
-  };
-  if (b.role == BufferRole::kScratch) {
-    if (text == "none")
-      s.kind = BufferInit::Kind::kNone;
-    else if (text.empty() || text == "zero")
-      s.kind = BufferInit::Kind::kValue;
-    else
-      throw bad("a scratch buffer is \"zero\" (the default) or \"none\"");
-    return s;
-  }
-  // Arguments of random(lo, hi) / value(x): constant expressions.
-  const auto args = [&](std::string_view name) {
-    const std::string inner = text.substr(name.size() + 1, text.size() - name.size() - 2);
-    std::vector<double> out;
-    std::size_t start = 0;
-    while (start <= inner.size()) {
-      const auto comma = inner.find(',', start);
-      Scope none;
-      try {
-        out.push_back(Expr::parse(inner.substr(start, comma - start), none).eval_double({}));
-      } catch (const Error& e) {
-        throw bad(e.what());
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return out;
-  };
-  const auto call = [&](std::string_view name) {
-    return text.size() > name.size() + 1 &&
-           text.compare(0, name.size() + 1, std::string(name) + "(") == 0 && text.back() == ')';
-  };
-  if (text.empty() || text == "random") return s;
-  if (call("random")) {
-    const auto a = args("random");
-    if (a.size() != 2 || !(a[0] < a[1])) throw bad("expected random(lo, hi) with lo < hi");
-    s.has_range = true;
-    s.lo = a[0];
-    s.hi = a[1];
-    return s;
-  }
-  if (text == "iota") {
-    s.kind = BufferInit::Kind::kIota;
-    return s;
-  }
-  if (call("value")) {
-    const auto a = args("value");
-    if (a.size() != 1) throw bad("expected value(x)");
-    s.kind = BufferInit::Kind::kValue;
-    s.value = a[0];
-    return s;
-  }
-  if (text == "zero") {
-    s.kind = BufferInit::Kind::kValue;
-    return s;
-  }
-  if (call("file")) {
-    // The path as written (spaces kept), between "file(" and the last ')'.
-    const auto open = b.init.find('(');
-    s.kind = BufferInit::Kind::kFile;
-    s.path = b.init.substr(open + 1, b.init.rfind(')') - open - 1);
-    return s;
-  }
-  throw bad("expected random, random(lo, hi), iota, value(x), zero or file(path)");
-}
-
 std::map<std::string, std::string> KernelSpec::reference_assignments() const {
   std::map<std::string, std::string> out;
   std::string_view rest = reference_config;
@@ -322,18 +247,22 @@ class SpecChecker {
     }
   }
 
-  // Whether every checked output comes with its expected data.
-  bool reference_data() const {
-    for (const auto& b : k_.buffers)
-      if ((b.role == BufferRole::kOutput || b.role == BufferRole::kInOut) && b.expected.empty())
-        return false;
-    return true;
-  }
-
   void check_reference() const {
-    if (k_.reference == nullptr && k_.reference_config.empty() && reference_data()) return;
-    if (k_.reference == nullptr && k_.reference_config.empty())
-      fail("no reference: give a reference function, a reference config or expected data");
+    bool all_from_files = true;
+    for (const auto& b : k_.buffers) {
+      try {
+        if (b.role != BufferRole::kOutput && b.role != BufferRole::kInOut) {
+          if (!b.expected.empty()) (void)KernelSpec::expected_file(b);  // names the role
+          continue;
+        }
+        if (KernelSpec::expected_file(b).empty()) all_from_files = false;
+      } catch (const Error& e) {
+        fail(e.what());
+      }
+    }
+    if (k_.reference == nullptr && k_.reference_config.empty() && !all_from_files)
+      fail("no reference: give a reference function, a reference config or expected files");
+    if (k_.reference == nullptr && k_.reference_config.empty()) return;
     if (k_.reference == nullptr) {
       try {
         (void)k_.reference_assignments();
@@ -361,6 +290,37 @@ void KernelSpec::validate() const {
   check.check_args(check.check_buffers());
   check.check_reference();
 }
+
+namespace {
+
+// KernelSpec::listed as configurations of the kernel's parameters.
+std::vector<Config> listed_configs(const KernelSpec& kernel) {
+  const auto& list = *kernel.listed;
+  std::vector<int> column(kernel.params.size(), -1);
+  for (std::size_t i = 0; i < kernel.params.size(); ++i)
+    for (std::size_t j = 0; j < list.names.size(); ++j)
+      if (list.names[j] == kernel.params[i].name) column[i] = static_cast<int>(j);
+  std::vector<Config> out;
+  for (const auto& row : list.rows) {
+    Config c(kernel.params.size());
+    bool fits = true;
+    for (std::size_t i = 0; i < c.size() && fits; ++i) {
+      const Parameter& p = kernel.params[i];
+      if (column[i] < 0) {
+        c[i] = static_cast<std::uint32_t>(p.default_index);
+        continue;
+      }
+      const Value& v = row.at(static_cast<std::size_t>(column[i]));
+      const auto it = std::find(p.values.begin(), p.values.end(), v);
+      fits = it != p.values.end();
+      c[i] = static_cast<std::uint32_t>(it - p.values.begin());
+    }
+    if (fits) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
 
 SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
                        const DeviceLimits& limits) {
@@ -390,7 +350,9 @@ SearchSpace make_space(const KernelSpec& kernel, const Problem& problem,
   if (g.shared_mem != "0")
     restrictions.push_back(
         fmt::format("{} <= max_shared_memory_per_block_optin", paren(g.shared_mem)));
-  return SearchSpace(kernel.params, std::move(restrictions), std::move(constants));
+  SearchSpace space(kernel.params, std::move(restrictions), std::move(constants));
+  if (kernel.listed) space.restrict_to(listed_configs(kernel));
+  return space;
 }
 
 }  // namespace ktune

@@ -15,7 +15,9 @@
 #include <map>
 #include <sstream>
 
+#include "ktune/check.h"
 #include "ktune/error.h"
+#include "ktune/suggest.h"
 
 namespace ktune {
 
@@ -183,6 +185,7 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
   k.flops = str(d.flops);
   k.run = d.run;
   k.user_data = d.user_data;
+  if (has_field(d, d.generate)) k.generate = d.generate;  // ABI 1.1
   return k;
 }
 
@@ -191,6 +194,7 @@ struct Registry::Impl {
   // Plugin libraries stay loaded for the life of the process: KernelSpecs copied out of the
   // registry keep function pointers into them.
   std::vector<void*> libraries;
+  std::vector<std::string> warnings;
 };
 
 Registry::Registry() : impl_(std::make_unique<Impl>()) {}
@@ -198,6 +202,9 @@ Registry::~Registry() = default;
 
 void Registry::add(KernelSpec kernel) {
   kernel.validate();
+  if (kernel.origin != "builtin")
+    for (const auto& w : quick_check_kernel(kernel))
+      impl_->warnings.push_back(fmt::format("{}: {}", kernel.origin, w.message));
   auto it = impl_->kernels.find(kernel.name);
   if (it != impl_->kernels.end())
     throw Error(ErrorKind::kInput,
@@ -222,7 +229,10 @@ void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin)
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     if (plugin->kernels[i] == nullptr)
       throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel {} is a null pointer", origin, i));
-    add(kernel_from_desc(*plugin->kernels[i], origin));
+    KernelSpec k = kernel_from_desc(*plugin->kernels[i], origin);
+    // file(...) inits name files beside the library (built-ins: the working directory).
+    if (fs::exists(origin)) k.resolve_data_paths(fs::absolute(origin).parent_path().string());
+    add(std::move(k));
   }
 }
 
@@ -259,9 +269,10 @@ class ManifestReader {
   void known_keys(const toml::table& t, std::string_view section,
                   std::initializer_list<std::string_view> keys) const {
     for (const auto& [key, node] : t) {
-      if (std::find(keys.begin(), keys.end(), key.str()) == keys.end())
-        fail(fmt::format("{}: unknown key '{}' (known: {})", section, key.str(),
-                         fmt::join(keys, ", ")));
+      if (std::find(keys.begin(), keys.end(), key.str()) != keys.end()) continue;
+      const std::vector<std::string> known(keys.begin(), keys.end());
+      fail(fmt::format("{}: unknown key '{}'{} (known: {})", section, key.str(),
+                       did_you_mean(std::string(key.str()), known), fmt::join(keys, ", ")));
     }
   }
 
@@ -392,9 +403,9 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
                        KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
-  r.known_keys(
-      *kt, "[kernel]",
-      {"name", "description", "source", "entry", "compile_options", "defines", "block_names"});
+  r.known_keys(*kt, "[kernel]",
+               {"name", "description", "source", "entry", "compile_options", "defines",
+                "block_names"});
   read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");
@@ -421,8 +432,9 @@ void read_params(const ManifestReader& r, const toml::table& root, const std::st
                  KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "param", true)) {
     const auto& t = *node.as_table();
-    r.known_keys(t, "[[param]]", {"name", "values", "default", "description"});
     const std::string name = r.required_string(t, "[[param]]", "name");
+    r.known_keys(t, fmt::format("[[param]] '{}'", name),
+                 {"name", "values", "default", "description"});
     const auto* values = t["values"].as_array();
     if (values == nullptr || values->empty())
       r.fail(fmt::format("[[param]] '{}' needs a non-empty 'values' list", name));
@@ -485,19 +497,19 @@ BufferRole parse_role(const ManifestReader& r, const std::string& where, const s
 void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
   for (const auto& node : *r.array_of_tables(root, "buffer", true)) {
     const auto& t = *node.as_table();
-    r.known_keys(t, "[[buffer]]",
-                 {"name", "type", "role", "size", "init", "abs_tol", "rel_tol", "expected"});
     BufferSpec b;
     b.name = r.required_string(t, "[[buffer]]", "name");
     const std::string where = fmt::format("[[buffer]] '{}'", b.name);
+    r.known_keys(t, where,
+                 {"name", "type", "role", "size", "init", "expected", "abs_tol", "rel_tol"});
     b.type = parse_type(r, where, r.required_string(t, where, "type"));
     b.role = parse_role(r, where, r.required_string(t, where, "role"));
     b.size = r.optional_string(t, where, "size");
     if (b.size.empty()) r.fail(fmt::format("{} is missing 'size'", where));
     b.init = r.optional_string(t, where, "init");
+    b.expected = r.optional_string(t, where, "expected");
     b.abs_tol = r.optional_number(t, where, "abs_tol");
     b.rel_tol = r.optional_number(t, where, "rel_tol");
-    b.expected = r.optional_string(t, where, "expected");
     k.buffers.push_back(std::move(b));
   }
 }
@@ -519,18 +531,17 @@ void read_args(const ManifestReader& r, const toml::table& root, KernelSpec& k) 
 }
 
 void read_reference_and_metrics(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
-  const toml::table* ref = root["reference"].as_table();
-  const bool expected = std::all_of(k.buffers.begin(), k.buffers.end(), [](const BufferSpec& b) {
-    return b.role == BufferRole::kInput || b.role == BufferRole::kScratch || !b.expected.empty();
-  });
-  if (ref == nullptr && !expected)
-    r.fail(
-        "missing [reference] table (a manifest kernel is checked against a reference config or "
-        "its outputs' expected data)");
-  if (ref != nullptr) {
+  // Without [reference], every output needs an expected file (KernelSpec::validate says so);
+  // `unchecked = true` declares a kernel whose outputs are not checked.
+  if (const toml::table* ref = root["reference"].as_table()) {
     r.known_keys(*ref, "[reference]", {"config", "unchecked"});
     k.unchecked = (*ref)["unchecked"].value_or(false);
     if (!k.unchecked) k.reference_config = r.required_string(*ref, "[reference]", "config");
+  } else if (std::none_of(k.buffers.begin(), k.buffers.end(),
+                          [](const BufferSpec& b) { return !b.expected.empty(); })) {
+    r.fail(
+        "missing [reference] table (a manifest kernel is checked against a reference config "
+        "or expected files)");
   }
   if (const toml::table* metrics = root["metrics"].as_table()) {
     r.known_keys(*metrics, "[metrics]", {"bytes", "flops"});
@@ -554,6 +565,7 @@ void Registry::load_manifest(const std::string& path) {
   read_buffers(r, root, k);
   read_args(r, root, k);
   read_reference_and_metrics(r, root, k);
+  k.resolve_data_paths(fs::absolute(path).parent_path().string());
   add(std::move(k));
 }
 
@@ -598,6 +610,8 @@ void Registry::load_env_path() {
     rest.remove_prefix(colon + 1);
   }
 }
+
+const std::vector<std::string>& Registry::warnings() const { return impl_->warnings; }
 
 bool Registry::contains(std::string_view name) const { return impl_->kernels.count(name) > 0; }
 

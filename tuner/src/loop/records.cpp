@@ -3,13 +3,42 @@
 #include "loop/records.h"
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "ktune/hash.h"
 #include "ktune/stored_spec.h"
 #include "ktune/tuner.h"
 
 namespace ktune {
+
+namespace {
+
+// Inputs other than the original kinds (random, iota, value) and expected files make measurements
+// of their own: they join the kernel's identity, a file with its contents, so a resumed run never
+// takes times measured on other data. (The original kinds stay out, so existing databases keep
+// answering for them.)
+void add_input_identity(const KernelSpec& k, Hasher& h) {
+  for (const auto& b : k.buffers) {
+    const BufferInit init = KernelSpec::parse_init(b);
+    const std::string expected = KernelSpec::expected_file(b);
+    const bool original =
+        init.kind == BufferInit::Kind::kRandom || init.kind == BufferInit::Kind::kIota ||
+        init.kind == BufferInit::Kind::kValue || init.kind == BufferInit::Kind::kNone;
+    if (!original) h.add("input:" + b.name + "=" + b.init);
+    for (const std::string& path :
+         {init.kind == BufferInit::Kind::kFile ? init.text : std::string(), expected}) {
+      if (path.empty()) continue;
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      h.add("file:" + b.name).add(bytes.str());
+    }
+  }
+}
+
+}  // namespace
 
 KernelRecord kernel_record(const KernelInstance& instance) {
   const KernelSpec& k = instance.kernel();
@@ -18,6 +47,7 @@ KernelRecord kernel_record(const KernelInstance& instance) {
   Hasher h;
   h.add(k.source).add(k.entry);
   for (const auto& o : k.compile_options) h.add(o);
+  add_input_identity(k, h);
   r.source_hash = h.hex();
   r.space_hash = instance.space().hash();
   r.source = k.source;

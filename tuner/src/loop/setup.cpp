@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ktune/error.h"
+#include "ktune/transfer.h"
 
 namespace ktune {
 
@@ -43,20 +44,6 @@ std::shared_ptr<Recording> load_recording(const std::string& path, const std::st
   q.problem = problem;
   q.device = device;
   return std::make_shared<Recording>(read_recording(path, q));
-}
-
-// The restrictions of a kernel known only from a recording: its replay job, if ktune has one.
-void add_replay_job(const std::string& kernel, JobFile& job, std::vector<std::string>& notes) {
-  if (auto path = replay_job_for(kernel)) {
-    job = load_job(path->string());
-    notes.push_back(fmt::format("restrictions of {} from {}", kernel, path->string()));
-  } else {
-    notes.push_back(fmt::format(
-        "warning: no restrictions known for {} (no {}.toml among the replay jobs): the space is "
-        "the Cartesian product of the recorded values; configurations missing from the recording "
-        "are answered invalid",
-        kernel, kernel));
-  }
 }
 
 // A value given as an override wins over the job file's, which wins over the default.
@@ -110,7 +97,7 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   if (o.budget_seconds) options.budget.seconds = *o.budget_seconds;
   options.seed = o.seed;
   options.reuse = o.reuse;
-  options.warm_start = o.warm_start;
+  options.warm_start = o.warm_start || !o.warm_start_from.empty();
   options.retime_top = o.retime_top;
   MeasureOptions& m = options.measure;
   m.samples = pick(o.samples, job.samples, m.samples);
@@ -173,14 +160,29 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
                 fmt::format("{} holds measurements of kernel '{}', not '{}'", t.recording->path,
                             t.recording->kernel_name, kernel_name));
   if (!base && t.recording) {
-    base = kernel_from_recording(*t.recording);
-    if (job_file.path.empty()) add_replay_job(kernel_name, job, t.notes);
+    base = job_file.path.empty() ? recorded_kernel(*t.recording, t.notes)
+                                 : kernel_from_recording(*t.recording);
   }
   if (!base) base = registry.get(kernel_name);  // unknown kernel: a usage error naming the known
   t.kernel = apply_job(*base, job);
+  if (!o.inputs.empty() || !o.expected.empty()) {
+    apply_inputs(t.kernel, o.inputs, o.expected, ".", "--input/--expected");
+    t.kernel.validate();
+  }
   // Replaying without a problem given: the recorded one.
   t.problem = t.kernel.make_problem(t.recording && given.empty() ? t.recording->problem : given);
   t.options = tune_options(job, o);
+  for (const auto& path : o.warm_start_from) {
+    RecordingQuery q;
+    q.kernel = t.kernel.name;
+    const Recording r = read_recording(path, q);
+    if (r.kernel_name != t.kernel.name)
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("--warm-start-from {}: it holds measurements of kernel '{}', not '{}'", path,
+                      r.kernel_name, t.kernel.name));
+    t.options.transfer.push_back(transfer_source(r));
+  }
   return t;
 }
 
@@ -237,6 +239,7 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
   }
   s.instance =
       std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
+  if (job.backend == BackendKind::kCuda) check_data_files(*s.instance);  // before any GPU work
   // auto decides by the budget and the size of the space; the run records what it chose.
   TuneOptions& options = job.options;
   s.strategy_text = options.strategy;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <deque>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -93,6 +94,7 @@ class TuningRun {
     try {
       start_strategy();
       search();
+      summary_.search_seconds = seconds_since(t0_);
       choose_winner();
       finish();
     } catch (...) {
@@ -134,10 +136,41 @@ class TuningRun {
     max_repeats_ = std::max<std::uint64_t>(1000, 2 * valid);
   }
 
-  // The best configurations stored for this kernel on other devices or problems that are
-  // valid configurations of this space, once each.
+  // This kernel's trials stored for other devices or problems, one source per (device,
+  // problem) and the latest kernel version of each.
+  std::vector<TransferSource> stored_sources() const {
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> kernel_of;
+    for (const RunRecord& r : store_.runs(instance_.kernel().name))
+      if (r.device_id != ids_.device || r.problem_id != ids_.problem)
+        kernel_of[{r.device_id, r.problem_id}] = r.kernel_id;
+    std::vector<TransferSource> out;
+    for (const auto& [where, kernel] : kernel_of) {
+      TransferSource s;
+      s.name = fmt::format("device {} problem {}", where.first, where.second);
+      for (const TrialRecord& t : store_.trials_for(kernel, where.first, where.second)) {
+        if (t.kind != TrialKind::kSearch && t.kind != TrialKind::kWarmStart) continue;
+        const json config = json::parse(t.config_json.empty() ? "{}" : t.config_json);
+        std::vector<Value> row;
+        if (s.params.empty())
+          for (auto it = config.begin(); it != config.end(); ++it) s.params.push_back(it.key());
+        for (const auto& name : s.params)
+          row.push_back(config.contains(name) ? value_from_json(config.at(name))
+                                              : Value(std::int64_t{0}));
+        s.configs.push_back(std::move(row));
+        s.times.push_back(t.status == TrialStatus::kOk ? t.time_ms : std::nan(""));
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  // The top of the consensus ranking over the given recordings and the stored trials of other
+  // devices and problems, then the best configurations stored for those that are valid
+  // configurations of this space, once each.
   std::vector<Config> warm_start_configs() const {
-    std::vector<Config> out;
+    std::vector<TransferSource> sources = options_.transfer;
+    for (auto& s : stored_sources()) sources.push_back(std::move(s));
+    std::vector<Config> out = consensus_top(space_, sources, options_.warm_start_top);
     for (const BestRecord& b : store_.bests(instance_.kernel().name)) {
       if (b.device_id == ids_.device && b.problem_id == ids_.problem) continue;
       try {
@@ -328,6 +361,7 @@ class TuningRun {
     // budget; after max_repeats_ repeats in a row the run ends.
     repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
     strategy_.tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
+    if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
     ++summary_.trials;
     ++summary_.by_status[std::string(to_string(t.status))];
     report_progress(t);
@@ -450,6 +484,8 @@ class TuningRun {
     s["from_database"] = m.from_database;
     s["by_status"] = m.by_status;
     s["wall_seconds"] = seconds_since(t0_);
+    s["first_result_seconds"] = m.first_result_seconds;
+    s["search_seconds"] = m.search_seconds;
     s["gpu_seconds"] = m.gpu_seconds;
     s["timed_seconds"] = m.timed_seconds;
     s["compile_seconds"] = m.compile_seconds;

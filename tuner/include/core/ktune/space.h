@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -97,6 +99,13 @@ class SearchSpace {
   // spaces with the same hash hold the same configurations for the same problem and device.
   std::string hash() const;
 
+  // Narrows the space to an explicit list of configurations (a recording's, where no
+  // restrictions describe it): a config is then valid only if it passes the restrictions and is
+  // listed. Configs with the wrong number of values are refused (Error kInput); the list is part
+  // of hash(). An empty list is allowed: the space then holds nothing.
+  void restrict_to(const std::vector<Config>& members);
+  bool listed_only() const { return members_ != nullptr; }
+
  private:
   struct Restriction {
     Expr expr;
@@ -108,6 +117,8 @@ class SearchSpace {
   Scope scope_;  // slots: parameters first, then constants
   std::vector<Restriction> restrictions_;
   std::vector<std::vector<int>> checks_at_;  // restriction indices to check once param i is set
+  std::shared_ptr<const std::set<Config>> members_;  // null: every config passing restrictions
+  bool listed(const Config& config) const { return !members_ || members_->count(config) > 0; }
 };
 
 }  // namespace ktune

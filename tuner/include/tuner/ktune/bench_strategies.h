@@ -33,6 +33,8 @@ struct BenchSpace {
   std::vector<Outcome> outcomes;  // per config; missing from the recording: invalid
   std::unordered_map<Config, std::size_t, ConfigHash> index;
   std::vector<std::string> notes;
+  // Proposed first in every run (StrategyContext::warm_start): transfer from other recordings.
+  std::vector<Config> warm_start;
 
   // Statistics over the ok outcomes (NaN when there is none).
   std::size_t ok_count() const;

@@ -63,6 +63,12 @@ class KernelInstance {
   std::unique_ptr<Impl> impl_;
 };
 
+// Checks every file a buffer is filled from or compared with (file(...) inits, expected files):
+// readable, of the buffer's type (.npy) and holding the buffer's element count for the default
+// configuration (the first valid one when the default is not). Throws Error(kInput) naming the
+// kernel, buffer and file. Nothing to check when the space is empty.
+void check_data_files(const KernelInstance& instance);
+
 // Renders one configuration for an architecture ("sm_90") by the one rendering rule
 // (ktune/render.h), with the block of its launch geometry.
 CompileRequest render(const KernelInstance& instance, const Config& config,

@@ -28,12 +28,22 @@ struct JobFile {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;
   std::optional<std::string> flush_l2;
+  // [inputs] BUFFER = "INIT" and [expected] BUFFER = "file(PATH)"; relative paths are relative
+  // to the job file's directory
+  std::map<std::string, std::string> inputs, expected;
 };
 
 // Reads a job file; throws Error(kInput) naming the file and the field for anything malformed.
 JobFile load_job(const std::string& path);
 
-// The kernel with the job's value lists and extra restrictions. Throws Error(kUsage) for a
+// Replaces buffers' init (`inputs`) and expected contents (`expected`), file paths taken relative
+// to `base`; throws Error(kUsage) naming `where` for a buffer the kernel does not have, and
+// Error(kInput) for an init or expected text that does not parse.
+void apply_inputs(KernelSpec& kernel, const std::map<std::string, std::string>& inputs,
+                  const std::map<std::string, std::string>& expected, const std::string& base,
+                  const std::string& where);
+
+// The kernel with the job's value lists, extra restrictions and inputs. Throws Error(kUsage) for a
 // parameter the kernel does not have. A default that is no longer among the values becomes the
 // first value.
 KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,13 +52,25 @@ struct ProblemParam {
 // The canonical key of a problem of this kernel (ktune/problem.h), in declaration order.
 std::string problem_key(const Problem& problem, const std::vector<ProblemParam>& order);
 
-// How a buffer is filled (BufferSpec::init, parsed).
+// How a buffer is filled (BufferSpec::init, parsed; docs/plugins.md, "Input data").
 struct BufferInit {
-  enum class Kind { kRandom, kIota, kValue, kNone, kFile } kind = Kind::kRandom;
+  enum class Kind {
+    kRandom,     // uniform: random / random(lo, hi) / uniform(lo, hi)
+    kIota,       // element i is i
+    kValue,      // value(x); "zero" is value(0)
+    kNone,       // scratch left as it is
+    kNormal,     // normal(mean, stddev)
+    kZipf,       // zipf(s) / zipf(s, n): rank k >= 0 with P(k) ~ (k + 1)^-s, k < n
+    kChoice,     // choice(v1, v2, ...): each equally likely
+    kFile,       // file(PATH): raw binary or .npy
+    kGenerator,  // generator / generator(TEXT): the kernel's generate function
+  } kind = Kind::kRandom;
   bool has_range = false;  // random(lo, hi); otherwise integers in [-100, 100] ([0, 200]
   double lo = 0, hi = 0;   // unsigned), floats in [-1, 1)
-  double value = 0;        // value(x); "zero" is value(0)
-  std::string path;        // file(path): the elements' raw bytes, in the buffer's type
+  double value = 0;        // value(x); normal: the mean; zipf: the exponent s
+  double spread = 0;       // normal: the standard deviation; zipf: n (0: the type's range)
+  std::vector<double> choices;
+  std::string text;  // file: the path; generator: the text in parentheses
 };
 
 struct BufferSpec {
@@ -68,9 +81,7 @@ struct BufferSpec {
   std::string init;  // see ktune_buffer_desc::init
   double abs_tol = 0;
   double rel_tol = 0;
-  // OUTPUT/INOUT: a file holding the expected output's raw bytes (the reference data a caller
-  // gives, Kernel Tuner's `answer`); empty: the kernel's reference computes it.
-  std::string expected;
+  std::string expected;  // outputs: "" (the kernel's reference) or "file(PATH)"
 };
 
 struct ArgSpec {
@@ -111,11 +122,26 @@ struct KernelSpec {
   std::string bytes;  // expression or empty
   std::string flops;  // expression or empty
   ktune_run_fn run = nullptr;
+  ktune_generate_fn generate = nullptr;  // fills inputs whose init is "generator"
   void* user_data = nullptr;
   std::string origin;  // "builtin", a plugin library path or a manifest path
+  // When set, the space holds only these configurations (a recording's own, where no
+  // restrictions describe it): rows of values named by `names`. A parameter not named keeps its
+  // default; a row with a value the parameter does not have (narrowed by a job) is left out.
+  struct ConfigList {
+    std::vector<std::string> names;
+    std::vector<std::vector<Value>> rows;
+  };
+  std::shared_ptr<const ConfigList> listed;
 
   // Parses a buffer's init string; throws Error(kInput) naming the buffer for a bad one.
   static BufferInit parse_init(const BufferSpec& buffer);
+  // The file an output's `expected` names; empty when the kernel's reference makes it. Throws
+  // Error(kInput) for anything but "" and "file(PATH)".
+  static std::string expected_file(const BufferSpec& buffer);
+  // Makes the relative paths of file(...) inits and expected files relative to `base` (a
+  // manifest's, plugin library's or job file's directory).
+  void resolve_data_paths(const std::string& base);
   // The reference configuration as name -> value text; throws Error(kInput) for a malformed one
   // or a name or value the kernel does not have.
   std::map<std::string, std::string> reference_assignments() const;

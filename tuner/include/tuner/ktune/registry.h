@@ -39,6 +39,10 @@ class Registry {
   // Throws Error(kUsage) "unknown kernel 'x'; known kernels: a, b".
   const KernelSpec& get(std::string_view name) const;
   std::vector<const KernelSpec*> kernels() const;  // sorted by name
+  // What the quick check (ktune/check.h) found in kernels loaded from plugins and manifests
+  // (a parameter never read, a reference configuration outside the restrictions), one line each
+  // starting with the origin; built-ins are checked by their tests.
+  const std::vector<std::string>& warnings() const;
 
  private:
   struct Impl;

@@ -117,6 +117,11 @@ void write_maybe_gzip(const std::string& path, const std::string& text);
 // placeholder source and a no-op reference, so that it validates and spans a search space; it
 // cannot be compiled. It has no restrictions: see replay_job_for().
 KernelSpec kernel_from_recording(const Recording& recording);
+// kernel_from_recording() with the restrictions of the kernel's shipped replay job; where the
+// job does not fit the recording (it names parameters the recording lacks, say a recording of
+// an older version of the kernel), the recorded configurations define the space
+// (KernelSpec::listed). Says which in `notes`.
+KernelSpec recorded_kernel(const Recording& recording, std::vector<std::string>& notes);
 
 // Arch ("sm_80") of a GPU known by name, or empty.
 std::string arch_from_device_name(std::string_view name);

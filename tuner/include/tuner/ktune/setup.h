@@ -26,6 +26,8 @@ namespace ktune {
 struct JobOverrides {
   std::string kernel;
   std::map<std::string, std::int64_t> problem;          // merged over the job's
+  std::map<std::string, std::string> inputs, expected;  // per buffer, over the job's (paths
+                                                        // relative to the working directory)
   std::optional<std::string> strategy;                  // "auto" is the default
   std::map<std::string, std::string> strategy_options;  // merged over the job's
   std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
@@ -34,6 +36,7 @@ struct JobOverrides {
   std::uint64_t seed = 1;
   bool reuse = true;
   bool warm_start = false;
+  std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
   int retime_top = 5;
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;

@@ -18,6 +18,7 @@
 #include "ktune/instance.h"
 #include "ktune/store.h"
 #include "ktune/strategy.h"
+#include "ktune/transfer.h"
 
 namespace ktune {
 
@@ -35,9 +36,12 @@ struct TuneOptions {
   // Trials already in the database for this kernel source, space, device and problem are
   // answered from there instead of being measured again (resume, duplicates).
   bool reuse = true;
-  // Seed the search with the best configurations stored for this kernel on other devices or
-  // problems.
+  // Seed the search with what other devices or problems say (ktune/transfer.h): the top
+  // `warm_start_top` of the consensus ranking over `transfer` and over this kernel's trials
+  // stored for other devices and problems, then the stored bests of those.
   bool warm_start = false;
+  std::vector<TransferSource> transfer;  // recordings given with --warm-start-from
+  std::size_t warm_start_top = kTransferTopK;
   int retime_top = 5;  // finalists re-timed at the end (0: keep the search's ranking)
   int retime_rounds = 10;
   std::size_t lookahead = 0;  // configs compiled ahead of the backend; 0: 4 x compile threads
@@ -85,6 +89,8 @@ struct TuneSummary {
   std::uint64_t from_database = 0;          // answered from earlier trials
   std::map<std::string, std::uint64_t> by_status;
   double wall_seconds = 0;
+  double first_result_seconds = 0;  // from the start to the first trial's result
+  double search_seconds = 0;        // from the start to the end of the search (before re-timing)
   double gpu_seconds = 0;           // GPU time in the trials' launches
   double timed_seconds = 0;         // GPU time of timed samples alone
   double compile_seconds = 0;       // summed over compile threads (cache hits excluded)

@@ -133,6 +133,10 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   // worker applies it to its copy of the kernel, so both sides agree on every config key.
   init.params = instance.kernel().params;
   init.restrictions = instance.kernel().restrictions;
+  for (const auto& b : instance.kernel().buffers) {
+    init.inputs[b.name] = b.init;
+    init.expected[b.name] = b.expected;
+  }
   init.problem = instance.problem();
   init.plugins = impl_->options.plugins;
   init.device = impl_->options.device;

@@ -10,9 +10,9 @@
 namespace ktune::worker {
 
 struct ClockReading {
-  int sm_mhz = -1;           // current SM clock
-  int memory_mhz = -1;       // current memory clock
-  int temperature_c = -1;    // GPU core temperature
+  int sm_mhz = -1;            // current SM clock
+  int memory_mhz = -1;        // current memory clock
+  int temperature_c = -1;     // GPU core temperature
   std::uint64_t reasons = 0;  // NVML's clock event (throttle) reasons, a bit set
 };
 

@@ -51,6 +51,8 @@ json to_json(const WorkerInit& init) {
         {{"name", p.name}, {"values", values}, {"default_index", p.default_index}});
   }
   j["restrictions"] = init.restrictions;
+  j["inputs"] = init.inputs;
+  j["expected"] = init.expected;
   j["problem"] = init.problem;
   j["plugins"] = init.plugins;
   j["device"] = init.device;
@@ -70,6 +72,8 @@ WorkerInit worker_init_from_json(const json& j) {
     init.params.push_back(std::move(param));
   }
   init.restrictions = j.value("restrictions", std::vector<std::string>{});
+  init.inputs = j.value("inputs", std::map<std::string, std::string>{});
+  init.expected = j.value("expected", std::map<std::string, std::string>{});
   init.problem = j.at("problem").get<Problem>();
   init.plugins = j.value("plugins", std::vector<std::string>{});
   init.device = j.value("device", 0);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct WorkerInit {
   std::string kernel;
   std::vector<Parameter> params;  // the space as tuned (a job file may change it)
   std::vector<std::string> restrictions;
+  std::map<std::string, std::string> inputs, expected;  // every buffer's init and expected text
   Problem problem;
   std::vector<std::string> plugins;
   int device = 0;

@@ -12,6 +12,7 @@
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
 #include "backends/stats.h"
+#include "ktune/data_file.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -156,7 +157,8 @@ void Worker::prepare_buffers(const Loaded& l) {
     }
     if (b.has_input() && b.generated < need) {
       b.host.resize(need * esize);
-      fill(b.host.data(), b.spec.type, need, b.init, mix(measure_.seed) ^ mix(i + 1));
+      fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
+                 instance_->kernel(), instance_->problem());
       check(cudaMemcpy(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(),
                        need * esize, cudaMemcpyHostToDevice),
             "upload of inputs");
@@ -177,81 +179,20 @@ void Worker::prepare_buffers(const Loaded& l) {
   }
 }
 
-// The expected outputs the kernel came with (Kernel Tuner's `answer`), where every checked
-// buffer has them; false otherwise.
-bool Worker::load_expected() {
-  for (const auto& b : buffers_)
-    if (b.checked() && b.spec.expected.empty()) return false;
+void Worker::compute_reference() {
+  const KernelSpec& k = instance_->kernel();
+  if (k.reference)
+    reference_from_function();
+  else if (reference_config_)
+    reference_from_config();
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
     b.expected.resize(b.count * elem_size(b.spec.type));
-    read_exact(b.spec.expected, b.expected.data(), b.expected.size(),
-               fmt::format("{}: expected output '{}'", instance_->kernel().name, b.spec.name));
-  }
-  return true;
-}
-
-void Worker::compute_reference() {
-  const KernelSpec& k = instance_->kernel();
-  if (load_expected()) {
-    // given as data
-  } else if (k.reference) {
-    std::vector<std::string> names;
-    std::vector<const char*> name_ptrs;
-    std::vector<std::int64_t> values;
-    for (const auto& [n, v] : instance_->problem()) {
-      names.push_back(n);
-      values.push_back(v);
-    }
-    for (const auto& n : names) name_ptrs.push_back(n.c_str());
-    std::vector<ktune_host_buffer> hb;
-    for (auto& b : buffers_) {
-      if (b.spec.role == BufferRole::kScratch) continue;
-      const std::size_t bytes = b.count * elem_size(b.spec.type);
-      if (b.checked()) {
-        b.expected.assign(bytes, 0);
-        if (b.spec.role == BufferRole::kInOut) b.expected = b.host;
-      }
-      hb.push_back({b.spec.name.c_str(), static_cast<int>(b.spec.type),
-                    static_cast<int>(b.spec.role), b.count,
-                    b.checked() ? static_cast<void*>(b.expected.data())
-                                : static_cast<void*>(b.host.data())});
-    }
-    ktune_reference_ctx ctx{sizeof(ktune_reference_ctx),
-                            names.size(),
-                            name_ptrs.data(),
-                            values.data(),
-                            hb.size(),
-                            hb.data(),
-                            k.user_data};
-    char error[1024] = {0};
-    if (k.reference(&ctx, error, sizeof(error)) != 0)
-      throw Error(ErrorKind::kInput, fmt::format("{}: reference failed: {}", k.name, error));
-  } else {
-    // The reference configuration's output, from poisoned outputs, is the reference.
-    const Loaded& ref = *reference_config_;
-    std::vector<std::size_t> counts;
-    for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      if (buffers_[i].checked() && buffers_[i].count != ref.sizes[i])
-        throw Error(ErrorKind::kInput,
-                    fmt::format("{}: output '{}' has {} elements here but {} in the reference "
-                                "configuration",
-                                instance_->kernel().name, buffers_[i].spec.name, buffers_[i].count,
-                                ref.sizes[i]));
-      counts.push_back(buffers_[i].count);
-      buffers_[i].count = ref.sizes[i];
-    }
-    poison_outputs(kPoison);
-    reset_inouts();
-    launch(ref);
-    check(cudaStreamSynchronize(stream_), "reference run");
-    for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = counts[i];
-    for (auto& b : buffers_) {
-      if (!b.checked()) continue;
-      b.expected.resize(b.count * elem_size(b.spec.type));
-      check(cudaMemcpy(b.expected.data(), b.device, b.expected.size(), cudaMemcpyDeviceToHost),
-            "download of the reference");
-    }
+    // An expected file replaces what the kernel's reference made (or is all there is).
+    const std::string path = KernelSpec::expected_file(b.spec);
+    if (!path.empty())
+      read_data_file(path, b.spec.type, b.count, b.expected.data(),
+                     fmt::format("{}: expected '{}'", k.name, b.spec.name));
   }
   poison_collision_ = false;
   for (const auto& b : buffers_)
@@ -259,6 +200,67 @@ void Worker::compute_reference() {
       poison_collision_ = true;
   upload_reference();
   reference_ok_ = true;
+}
+
+void Worker::reference_from_function() {
+  const KernelSpec& k = instance_->kernel();
+  std::vector<std::string> names;
+  std::vector<const char*> name_ptrs;
+  std::vector<std::int64_t> values;
+  for (const auto& [n, v] : instance_->problem()) {
+    names.push_back(n);
+    values.push_back(v);
+  }
+  for (const auto& n : names) name_ptrs.push_back(n.c_str());
+  std::vector<ktune_host_buffer> hb;
+  for (auto& b : buffers_) {
+    if (b.spec.role == BufferRole::kScratch) continue;
+    const std::size_t bytes = b.count * elem_size(b.spec.type);
+    if (b.checked()) {
+      b.expected.assign(bytes, 0);
+      if (b.spec.role == BufferRole::kInOut) b.expected = b.host;
+    }
+    hb.push_back(
+        {b.spec.name.c_str(), static_cast<int>(b.spec.type), static_cast<int>(b.spec.role), b.count,
+         b.checked() ? static_cast<void*>(b.expected.data()) : static_cast<void*>(b.host.data())});
+  }
+  ktune_reference_ctx ctx{sizeof(ktune_reference_ctx),
+                          names.size(),
+                          name_ptrs.data(),
+                          values.data(),
+                          hb.size(),
+                          hb.data(),
+                          k.user_data};
+  char error[1024] = {0};
+  if (k.reference(&ctx, error, sizeof(error)) != 0)
+    throw Error(ErrorKind::kInput, fmt::format("{}: reference failed: {}", k.name, error));
+}
+
+// The reference configuration's output, from poisoned outputs, is the reference.
+void Worker::reference_from_config() {
+  const Loaded& ref = *reference_config_;
+  std::vector<std::size_t> counts;
+  for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    if (buffers_[i].checked() && buffers_[i].count != ref.sizes[i])
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}: output '{}' has {} elements here but {} in the reference "
+                              "configuration",
+                              instance_->kernel().name, buffers_[i].spec.name, buffers_[i].count,
+                              ref.sizes[i]));
+    counts.push_back(buffers_[i].count);
+    buffers_[i].count = ref.sizes[i];
+  }
+  poison_outputs(kPoison);
+  reset_inouts();
+  launch(ref);
+  check(cudaStreamSynchronize(stream_), "reference run");
+  for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = counts[i];
+  for (auto& b : buffers_) {
+    if (!b.checked()) continue;
+    b.expected.resize(b.count * elem_size(b.spec.type));
+    check(cudaMemcpy(b.expected.data(), b.device, b.expected.size(), cudaMemcpyDeviceToHost),
+          "download of the reference");
+  }
 }
 
 // The reference on the GPU too, where outputs are checked there.
@@ -477,7 +479,10 @@ Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
       const auto v0 = Clock::now();
       double first_ms = 0;
       const bool right = verify_first_run(l, m, gpu_ms, first_ms);
+      // The first run is the kernel's own work (it also sets the launches per sample); what is
+      // left is the cost of checking: poisoning the outputs and comparing them.
       phase("verify", v0);
+      m.phases_ms["verify"] -= m.phases_ms["first_run"];
       if (right) time_samples(l, first_ms, m, gpu_ms);
       if (right && clocks_) {
         const ClockReading c = clocks_->read();
@@ -548,6 +553,7 @@ bool Worker::check_resources(const Loaded& l, Measurement& m) {
 bool Worker::verify_first_run(const Loaded& l, Measurement& m, double& gpu_ms, double& first_ms) {
   poison_outputs(kPoison);
   first_ms = sample_chunk(l, 1, 1, false, gpu_ms)[0];
+  m.phases_ms["first_run"] = first_ms;  // as its events measured it
   std::optional<std::string> wrong = verify(false);
   if (!wrong && poison_collision_) {
     poison_outputs(kPoison2);

@@ -97,7 +97,8 @@ class Worker {
 
   void prepare_buffers(const Loaded& l);
   void compute_reference();
-  bool load_expected();
+  void reference_from_function();
+  void reference_from_config();
   void launch(const Loaded& l);  // one run, as the kernel defines it (hook or launch)
   void reset_inouts();
   void poison_outputs(unsigned char byte);

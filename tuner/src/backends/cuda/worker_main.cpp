@@ -45,8 +45,12 @@ KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
   if (!init.params.empty()) {
     kernel.params = init.params;
     kernel.restrictions = init.restrictions;
-    kernel.validate();
   }
+  for (auto& b : kernel.buffers) {  // inputs as tuned (a job may change them), paths absolute
+    if (auto it = init.inputs.find(b.name); it != init.inputs.end()) b.init = it->second;
+    if (auto it = init.expected.find(b.name); it != init.expected.end()) b.expected = it->second;
+  }
+  kernel.validate();
   return kernel;
 }
 

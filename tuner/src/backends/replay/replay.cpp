@@ -391,6 +391,37 @@ std::optional<fs::path> replay_job_for(const std::string& kernel) {
   return std::nullopt;
 }
 
+KernelSpec recorded_kernel(const Recording& r, std::vector<std::string>& notes) {
+  KernelSpec base = kernel_from_recording(r);
+  const auto path = replay_job_for(r.kernel_name);
+  if (!path) {
+    notes.push_back(fmt::format(
+        "warning: no restrictions known for {} (no {}.toml among the replay jobs): the space is "
+        "the Cartesian product of the recorded values; configurations missing from the recording "
+        "are answered invalid",
+        r.kernel_name, r.kernel_name));
+    return base;
+  }
+  try {
+    KernelSpec k = apply_job(base, load_job(path->string()));
+    (void)make_space(k, k.make_problem(r.problem), recording_limits(r));
+    notes.push_back(fmt::format("restrictions of {} from {}", r.kernel_name, path->string()));
+    return k;
+  } catch (const Error& e) {
+    // A recording of another version of the kernel (other parameters): the job's restrictions
+    // cannot describe it, the recorded configurations can.
+    auto list = std::make_shared<KernelSpec::ConfigList>();
+    for (const auto& p : r.params) list->names.push_back(p.name);
+    for (const auto& t : r.trials) list->rows.push_back(t.values);
+    base.listed = std::move(list);
+    notes.push_back(
+        fmt::format("{}: the replay job {} does not fit this recording ({}); its {} recorded "
+                    "configurations define the space",
+                    r.path, path->string(), e.what(), r.trials.size()));
+    return base;
+  }
+}
+
 ReplayTarget replay_target(const Recording& r, const Registry* registry, const JobFile* job) {
   ReplayTarget t;
   t.limits = recording_limits(r);
@@ -425,20 +456,7 @@ ReplayTarget replay_target(const Recording& r, const Registry* registry, const J
     t.kernel = apply_job(known, narrow);
     if (job) t.kernel = apply_job(t.kernel, *job);
   } else {
-    t.kernel = kernel_from_recording(r);
-    if (job) {
-      t.kernel = apply_job(t.kernel, *job);
-    } else if (auto path = replay_job_for(r.kernel_name)) {
-      t.kernel = apply_job(t.kernel, load_job(path->string()));
-      t.notes.push_back(fmt::format("restrictions of {} from {}", r.kernel_name, path->string()));
-    } else {
-      t.notes.push_back(fmt::format(
-          "warning: no restrictions known for {} (no {}.toml in {}): its space is the Cartesian "
-          "product of the "
-          "recorded values, and configurations missing from the recording are answered invalid",
-          r.kernel_name, r.kernel_name,
-          replay_job_dirs().empty() ? "" : replay_job_dirs().front().string()));
-    }
+    t.kernel = job ? apply_job(kernel_from_recording(r), *job) : recorded_kernel(r, t.notes);
   }
   t.problem = t.kernel.make_problem(r.problem);
   return t;

@@ -138,14 +138,14 @@ void NativeStrategy::start(const StrategyContext& context) {
   valid_total_.reset();
   valid_list_.clear();
 
-  OptionReader reader(name(), context.options);
-  configure(reader);
-  reader.finish();
-
   for (const Config& c : context.warm_start)
     if (c.size() == space_->size() && space_->is_valid(c) &&
         std::find(warm_.begin(), warm_.end(), c) == warm_.end())
       warm_.push_back(c);
+
+  OptionReader reader(name(), context.options);
+  configure(reader);
+  reader.finish();
 
   // Count the valid space (the loop does the same to size its progress bar) and keep it for
   // sampling when it is small enough. Past the budget and the list limit the exact count no

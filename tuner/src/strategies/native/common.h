@@ -91,6 +91,8 @@ class NativeStrategy : public Strategy {
   Random& rng() { return rng_; }
   std::uint64_t budget() const { return budget_; }
   std::size_t dimensions() const { return space_->size(); }
+  // How many warm-start configurations come first (before propose() is asked).
+  std::size_t warm_count() const { return warm_.size(); }
 
   bool seen(const Config& c) const { return results_.count(c) != 0; }
   // The told value of c; nullopt when c was never proposed or its tell is outstanding.

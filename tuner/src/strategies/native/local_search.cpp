@@ -54,7 +54,8 @@ class LocalSearch final : public NativeStrategy {
     walk_steps_ = std::max<std::size_t>(
         1, static_cast<std::size_t>(random_walk_ * static_cast<double>(tunable)));
 
-    phase_ = sample_ ? Phase::kSample : Phase::kNeedStart;
+    // A warm start takes the place of the random sample: the first climb starts from its best.
+    phase_ = sample_ && warm_count() == 0 ? Phase::kSample : Phase::kNeedStart;
     sampled_ = 0;
     epoch_ = 0;
     proposed_epoch_.clear();
