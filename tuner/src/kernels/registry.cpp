@@ -403,9 +403,9 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
                        KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
-  r.known_keys(*kt, "[kernel]",
-               {"name", "description", "source", "entry", "compile_options", "defines",
-                "block_names"});
+  r.known_keys(
+      *kt, "[kernel]",
+      {"name", "description", "source", "entry", "compile_options", "defines", "block_names"});
   read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");
