@@ -38,6 +38,8 @@ def run(ktune, candidate, caches, seeds, budgets, out):
     data = json.loads(path.read_text())
     spaces = {s["name"]: s for s in data["spaces"]}
     per = {r["space"]: r for r in data["results"] if r["space"] != "overall"}
+    for r in per.values():  # bench-strategies writes {"budget": B, "fraction": F} per budget
+        r["fractions"] = [f["fraction"] for f in r["fractions"]]
     return candidate, spaces, per
 
 

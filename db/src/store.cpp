@@ -17,12 +17,14 @@
 #include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
 
 #include "ktune/error.h"
+#include "merge.h"
 #include "migrate.h"
 
 namespace ktune {
@@ -339,6 +341,66 @@ struct Store::Impl {
     }
   }
 
+  // The latest search (or warm-start) trial of a configuration: what resume answers with.
+  std::optional<TrialRecord> latest_trial(std::int64_t kernel_id, std::int64_t device_id,
+                                          std::int64_t problem_id, const std::string& config_key,
+                                          bool replayed) {
+    // Walks the (kernel, device, problem, config_key) index from the newest trial, passing over
+    // re-timings and trials of the other kind of run.
+    Cached q = statement(
+        select_from(kTrialColumns, "trials",
+                    "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND config_key = ? "
+                    "AND kind != 1 AND run_id IN (SELECT id FROM runs WHERE replayed = ?) "
+                    "ORDER BY id DESC LIMIT 1"));
+    q->bind(1, kernel_id);
+    q->bind(2, device_id);
+    q->bind(3, problem_id);
+    q->bind(4, config_key);
+    q->bind(5, replayed ? 1 : 0);
+    if (!q->executeStep()) return std::nullopt;
+    return read_trial(*q);
+  }
+
+  // Whether a claim row (its columns from `first` on: host, boot id, pid, start, owner, time)
+  // still holds against this store: another store's, and its process alive (or, on another
+  // host, where that cannot be checked, younger than Store::claim_seconds).
+  bool claim_holds(SQLite::Statement& q, int first) const {
+    const ProcessIdentity holder{q.getColumn(first).getString(), q.getColumn(first + 1).getString(),
+                                 q.getColumn(first + 2).getInt64(),
+                                 q.getColumn(first + 3).getInt64()};
+    if (q.getColumn(first + 4).getInt64() == owner) return false;
+    if (holder.host != self.host)
+      return unix_now() - q.getColumn(first + 5).getInt64() < Store::claim_seconds;
+    return holder.alive();
+  }
+
+  static std::int64_t unix_now() {
+    using namespace std::chrono;
+    return duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
+  }
+
+  void insert_claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+                    const std::string& config_key, bool replayed) {
+    Cached q = statement(
+        "INSERT OR REPLACE INTO claims (kernel_id, device_id, problem_id, replayed, config_key, "
+        "host, boot_id, pid, process_start, owner, claimed_unix) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int c = 1;
+    q->bind(c++, kernel_id);
+    q->bind(c++, device_id);
+    q->bind(c++, problem_id);
+    q->bind(c++, replayed ? 1 : 0);
+    q->bind(c++, config_key);
+    q->bind(c++, self.host);
+    q->bind(c++, self.boot_id);
+    q->bind(c++, self.pid);
+    q->bind(c++, self.start);
+    q->bind(c++, owner);
+    q->bind(c++, unix_now());
+    q->exec();
+    claimed_any = true;
+  }
+
   // Declaration order matters: statements must be finalised before the database closes.
   std::filesystem::path path;
   std::string where;
@@ -346,6 +408,12 @@ struct Store::Impl {
   SQLite::Database db;
   int schema_version = 0;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> statements;
+  // Who holds this store's claims: the process, and a number that tells apart two stores of
+  // one process.
+  const ProcessIdentity self = ProcessIdentity::current();
+  const std::int64_t owner = static_cast<std::int64_t>(
+      (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}());
+  bool claimed_any = false;
 };
 
 namespace {
@@ -415,6 +483,9 @@ int inspect(SQLite::Database& db, const std::string& where) {
 Store Store::open(const std::filesystem::path& path, Mode mode,
                   std::chrono::milliseconds busy_timeout) {
   const std::string where = path.string();
+  if (path.empty())
+    throw Error(ErrorKind::kDatabase,
+                "'': an empty path names no database file (SQLite would open a temporary one)");
   std::error_code ec;
   const auto file = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(file)) {
@@ -470,7 +541,13 @@ Store Store::open(const std::filesystem::path& path, Mode mode,
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
-Store::~Store() = default;
+Store::~Store() {
+  try {
+    if (impl_) release_claims();
+  } catch (...) {
+    // A destructor never throws; a claim left behind expires with its process.
+  }
+}
 
 int Store::latest_schema_version() {
   return static_cast<int>(detail::embedded_migrations().size());
@@ -664,11 +741,12 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
   impl_->require_writable("add_trial");
   return impl_->guard("add_trial", [&] {
     SQLite::Transaction tx(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+    int replayed = 0;
     {
       // A run tunes one (kernel, device, problem); a trial filed under another would be
       // invisible to resume and mislead reports.
-      Cached run =
-          impl_->statement("SELECT kernel_id, device_id, problem_id FROM runs WHERE id = ?");
+      Cached run = impl_->statement(
+          "SELECT kernel_id, device_id, problem_id, replayed FROM runs WHERE id = ?");
       run->bind(1, trial.run_id);
       if (!run->executeStep()) {
         throw Error(ErrorKind::kInternal,
@@ -677,6 +755,7 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       const std::int64_t kernel = run->getColumn(0).getInt64();
       const std::int64_t device = run->getColumn(1).getInt64();
       const std::int64_t problem = run->getColumn(2).getInt64();
+      replayed = run->getColumn(3).getInt();
       if (kernel != trial.kernel_id || device != trial.device_id || problem != trial.problem_id) {
         throw Error(
             ErrorKind::kInternal,
@@ -728,6 +807,18 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       q->exec();
     }
     const std::int64_t id = impl_->db.getLastInsertRowid();
+    {
+      // The configuration is answered now: whoever claimed it is done with it.
+      Cached q = impl_->statement(
+          "DELETE FROM claims WHERE kernel_id = ? AND device_id = ? AND problem_id = ? "
+          "AND replayed = ? AND config_key = ?");
+      q->bind(1, trial.kernel_id);
+      q->bind(2, trial.device_id);
+      q->bind(3, trial.problem_id);
+      q->bind(4, replayed);
+      q->bind(5, trial.config_key);
+      q->exec();
+    }
     tx.commit();
     return id;
   });
@@ -761,21 +852,52 @@ std::vector<TrialRecord> Store::trials_for(std::int64_t kernel_id, std::int64_t 
 std::optional<TrialRecord> Store::find_trial(std::int64_t kernel_id, std::int64_t device_id,
                                              std::int64_t problem_id, const std::string& config_key,
                                              bool replayed) const {
-  return impl_->guard("find_trial", [&]() -> std::optional<TrialRecord> {
-    // Walks the (kernel, device, problem, config_key) index from the newest trial, passing over
-    // re-timings and trials of the other kind of run.
-    Cached q = impl_->statement(
-        select_from(kTrialColumns, "trials",
-                    "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND config_key = ? "
-                    "AND kind != 1 AND run_id IN (SELECT id FROM runs WHERE replayed = ?) "
-                    "ORDER BY id DESC LIMIT 1"));
-    q->bind(1, kernel_id);
-    q->bind(2, device_id);
-    q->bind(3, problem_id);
-    q->bind(4, config_key);
-    q->bind(5, replayed ? 1 : 0);
-    if (!q->executeStep()) return std::nullopt;
-    return read_trial(*q);
+  return impl_->guard("find_trial", [&] {
+    return impl_->latest_trial(kernel_id, device_id, problem_id, config_key, replayed);
+  });
+}
+
+Store::Claim Store::claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+                          const std::string& config_key, bool replayed) {
+  impl_->require_writable("claim");
+  return impl_->guard("claim", [&] {
+    // IMMEDIATE: the check and the claim are one step for every writer of the file.
+    SQLite::Transaction tx(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+    Claim out;
+    out.trial = impl_->latest_trial(kernel_id, device_id, problem_id, config_key, replayed);
+    if (out.trial) {
+      out.state = Claim::State::kMeasured;
+      return out;  // nothing written: the transaction rolls back
+    }
+    {
+      Cached q = impl_->statement(
+          "SELECT host, boot_id, pid, process_start, owner, claimed_unix FROM claims "
+          "WHERE kernel_id = ? AND device_id = ? AND problem_id = ? AND replayed = ? "
+          "AND config_key = ?");
+      q->bind(1, kernel_id);
+      q->bind(2, device_id);
+      q->bind(3, problem_id);
+      q->bind(4, replayed ? 1 : 0);
+      q->bind(5, config_key);
+      if (q->executeStep() && impl_->claim_holds(*q, 0)) {
+        out.state = Claim::State::kBusy;
+        return out;
+      }
+    }
+    impl_->insert_claim(kernel_id, device_id, problem_id, config_key, replayed);
+    tx.commit();
+    out.state = Claim::State::kClaimed;
+    return out;
+  });
+}
+
+void Store::release_claims() {
+  if (impl_->mode == Mode::kReadOnly || !impl_->claimed_any) return;
+  impl_->guard("release_claims", [&] {
+    Cached q = impl_->statement("DELETE FROM claims WHERE owner = ?");
+    q->bind(1, impl_->owner);
+    q->exec();
+    impl_->claimed_any = false;
   });
 }
 
@@ -917,6 +1039,21 @@ std::optional<std::string> Store::binary(const std::string& key) const {
     const auto* data = static_cast<const char*>(c.getBlob());
     return std::string(data, data + c.getBytes());
   });
+}
+
+MergeReport Store::merge_from(const std::filesystem::path& source) {
+  impl_->require_writable("merge");
+  // The refusals of a read-only open (not a ktune database, another schema, corrupt ...).
+  { Store::open(source, Mode::kReadOnly, std::chrono::milliseconds(5000)); }
+  std::error_code ec;
+  if (std::filesystem::equivalent(source, impl_->path, ec))
+    throw Error(ErrorKind::kUsage,
+                impl_->where + ": merge: " + source.string() + " is this database itself");
+  try {
+    return detail::merge_database(impl_->db, source);
+  } catch (const SQLite::Exception& e) {
+    throw detail::database_error(impl_->where + ": merge " + source.string(), e);
+  }
 }
 
 namespace {

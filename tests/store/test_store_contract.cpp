@@ -35,7 +35,7 @@ TEST_F(StoreContract, SchemaHasEveryTableIndexAndTheMigrationRecord) {
   { Store store = Store::open(db_path_); }
   SQLite::Database db(db_path_.string(), SQLite::OPEN_READONLY);
   for (const char* table : {"ktune_meta", "schema_migrations", "devices", "kernels", "problems",
-                            "runs", "trials", "best", "binaries"}) {
+                            "runs", "trials", "best", "binaries", "claims"}) {
     EXPECT_TRUE(db.tableExists(table)) << table;
   }
   for (const char* index : {"trials_by_identity", "trials_by_run", "best_by_kernel_name"}) {

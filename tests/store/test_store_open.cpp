@@ -156,6 +156,13 @@ TEST_F(StoreOpen, RefusesADirectory) {
   expect_error(ErrorKind::kDatabase, "is a directory", [&] { Store::open(dir_); });
 }
 
+// SQLite opens "" as a private temporary database; ktune refuses it by name.
+TEST_F(StoreOpen, RefusesAnEmptyPath) {
+  expect_error(ErrorKind::kDatabase, "empty path", [&] { Store::open(""); });
+  expect_error(ErrorKind::kDatabase, "empty path",
+               [&] { Store::open("", Store::Mode::kReadOnly); });
+}
+
 TEST_F(StoreOpen, ReadOnlyReadsButNeverWrites) {
   fill_database(db_path_, 5);
   const std::string before = read_bytes(db_path_);

@@ -14,6 +14,7 @@
 #include "ktune/device.h"
 #include "ktune/instance.h"
 #include "ktune/registry.h"
+#include "ktune/store.h"
 #include "tuner/cli_test_util.h"
 
 namespace ktune {
@@ -83,6 +84,7 @@ TEST_F(Cli, NoArgumentsIsAUsageError) {
   const CliResult r = run({});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "usage: ktune COMMAND")) << r;
+  EXPECT_TRUE(contains(r.err, "error: no command given")) << r;
   EXPECT_TRUE(r.out.empty()) << r;
 }
 
@@ -125,7 +127,7 @@ TEST_F(Cli, EveryCommandHelpShowsItsOptionGroups) {
 // Help names what each option takes, and shows no option the command would then refuse.
 TEST_F(Cli, HelpShowsValueNamesAndNoOptionTheCommandRejects) {
   for (const auto& c : {"list", "space", "compile", "devices", "tune", "best", "export", "report",
-                        "bench-strategies"}) {
+                        "bench-strategies", "merge"}) {
     const CliResult r = run({c, "--help"});
     EXPECT_EQ(r.code, 0) << r;
     EXPECT_FALSE(contains(r.out, " arg ")) << c << "\n" << r;
@@ -496,6 +498,64 @@ TEST_F(Cli, BestOnSomeoneElsesSqliteDatabaseLeavesItUnchanged) {
   EXPECT_TRUE(contains(r.err, path.string())) << r;
   EXPECT_EQ(test::read_file(path), before);
   EXPECT_EQ(files_in_work(), std::vector<std::string>{"other.db"});
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// `ktune merge`: two replayed runs of the same job (two "hosts") merged into one database,
+// merged again without a change, the best the faster host's; bad sources merge nothing.
+TEST(CliMerge, MergesDatabasesOnceAndRefusesBadSources) {
+  test::TempDir dir;
+  const std::string conv =
+      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  auto run = [&](const std::vector<std::string>& args) {
+    return test::run_ktune(args, dir.path(), dir / "cache");
+  };
+  for (const std::string seed : {"1", "2"}) {
+    const test::CliResult r =
+        run({"tune", "convolution_kernel", "--replay", conv, "--strategy", "random",
+             "--budget-evals", "20", "--seed", seed, "--db", "host" + seed + ".db", "-q"});
+    ASSERT_EQ(r.code, 0) << r;
+  }
+  test::CliResult r = run({"merge", "host1.db", "host2.db", "-o", "fleet.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("merged").size(), 2u);
+  EXPECT_EQ(j["merged"][0].at("runs"), 1);
+  EXPECT_GE(j["merged"][0].at("trials"), 20);
+  r = run({"merge", "host1.db", "host2.db", "--into", "fleet.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  j = nlohmann::json::parse(r.out);
+  for (const auto& m : j.at("merged")) {
+    EXPECT_EQ(m.at("runs"), 0);
+    EXPECT_EQ(m.at("trials"), 0);
+    EXPECT_EQ(m.at("bests"), 0);
+  }
+  // The fleet's best is the faster of the two hosts' bests.
+  auto best_ms = [&](const std::string& db) {
+    Store store = Store::open(dir / db, Store::Mode::kReadOnly);
+    const auto bests = store.bests();
+    EXPECT_EQ(bests.size(), 1u) << db;
+    return bests.empty() ? -1.0 : bests.front().trial.time_ms;
+  };
+  EXPECT_EQ(best_ms("fleet.db"), std::min(best_ms("host1.db"), best_ms("host2.db")));
+
+  test::write_file(dir / "notes.db", "not a database, only text long enough to be read");
+  const std::string before = test::read_file(dir / "fleet.db");
+  r = run({"merge", "host1.db", "notes.db", "-o", "fleet.db"});
+  EXPECT_EQ(r.code, 5) << r;
+  EXPECT_TRUE(test::contains(r.err, "notes.db")) << r;
+  EXPECT_EQ(test::read_file(dir / "fleet.db"), before);
+  r = run({"merge", "missing.db", "-o", "other.db"});
+  EXPECT_NE(r.code, 0) << r;
+  EXPECT_FALSE(fs::exists(dir / "other.db"));
+  EXPECT_FALSE(fs::exists(dir / "missing.db"));
+  r = run({"merge", "-o", "other.db"});
+  EXPECT_EQ(r.code, 2) << r;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The kernel registry: explicit built-ins, shared-library plugins (good, wrong ABI, no entry,
 // missing, not a library), directories and KTUNE_PLUGIN_PATH, ABI struct sizes, and manifests
 // (the valid fixture field by field, every broken fixture naming its file and field).
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -165,6 +168,13 @@ TEST(RegistryLibrary, LibraryWithoutEntrySymbolIsNotAPlugin) {
   const std::string path = test::no_entry_plugin();
   expect_error(ErrorKind::kPlugin, {path, "not a ktune plugin", KTUNE_PLUGIN_ENTRY_NAME},
                [&] { r.load_library(path); });
+  EXPECT_TRUE(r.kernels().empty());
+}
+
+TEST(RegistryLibrary, APluginThatDescribesNoKernelsIsRefused) {
+  Registry r;
+  const std::string path = KTUNE_TEST_PLUGIN_EMPTY;
+  expect_error(ErrorKind::kPlugin, {path, "describes no kernels"}, [&] { r.load_library(path); });
   EXPECT_TRUE(r.kernels().empty());
 }
 
@@ -692,6 +702,32 @@ TEST(Manifest, MissingFileOrTemplateIsAnInputError) {
                [&] { r.load_manifest((dir / "vecscale.toml").string()); });
 }
 
+// An entry that names a macro no parameter defines (a misspelt BLOCK_SIZE) would fail every
+// compilation of a run; it is refused when the kernel registers.
+TEST(Manifest, AnEntryNamingAnUndefinedMacroIsRefused) {
+  test::TempDir dir;
+  fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");
+  std::string text = test::read_file(test::valid_manifest());
+  const std::string from = "entry = \"vecscale\"";
+  ASSERT_TRUE(contains(text, from));
+  const std::string path = (dir / "m.toml").string();
+  for (const auto& [entry, bad] :
+       std::vector<std::pair<std::string, bool>>{{"vecscale<BLOCKSIZE>", true},
+                                                 {"vecscale<BLOCK_SIZE, LAYOUT_SOA>", false},
+                                                 {"vecscale<KTUNE_BLOCK_X, float>", false},
+                                                 {"vecscale<ELEMENTS_PER_THREAD>", false}}) {
+    std::string variant = text;
+    variant.replace(variant.find(from), from.size(), "entry = \"" + entry + "\"");
+    test::write_file(path, variant);
+    Registry r;
+    if (bad)
+      expect_error(ErrorKind::kInput, {"BLOCKSIZE", "no parameter defines", "BLOCK_SIZE"},
+                   [&] { r.load_manifest(path); });
+    else
+      EXPECT_NO_THROW(r.load_manifest(path)) << entry;
+  }
+}
+
 TEST(Manifest, WrongTypesAndUnknownEnumsNameTheField) {
   test::TempDir dir;
   fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");
@@ -723,6 +759,35 @@ TEST(Manifest, WrongTypesAndUnknownEnumsNameTheField) {
   expect_error(ErrorKind::kInput, {path, "grid[0]", "unknown name"}, [&] {
     load_variant("div_up(n, block_size * elements_per_thread)", "div_up(m, block_size)");
   });
+}
+
+// A plugin file is checked before dlopen: a truncated library (dlopen maps pages past its end,
+// and touching one was SIGBUS) and an ELF file of another class or machine get a plugin error.
+TEST(RegistryLibrary, TruncatedOrForeignElfFilesAreRefusedBeforeLoading) {
+  std::ifstream in(test::good_plugin(), std::ios::binary);
+  const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(image.size(), 4096u);
+  test::TempDir dir;
+  const auto try_load = [&](const std::string& name, const std::string& bytes,
+                            const std::string& why) {
+    const std::string path = (dir / name).string();
+    test::write_file(path, bytes);
+    Registry r;
+    expect_error(ErrorKind::kPlugin, {path, "cannot load plugin", why},
+                 [&] { r.load_library(path); });
+    EXPECT_TRUE(r.kernels().empty()) << name;
+  };
+  try_load("libfirst1000.so", image.substr(0, 1000), "truncated");
+  try_load("libhalf.so", image.substr(0, image.size() / 2), "truncated");
+  try_load("libfour.so", image.substr(0, 4), "truncated");  // the magic number alone
+  try_load("libempty.so", "", "no ELF magic");
+  std::string elf32 = image;
+  elf32[EI_CLASS] = ELFCLASS32;
+  try_load("libelf32.so", elf32, "32-bit");
+  std::string other = image;
+  other[18] = static_cast<char>(EM_ARM);  // e_machine, little-endian
+  other[19] = 0;
+  try_load("libarm.so", other, "not this one");
 }
 
 }  // namespace

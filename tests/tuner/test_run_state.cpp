@@ -89,18 +89,69 @@ TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
   EXPECT_EQ(run0.at("replayed"), true);
 }
 
-// A run refused by its strategy (an unknown option) writes no run row that could stay running.
-TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunningRun) {
-  const CliResult r =
-      run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording, "--strategy",
-           "genetic_algorithm", "--strategy-option", "bogus=1", "--db", "x.db"});
+// A run refused by its strategy (an unknown option) writes no run row that could stay running,
+// and no database file where there was none; into an existing database it adds no run.
+TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunAndNoNewFile) {
+  const std::vector<std::string> refused = {"tune",
+                                            "reduce",
+                                            "--problem",
+                                            "n=2**28",
+                                            "--replay",
+                                            kReduceRecording,
+                                            "--strategy",
+                                            "genetic_algorithm",
+                                            "--strategy-option",
+                                            "bogus=1",
+                                            "--db"};
+  std::vector<std::string> args = refused;
+  args.push_back("x.db");
+  CliResult r = run(args);
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "bogus")) << r;
-  if (fs::exists(dir_ / "x.db")) {
-    Store store = Store::open(dir_ / "x.db", Store::Mode::kReadOnly);
-    for (const RunRecord& run : store.runs()) EXPECT_NE(run.status, RunStatus::kRunning);
-    EXPECT_TRUE(store.runs().empty()) << "a run that stored no trial leaves no row";
+  EXPECT_FALSE(fs::exists(dir_ / "x.db")) << "a refused run left a database file";
+  EXPECT_FALSE(fs::exists(dir_ / "x.db-wal"));
+  r = run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording, "--budget-evals",
+           "5", "--db", "y.db", "--retime-top", "0"});
+  ASSERT_EQ(r.code, 0) << r;
+  args = refused;
+  args.push_back("y.db");
+  EXPECT_EQ(run(args).code, 2);
+  ASSERT_TRUE(fs::exists(dir_ / "y.db")) << "an existing database is never removed";
+  Store store = Store::open(dir_ / "y.db", Store::Mode::kReadOnly);
+  EXPECT_EQ(store.runs().size(), 1u);
+  for (const RunRecord& run : store.runs()) EXPECT_EQ(run.status, RunStatus::kFinished);
+}
+
+// A killed run reads as interrupted in `report` and `best`, and the next read-write open
+// writes it down so.
+TEST_F(RunState, AKilledRunIsShownInterruptedAndClosedOnTheNextOpen) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Store store = Store::open(dir_ / "k.db");
+    RunRecord run;
+    run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
+    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+    run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
+    run.backend = "replay";
+    store.begin_run(run);
+    _exit(0);  // as SIGKILL would: the row says running
   }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  CliResult r = run({"report", "--db", "k.db", "--format", "md"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "| interrupted |")) << r;
+  EXPECT_FALSE(contains(r.out, "| running |")) << r;
+  {
+    SQLite::Database db((dir_ / "k.db").string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(db.execAndGet("SELECT status FROM runs").getString(), "running")
+        << "report only reads";
+  }
+  { Store store = Store::open(dir_ / "k.db"); }
+  SQLite::Database db((dir_ / "k.db").string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT status FROM runs").getString(), "interrupted");
 }
 
 // The library: each way out of tune() writes its status.

@@ -109,7 +109,7 @@ TEST_F(TransferCli, BenchStrategiesLeavesOneGpuOut) {
   ASSERT_EQ(j.at("spaces").size(), 3u);  // pnpoly has no other GPU: left out
   EXPECT_EQ(j.at("spaces").at(0).at("name"),
             "dedispersion_MI250X_small <- dedispersion_A100_small+dedispersion_A4000_small");
-  EXPECT_GT(j.at("results").at(0).at("fractions").at(0).get<double>(), 0.97);
+  EXPECT_GT(j.at("results").at(0).at("fractions").at(0).at("fraction").get<double>(), 0.97);
 }
 
 TEST_F(TransferCli, TuneWarmStartsFromARecordingOrADatabaseOfAnotherGpu) {

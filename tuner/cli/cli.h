@@ -89,7 +89,11 @@ int cmd_best(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_bench_strategies(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_merge(const std::vector<std::string>& args);
 int cmd_check(const std::vector<std::string>& args);
 int cmd_worker(const std::vector<std::string>& args);
+// `ktune tune --devices`: one `ktune tune` worker per device (tune_devices.cpp); exe is ktune.
+int tune_on_devices(const std::vector<std::string>& args, const po::variables_map& vm,
+                    const std::string& exe);
 
 }  // namespace ktune::cli

@@ -41,9 +41,9 @@ po::options_description bench_options() {
       "replay",
       po::value<std::vector<std::string>>()->multitoken()->composing()->value_name("FILE..."),
       "recordings to run on: Kernel Tuner caches or ktune databases (repeatable, or several after "
-      "one --replay)")("seeds", po::value<std::uint64_t>()->default_value(50)->value_name("N"),
+      "one --replay)")("seeds", po::value<Unsigned>()->default_value(Unsigned{50})->value_name("N"),
                        "runs per strategy and space, seeds 1, 2, ...")(
-      "first-seed", po::value<std::uint64_t>()->default_value(1)->value_name("N"),
+      "first-seed", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
       "seed of the first run")(
       "budgets",
       po::value<std::string>()->default_value("25,50,100,200,400")->value_name("N,N,..."),
@@ -53,7 +53,7 @@ po::options_description bench_options() {
       "option NAME=VALUE given to every strategy (repeatable)")(
       "cutoff", po::value<double>()->default_value(0.96, "0.96")->value_name("X"),
       "score up to the budget where random search is expected to come this far from the median to "
-      "the optimum")("batch", po::value<std::size_t>()->default_value(1)->value_name("N"),
+      "the optimum")("batch", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
                      "configurations asked for at a time")(
       "output,o", po::value<std::string>()->value_name("FILE"),
       "also write the results as JSON to FILE")(
@@ -80,6 +80,26 @@ void read_budgets(const std::string& text, BenchOptions& options) {
   }
 }
 
+// --seeds, --first-seed, --batch and --cutoff, range-checked: a run count that wrapped around
+// (-1) would never end.
+void read_counts(const po::variables_map& vm, BenchOptions& options) {
+  constexpr std::uint64_t kMaxSeeds = 1'000'000, kMaxBatch = 1'000'000;
+  options.seeds = vm["seeds"].as<Unsigned>().value;
+  if (options.seeds == 0 || options.seeds > kMaxSeeds)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--seeds {}: expected 1 to {} runs", options.seeds, kMaxSeeds));
+  options.first_seed = vm["first-seed"].as<Unsigned>().value;
+  const std::uint64_t batch = vm["batch"].as<Unsigned>().value;
+  if (batch == 0 || batch > kMaxBatch)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--batch {}: expected 1 to {} configurations", batch, kMaxBatch));
+  options.batch = static_cast<std::size_t>(batch);
+  options.cutoff = vm["cutoff"].as<double>();
+  if (!(options.cutoff > 0 && options.cutoff <= 1))
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--cutoff {}: expected a fraction above 0, at most 1", options.cutoff));
+}
+
 BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
   BenchOptions options;
   options.strategies = vm["strategies"].as<std::string>() == "all"
@@ -89,10 +109,7 @@ BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
     throw Error(ErrorKind::kUsage, "bench-strategies: --strategies names none");
   for (const auto& name : options.strategies) (void)make_strategy(name);
   read_budgets(vm["budgets"].as<std::string>(), options);
-  options.seeds = vm["seeds"].as<std::uint64_t>();
-  options.first_seed = vm["first-seed"].as<std::uint64_t>();
-  options.cutoff = vm["cutoff"].as<double>();
-  options.batch = vm["batch"].as<std::size_t>();
+  read_counts(vm, options);
   if (vm.count("strategy-option"))
     options.strategy_options =
         parse_assignments(vm["strategy-option"].as<std::vector<std::string>>(), "strategy-option");
@@ -144,13 +161,19 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
 // named after them; a space whose kernel has no other recording is left out.
 std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) {
   std::vector<BenchSpace> out;
+  // Kernels and names first: each space is moved out below.
+  std::vector<std::string> kernels, spaces;
+  for (const BenchSpace& s : in.spaces) {
+    kernels.push_back(s.kernel);
+    spaces.push_back(s.name);
+  }
   for (std::size_t t = 0; t < in.spaces.size(); ++t) {
     std::vector<TransferSource> from;
     std::vector<std::string> names;
     for (std::size_t s = 0; s < in.spaces.size(); ++s)
-      if (s != t && in.spaces[s].kernel == in.spaces[t].kernel) {
+      if (s != t && kernels[s] == kernels[t]) {
         from.push_back(in.sources[s]);
-        names.push_back(in.spaces[s].name);
+        names.push_back(spaces[s]);
       }
     BenchSpace space = std::move(in.spaces[t]);
     if (from.empty()) {

@@ -56,8 +56,14 @@ Scope query_scope(const po::variables_map& vm, const Store& store) {
   return scope;
 }
 
-void print_best_json(const std::string& kernel, const std::string& key, const std::string& scope,
-                     const std::vector<BestRecord>& found) {
+// Where the run of a best stands; a run whose process is gone reads as interrupted.
+std::string run_status(const Store& store, std::int64_t run_id) {
+  const auto run = store.run(run_id);
+  return run ? std::string(to_string(run->status)) : "unknown";
+}
+
+void print_best_json(const Store& store, const std::string& kernel, const std::string& key,
+                     const std::string& scope, const std::vector<BestRecord>& found) {
   nlohmann::json out;
   out["kernel"] = kernel;
   out["problem"] = key;
@@ -75,6 +81,7 @@ void print_best_json(const std::string& kernel, const std::string& key, const st
          {"samples", b.trial.sample_count},
          {"spread", b.trial.time_spread},
          {"run_id", b.trial.run_id},
+         {"run_status", run_status(store, b.trial.run_id)},
          {"trial_id", b.trial_id},
          {"updated_at", b.updated_at},
          {"source_hash", b.kernel.source_hash}});
@@ -82,7 +89,7 @@ void print_best_json(const std::string& kernel, const std::string& key, const st
   print_json(out);
 }
 
-void print_best_text(const std::string& kernel, const std::string& key,
+void print_best_text(const Store& store, const std::string& kernel, const std::string& key,
                      const std::vector<BestRecord>& found) {
   for (const auto& b : found) {
     std::cout << fmt::format(
@@ -90,8 +97,8 @@ void print_best_text(const std::string& kernel, const std::string& key,
         b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms, b.trial.sample_count,
         100 * b.trial.time_spread);
     if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
-    std::cout << fmt::format("\n  run {}, trial {}, {}\n", b.trial.run_id, b.trial_id,
-                             b.updated_at);
+    std::cout << fmt::format("\n  run {} ({}), trial {}, {}\n", b.trial.run_id,
+                             run_status(store, b.trial.run_id), b.trial_id, b.updated_at);
   }
 }
 
@@ -152,9 +159,9 @@ int cmd_best(const std::vector<std::string>& args) {
     if (auto b = store.best(kernel.name, key, d.id)) found.push_back(std::move(*b));
 
   if (json_output(vm))
-    print_best_json(kernel.name, key, scope.name, found);
+    print_best_json(store, kernel.name, key, scope.name, found);
   else if (!found.empty())
-    print_best_text(kernel.name, key, found);
+    print_best_text(store, kernel.name, key, found);
   if (found.empty()) {
     if (!json_output(vm))
       std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name,

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli.h"
@@ -124,6 +125,9 @@ po::options_description tune_options() {
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
+      "devices", po::value<std::string>()->value_name("all|N,N,..."),
+      "tune on several GPUs of this host at once: one worker process per device; the workers "
+      "of one device model share the search (docs/scale-out.md)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
       "2 s elsewhere)");
@@ -136,7 +140,9 @@ po::options_description tune_options() {
       "database (implies --backend replay)")(
       "replay-device", po::value<std::string>()->value_name("NAME"),
       "device name of the recording: names a Kernel Tuner cache's device, picks one of a "
-      "database's");
+      "database's")("replay-delay", po::value<double>()->value_name("MS"),
+                    "replay: wait this long per evaluation, a simulated measurement time (to time "
+                    "several workers on one study without a GPU)");
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->value_name("N"),
                         "timed runs per configuration (default 0: adaptive, until the spread is "
@@ -215,6 +221,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.backend = optional_value<std::string>(vm, "backend");
   o.replay = optional_value<std::string>(vm, "replay");
   if (vm.count("replay-device")) o.replay_device = vm["replay-device"].as<std::string>();
+  o.replay_delay_ms = optional_value<double>(vm, "replay-delay");
   o.command_line = "ktune tune";
   for (const auto& a : args) o.command_line += " " + a;
   return o;
@@ -310,6 +317,51 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
   }
 }
 
+// The database of a run. A run refused before its first trial leaves no run row; when the file
+// was created for it and holds no run (another process may have started one meanwhile), the file
+// goes too, so a refused run leaves nothing behind.
+class NewDatabase {
+ public:
+  explicit NewDatabase(const std::string& path)
+      : path_(path), created_(!std::filesystem::exists(path)) {
+    try {
+      store_.emplace(Store::open(path));
+    } catch (const Error&) {
+      remove_files();
+      throw;
+    }
+  }
+  Store& store() { return *store_; }
+
+  template <typename F>
+  auto unless_refused(F&& body) -> decltype(body()) {
+    try {
+      return body();
+    } catch (...) {
+      try {
+        if (created_ && store_->runs().empty()) {
+          store_.reset();
+          remove_files();
+        }
+      } catch (...) {
+        // The refusal is what the user must see.
+      }
+      throw;
+    }
+  }
+
+ private:
+  void remove_files() const {
+    if (!created_ || path_.empty()) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::filesystem::remove(path_ + suffix, ec);
+  }
+  std::string path_;
+  bool created_;
+  std::optional<Store> store_;
+};
+
 }  // namespace
 
 po::options_description database_options() {
@@ -334,6 +386,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
   }
+  if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
@@ -347,11 +400,12 @@ int cmd_tune(const std::vector<std::string>& args) {
       set_up_tuning(resolve_job(*registry, job, overrides_from(vm, args)), std::move(cuda));
   print_notes(setup);
 
-  Store store = Store::open(vm["db"].as<std::string>());
   const std::uint64_t asked = vm["compile-threads"].as<Unsigned>().value;
   if (asked > 1024)
     throw Error(ErrorKind::kUsage,
                 fmt::format("--compile-threads {}: at most 1024 compile threads", asked));
+  NewDatabase db(vm["db"].as<std::string>());
+  Store& store = db.store();
   unsigned threads = static_cast<unsigned>(asked);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
   std::vector<std::string> compile_command;
@@ -376,9 +430,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  const TuneSummary s = tune(
-      instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
-      [&](const Progress& p) { line.update(p); }, &g_stop);
+  const TuneSummary s = db.unless_refused([&] {
+    return tune(
+        instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
+        [&](const Progress& p) { line.update(p); }, &g_stop);
+  });
   std::signal(SIGINT, SIG_DFL);
   line.finish();
 

@@ -26,6 +26,7 @@ const std::vector<Command>& commands() {
       {"export", "write a kernel's trials from the database as a Kernel Tuner cache", cmd_export},
       {"bench-strategies", "score search strategies on recorded spaces (no GPU)",
        cmd_bench_strategies},
+      {"merge", "merge results databases of several hosts into one", cmd_merge},
       {"report", "render an HTML or Markdown report of tuning runs from the database", cmd_report},
   };
   return kCommands;
@@ -49,6 +50,7 @@ void print_usage(std::FILE* out) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     print_usage(stderr);
+    std::fprintf(stderr, "\nerror: no command given\n");
     return 2;
   }
   const std::string_view name = argv[1];

@@ -10,6 +10,8 @@
 //   - A trial belongs to a run; its identity for resuming is (kernel, device, problem, config
 //     key): the same kernel source and space on the same device and problem.
 //   - Only trials with status ok can become a best; set_best refuses any other.
+//   - A configuration is claimed (claim) before it is measured, so that concurrent writers
+//     never measure one twice; a claim of a process that is gone expires.
 #pragma once
 
 #include <chrono>
@@ -169,6 +171,19 @@ struct BestRecord {
   KernelRecord kernel;
 };
 
+// What Store::merge_from copied: rows new to the database, runs whose status moved on, and the
+// bests that changed. Merging the same source again reports zeros everywhere.
+struct MergeReport {
+  std::int64_t devices = 0;
+  std::int64_t kernels = 0;
+  std::int64_t problems = 0;
+  std::int64_t runs = 0;          // runs new to this database
+  std::int64_t runs_updated = 0;  // runs copied before that have since finished or grown
+  std::int64_t trials = 0;
+  std::int64_t binaries = 0;
+  std::int64_t bests = 0;  // best rows set, moved to another trial or removed
+};
+
 class Store {
  public:
   enum class Mode { kReadWrite, kReadOnly };
@@ -219,6 +234,28 @@ class Store {
                                         std::int64_t problem_id, const std::string& config_key,
                                         bool replayed = false) const;
 
+  // What claim() found for a configuration.
+  struct Claim {
+    enum class State {
+      kMeasured,  // a trial answers it: `trial`
+      kClaimed,   // no trial, and this store now holds the claim: measure it
+      kBusy,      // another live process (or another store) holds the claim: ask again later
+    };
+    State state = State::kClaimed;
+    std::optional<TrialRecord> trial;
+  };
+  // In one write transaction: the trial find_trial would return, else the configuration's
+  // claim for this store (taken over from a holder whose process is gone, or another host's
+  // claim older than claim_seconds). A claim ends with the trial that answers it (add_trial) or
+  // with release_claims(); concurrent processes that claim before they compile therefore never
+  // measure one configuration twice.
+  Claim claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+              const std::string& config_key, bool replayed = false);
+  // Drops every claim this store holds (a run's end, finished or not).
+  void release_claims();
+  // How long a claim of a process on another host is honoured (its process cannot be checked).
+  static constexpr std::int64_t claim_seconds = 3600;
+
   // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
   // unless the trial exists and has status ok.
   void set_best(std::int64_t trial_id);
@@ -238,6 +275,15 @@ class Store {
   void put_binary(const std::string& key, const std::string& arch, const std::string& lowered_name,
                   const std::string& cubin);
   std::optional<std::string> binary(const std::string& key) const;
+
+  // Merges another results database into this one, in one transaction (docs/database.md,
+  // "Merging databases"): devices, kernels and problems by identity, runs by their process and
+  // start (host, boot id, pid, process start, started_at) with every field kept, the trials a
+  // run has beyond those already merged, binaries by key; then the best of every (kernel,
+  // device, problem) the source has runs of is recomputed from all trials by the merge rule.
+  // Merging the same source twice changes nothing; the order of sources does not change the
+  // bests. The source is checked as a read-only open would check it and is never written.
+  MergeReport merge_from(const std::filesystem::path& source);
 
  private:
   struct Impl;

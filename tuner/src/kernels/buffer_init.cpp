@@ -174,12 +174,11 @@ BufferInit KernelSpec::parse_init(const BufferSpec& b) { return InitParser(b).pa
 
 std::string KernelSpec::expected_file(const BufferSpec& b) {
   // An output's init may name its expected contents as well (the C ABI has no other field);
-  // any other init of an output (e.g. "zero") says nothing about them.
+  // "zero" or "none" there (a recording's synthesized kernel) says nothing about them.
   const bool from_init = b.expected.empty() && b.role == BufferRole::kOutput;
-  const std::string& text = from_init ? b.init : b.expected;
-  if (trim(text).empty()) return {};
+  const std::string text = trim(from_init ? b.init : b.expected);
+  if (text.empty() || (from_init && (text == "zero" || text == "none"))) return {};
   const std::string path = file_path(text);
-  if (path.empty() && from_init) return {};
   if (path.empty())
     throw Error(ErrorKind::kInput,
                 fmt::format("buffer '{}': expected '{}': expected file(PATH) (or nothing: the "

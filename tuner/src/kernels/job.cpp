@@ -277,7 +277,10 @@ void apply_inputs(KernelSpec& kernel, const std::map<std::string, std::string>& 
 
 KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job) {
   KernelSpec k = kernel;
-  for (const auto& [name, values] : job.space) {
+  for (const auto& setting : job.space) {
+    // Not a structured binding: clang 14 (the fuzzing build) cannot capture one in a lambda.
+    const std::string& name = setting.first;
+    const auto& values = setting.second;
     auto it = std::find_if(k.params.begin(), k.params.end(),
                            [&](const Parameter& p) { return p.name == name; });
     if (it == k.params.end()) {

@@ -151,6 +151,36 @@ Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& give
 namespace {
 
 // Checks a KernelSpec part by part; every failure names the kernel and where it came from.
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The identifiers of a C++ text (words of letters, digits and '_' not starting with a digit).
+std::set<std::string> identifiers(std::string_view text) {
+  std::set<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (std::isalpha(c) || c == '_') {
+      std::size_t j = i;
+      while (j < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_'))
+        ++j;
+      out.emplace(text.substr(i, j - i));
+      i = j;
+    } else if (std::isdigit(c)) {
+      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) ||
+                                 text[i] == '_' || text[i] == '.'))
+        ++i;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
 class SpecChecker {
  public:
   explicit SpecChecker(const KernelSpec& k) : k_(k) {}
@@ -247,6 +277,32 @@ class SpecChecker {
     }
   }
 
+  // A macro the entry names must be one the rendering defines (a parameter's, its categorical
+  // values', KTUNE_*) or a name the source itself has: `reduce<BLOCKSIZE>` for the parameter
+  // block_size would otherwise fail every compilation of the run.
+  void check_entry_macros() const {
+    std::set<std::string> defined = {"KTUNE_BLOCK_X", "KTUNE_BLOCK_Y", "KTUNE_BLOCK_Z",
+                                     "KTUNE_LAUNCH_BOUNDS"};
+    for (const auto& p : k_.params) {
+      defined.insert(upper(p.name));
+      for (const auto& v : p.values)
+        if (v.is_string()) defined.insert(upper(p.name) + "_" + upper(v.as_string()));
+    }
+    for (const std::string& word : identifiers(k_.entry)) {
+      const bool macro_like =
+          word.size() >= 2 &&
+          std::none_of(word.begin(), word.end(),
+                       [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
+          std::any_of(word.begin(), word.end(),
+                      [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+      if (macro_like && !defined.count(word) && !identifiers(k_.source).count(word))
+        fail(fmt::format(
+            "entry '{}' names {}, which no parameter defines and the source does not "
+            "mention (parameters define {})",
+            k_.entry, word, join_names(std::vector<std::string>(defined.begin(), defined.end()))));
+    }
+  }
+
   void check_reference() const {
     bool all_from_files = true;
     for (const auto& b : k_.buffers) {
@@ -288,6 +344,7 @@ void KernelSpec::validate() const {
   check.check_names();
   check.check_launch_and_metrics();
   check.check_args(check.check_buffers());
+  check.check_entry_macros();
   check.check_reference();
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/elf_check.h"
 #include "ktune/check.h"
 #include "ktune/error.h"
 #include "ktune/suggest.h"
@@ -226,6 +227,10 @@ void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin)
   if (!has_field(*plugin, plugin->kernel_count))
     throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin description too small ({} bytes)",
                                                 origin, plugin->struct_size));
+  if (plugin->kernel_count == 0 || plugin->kernels == nullptr)
+    throw Error(ErrorKind::kPlugin,
+                fmt::format("{}: plugin describes no kernels (kernel_count {}, kernels {})", origin,
+                            plugin->kernel_count, plugin->kernels ? "set" : "null"));
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     if (plugin->kernels[i] == nullptr)
       throw Error(ErrorKind::kPlugin, fmt::format("{}: kernel {} is a null pointer", origin, i));
@@ -241,6 +246,7 @@ void Registry::load_library(const std::string& path) {
     throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin library not found", path));
   // An absolute path, so a bare "libfoo.so" means the file here, not a library-path search.
   const std::string absolute = fs::absolute(path).string();
+  check_elf_library(path);
   void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
     throw Error(ErrorKind::kPlugin, fmt::format("{}: cannot load plugin: {}", path, dlerror()));

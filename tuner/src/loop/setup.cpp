@@ -78,10 +78,14 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   options.strategy_options = job.strategy_options;
   for (const auto& [k, v] : o.strategy_options) options.strategy_options[k] = v;
   if (o.study_storage) {
+    // The native strategies keep their state (population, temperature, neighbourhood) in the
+    // process; only an Optuna study lives in a storage that other processes can share.
     if (options.strategy.rfind("optuna", 0) != 0)
       throw Error(ErrorKind::kUsage,
-                  fmt::format("--study-storage is for the Optuna strategies (--strategy optuna:tpe "
-                              "...), not '{}'",
+                  fmt::format("--study-storage is for the Optuna strategies, whose study several "
+                              "processes can share: optuna:grid (brute force), optuna:tpe, "
+                              "optuna:cmaes, optuna:nsgaii, optuna:qmc, optuna:random; not '{}', "
+                              "which keeps its state in the process",
                               options.strategy));
     if (auto it = options.strategy_options.find("study_storage");
         it != options.strategy_options.end() && it->second != *o.study_storage)
@@ -183,6 +187,15 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
                       r.kernel_name, t.kernel.name));
     t.options.transfer.push_back(transfer_source(r));
   }
+  if (o.replay_delay_ms) {
+    const double ms = *o.replay_delay_ms;
+    if (!std::isfinite(ms) || ms < 0 || ms > 600'000)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--replay-delay {}: expected milliseconds from 0 to 600000", ms));
+    if (t.explicit_backend && t.backend != BackendKind::kReplay)
+      throw Error(ErrorKind::kUsage, "--replay-delay is for the replay backend (--replay FILE)");
+    t.replay_delay_ms = ms;
+  }
   return t;
 }
 
@@ -235,7 +248,11 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
                               "match",
                               r.path, job.kernel.name, r.problem_key(), key));
     job.notes.insert(job.notes.begin(), r.notes.begin(), r.notes.end());
-    s.backend = std::make_unique<ReplayBackend>(job.recording);
+    auto replay = std::make_unique<ReplayBackend>(job.recording);
+    replay->set_delay(job.replay_delay_ms);
+    s.backend = std::move(replay);
+  } else if (job.replay_delay_ms > 0) {
+    throw Error(ErrorKind::kUsage, "--replay-delay is for the replay backend (--replay FILE)");
   }
   s.instance =
       std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);

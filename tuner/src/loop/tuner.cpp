@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "ktune/error.h"
 #include "loop/records.h"
@@ -41,6 +42,7 @@ struct Pending {
   std::optional<TrialRecord> cached;
   std::shared_future<CompileResult> compiled;
   bool has_compile = false;
+  bool busy = false;  // another process has claimed it: its trial will answer it
 };
 
 // Prepares the backend (for the CUDA backend: worker start, inputs, reference) on another thread
@@ -240,6 +242,8 @@ class TuningRun {
         break;
       }
     }
+    // What is left in the queue will not be measured by this run: others may take it now.
+    store_.release_claims();
   }
 
   // Asks the strategy for more until `lookahead` configurations are queued and starts their
@@ -262,29 +266,62 @@ class TuningRun {
         Pending p;
         p.config = c;
         p.key = space_.key(c);
-        p.cached = lookup(p.key);
-        if (!p.cached && space_.is_valid(c)) {
-          preparer_.start();
-          if (backend_.needs_compilation()) {
-            p.compiled = pool_->submit(render(instance_, c, device_.arch));
-            p.has_compile = true;
-          }
-        }
+        claim(p);
         queue_.push_back(std::move(p));
       }
     }
     return starved;
   }
 
+  // Answers a configuration from the database, or claims it there and starts its compilation
+  // (one transaction, so concurrent processes never both measure it), or marks it busy: another
+  // process measures it.
+  void claim(Pending& p) {
+    if (options_.reuse) {
+      const Store::Claim c =
+          store_.claim(ids_.kernel, ids_.device, ids_.problem, p.key, backend_.replays());
+      p.busy = c.state == Store::Claim::State::kBusy;
+      p.cached = c.trial;
+    }
+    if (p.cached || p.busy || !space_.is_valid(p.config)) return;
+    preparer_.start();
+    if (backend_.needs_compilation()) {
+      p.compiled = pool_->submit(render(instance_, p.config, device_.arch));
+      p.has_compile = true;
+    }
+  }
+
+  // A configuration another process has claimed waits for its trial: it goes to the back of the
+  // queue while others can go ahead, else the loop waits a little. False: stop feeding for now.
+  bool wait_for_claim() {
+    claim(queue_.front());
+    if (!queue_.front().busy) return true;
+    const auto ready =
+        std::find_if(queue_.begin(), queue_.end(), [](const Pending& p) { return !p.busy; });
+    if (ready != queue_.end()) {
+      std::rotate(queue_.begin(), ready, queue_.end());
+      return true;
+    }
+    if (in_flight_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return false;
+  }
+
   // Submits queued configurations up to the backend's pipeline depth; those that need no
   // backend (from the database, invalid, failed to compile) are recorded here.
   void feed_backend(std::size_t depth) {
     while (!queue_.empty() && in_flight_.size() < depth) {
+      if (queue_.front().busy && !wait_for_claim()) break;
       Pending& p = queue_.front();
       // A duplicate proposed earlier in this run may have been measured since it was queued.
       if (!p.cached) p.cached = lookup(p.key);
       if (p.cached) {
-        record(p, nullptr, nullptr);
+        // An answer from the database takes the place its measurement took in the pipeline, so
+        // a resumed run tells the strategy in the order an uninterrupted one does (Optuna's
+        // samplers ask differently after a different order of tells).
+        if (measured_in_pipeline(p))
+          in_flight_.push_back(std::move(p));
+        else
+          record(p, nullptr, nullptr);
         queue_.pop_front();
         continue;
       }
@@ -324,12 +361,22 @@ class TuningRun {
     }
   }
 
+  // Whether a configuration's trial came from the backend (rather than a restriction or the
+  // compiler, which answer it before the pipeline).
+  bool measured_in_pipeline(const Pending& p) const {
+    return !space_.violated(p.config) && p.cached->status != TrialStatus::kCompileFailed;
+  }
+
   void collect() {
+    Pending p = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    if (p.cached) {
+      record(p, nullptr, nullptr);
+      return;
+    }
     const auto e0 = Clock::now();
     const Measurement m = backend_.collect();
     summary_.backend_seconds += seconds_since(e0);
-    Pending p = std::move(in_flight_.front());
-    in_flight_.pop_front();
     record(p, &m, p.has_compile ? &p.compiled.get() : nullptr);
   }
 
@@ -456,10 +503,16 @@ class TuningRun {
     if (pool_) summary_.compile_seconds = pool_->busy_seconds() - compile_busy_start_;
     ensure_registered();
     store_.finish_run(ids_.run, status_, summary_json().dump());
+    store_.release_claims();
   }
 
   // A failure: a registered run says so; one that stored nothing leaves no row.
   void fail() noexcept {
+    try {
+      store_.release_claims();
+    } catch (...) {
+      // Left behind, they expire with this process.
+    }
     if (ids_.run == 0) return;
     try {
       json s = summary_json();

@@ -186,9 +186,13 @@ class ReplayBackend final : public Backend {
   // Valid configurations of the bound space that the recording lacks.
   std::uint64_t missing(const SearchSpace& space);
   const Recording& recording() const { return *recording_; }
+  // A simulated evaluation time: every evaluate() waits this long, as a measurement would, so
+  // that runs of several workers can be timed on the CPU (ktune tune --replay-delay).
+  void set_delay(double milliseconds) { delay_ms_ = milliseconds; }
 
  private:
   std::shared_ptr<const Recording> recording_;
+  double delay_ms_ = 0;
   const SearchSpace* space_ = nullptr;
   std::vector<std::size_t> columns_;  // space parameter index per recording parameter
 };

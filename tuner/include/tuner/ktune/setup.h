@@ -41,11 +41,12 @@ struct JobOverrides {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;
   std::optional<std::string> flush_l2;
-  std::optional<std::string> verify;   // "device" | "host"
-  std::optional<std::string> backend;  // "cuda" | "replay"
-  std::optional<std::string> replay;   // a recording: implies the replay backend
-  std::string replay_device;           // names the recording's device
-  std::string command_line;            // provenance
+  std::optional<std::string> verify;      // "device" | "host"
+  std::optional<std::string> backend;     // "cuda" | "replay"
+  std::optional<std::string> replay;      // a recording: implies the replay backend
+  std::string replay_device;              // names the recording's device
+  std::optional<double> replay_delay_ms;  // replay: simulated evaluation time per trial
+  std::string command_line;               // provenance
 };
 
 enum class BackendKind { kCuda, kReplay };
@@ -60,6 +61,7 @@ struct TuningJob {
   std::shared_ptr<Recording> recording;  // kReplay: the recording
   std::string replay_reason;             // why a recording is replayed that was not asked for
   bool no_gpu = false;                   // ... because there is no GPU
+  double replay_delay_ms = 0;            // kReplay: each evaluation waits this long
   std::vector<std::string> notes;        // to tell the user ("warning: ..." for warnings)
 };
 

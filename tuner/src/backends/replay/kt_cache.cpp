@@ -277,8 +277,8 @@ void read_ktune_problem(const json& meta, const std::string& origin, Recording& 
     if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
   for (const auto& name : order) {
     const json& v = meta["problem"].at(name);
-    if (!v.is_number_integer())
-      fail(origin, fmt::format("ktune.problem.{} must be an integer", name));
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+      fail(origin, fmt::format("ktune.problem.{} must be an integer of at least 0", name));
     r.problem_params.push_back({name, v.get<std::int64_t>(), ""});
     r.problem[name] = v.get<std::int64_t>();
   }
@@ -288,13 +288,15 @@ void read_problem(const json* meta, const json& size, const std::string& origin,
   if (meta && meta->contains("problem") && (*meta)["problem"].is_object()) {
     read_ktune_problem(*meta, origin, r);
   } else if (size.is_number_integer()) {
+    if (size.get<std::int64_t>() < 0) fail(origin, "problem_size must not be negative");
     r.scalar_problem_size = true;
     r.problem_params.push_back(
         {"problem_size", size.get<std::int64_t>(), "Kernel Tuner's problem_size"});
   } else if (size.is_array()) {
     static const char* const kAxes[] = {"x", "y", "z"};
     for (std::size_t i = 0; i < size.size(); ++i) {
-      if (!size[i].is_number_integer()) fail(origin, "problem_size must hold integers");
+      if (!size[i].is_number_integer() || size[i].get<std::int64_t>() < 0)
+        fail(origin, "problem_size must hold integers of at least 0");
       const std::string name =
           i < 3 ? fmt::format("problem_size_{}", kAxes[i]) : fmt::format("problem_size_{}", i);
       r.problem_params.push_back(
@@ -390,10 +392,14 @@ class EntryReader {
       t.time_ms = t.time_min_ms = t.time_mean_ms = t.time_spread = t.recorded_ms = std::nan("");
     } else if (time->is_number()) {
       t.recorded_ms = time->get<double>();
+      if (!(t.recorded_ms >= 0) || !std::isfinite(t.recorded_ms))
+        fail_entry(
+            fmt::format("'time' {} is not a time (a finite number of at least 0)", time->dump()));
       if (auto times = entry_.find("times"); times != entry_.end()) {
         if (!times->is_array()) fail_entry("'times' must be a list of numbers");
         for (const auto& s : *times) {
-          if (!s.is_number()) fail_entry("'times' must be a list of numbers");
+          if (!s.is_number() || !(s.get<double>() >= 0) || !std::isfinite(s.get<double>()))
+            fail_entry("'times' must be a list of finite numbers of at least 0");
           t.samples_ms.push_back(s.get<double>());
         }
       }

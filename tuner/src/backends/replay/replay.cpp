@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "ktune/error.h"
 #include "ktune/instance.h"
@@ -525,6 +527,8 @@ Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) 
     m.error = "not in the recording";
     return m;
   }
+  if (delay_ms_ > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
   m.status = t->status;
   if (t->status != TrialStatus::kOk)
     m.error = fmt::format("replayed: recorded as {}", to_string(t->status));

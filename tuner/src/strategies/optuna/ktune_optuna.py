@@ -6,7 +6,11 @@ asks and tells by trial number. Parameters are indices into ktune's value lists,
 never sees a value it cannot store; validity is decided by ktune before anything is told.
 """
 
+import datetime
+import hashlib
 import math
+import os
+import socket
 import sys
 import warnings
 
@@ -166,6 +170,47 @@ def make_sampler(name, seed, options):
     return s.RandomSampler(seed=seed)
 
 
+class _FileLock:
+    """An fcntl lock on a file of its own: the kernel releases it when its process dies, so a
+    worker killed while appending to a journal never leaves the others waiting (Optuna's own
+    journal locks are files that outlive their process). Optuna's journal calls acquire and
+    release around each append."""
+
+    def __init__(self, path):
+        self.path = path + ".lock"
+        self.fd = None
+
+    def acquire(self, shared=False):
+        import fcntl
+
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.lockf(self.fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        return True
+
+    def release(self):
+        import fcntl
+
+        fcntl.lockf(self.fd, fcntl.LOCK_UN)
+
+
+def _journal_file(path):
+    """Optuna's journal file, its appends and its reads under an fcntl lock. Optuna 3.1 reads
+    without a lock: a reader that meets a line another process is still appending takes its two
+    halves for two lines and fails (JSONDecodeError) with four workers on one journal."""
+    from optuna.storages import JournalFileStorage
+
+    class LockedJournalFile(JournalFileStorage):
+        def read_logs(self, log_number_from):
+            self._lock.acquire(shared=True)
+            try:
+                return super().read_logs(log_number_from)
+            finally:
+                self._lock.release()
+
+    return LockedJournalFile(path, lock_obj=_FileLock(path + ".ktune-append"))
+
+
 def make_storage(url):
     if not url:
         return None
@@ -173,14 +218,124 @@ def make_storage(url):
         path = url[len("journal:"):]
         if not path:
             raise UsageError("study_storage journal:PATH needs a path")
-        from optuna.storages import JournalFileStorage, JournalStorage
+        from optuna.storages import JournalStorage
 
-        return JournalStorage(JournalFileStorage(path))
+        return JournalStorage(_journal_file(path))
     if "://" not in url:
         raise UsageError(
             f"study_storage '{url}' is neither journal:PATH nor a database URL such as sqlite:///PATH"
         )
     return url  # an RDB URL; create_study builds the RDBStorage
+
+
+def _process_start(pid):
+    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+# This process, as written on each trial it asks in a shared study (user attr ktune_worker), so
+# that another worker can tell a trial whose process died from one still being measured.
+WORKER = f"{socket.gethostname()}|{_boot_id()}|{os.getpid()}|{_process_start(os.getpid())}"
+
+# A trial running longer than this is taken to be abandoned, whatever its process (another
+# host's cannot be checked): no evaluation of ktune's lasts that long (the watchdog ends one
+# after --timeout seconds).
+STALE_SECONDS = 600
+
+
+def _abandoned(trial, now):
+    """A running trial whose process is gone. Every worker writes ktune_worker while it holds the
+    study's lock, so a running trial read under the lock without it was left by a process that
+    died inside its ask (or was not written by ktune)."""
+    worker = trial.user_attrs.get("ktune_worker")
+    if not worker:
+        return True
+    if worker:
+        host, boot, pid, start = worker.split("|")
+        here_host, here_boot = WORKER.split("|")[:2]
+        if host == here_host and boot == here_boot:
+            try:
+                return _process_start(int(pid)) != int(start)
+            except (OSError, ValueError, IndexError):
+                return True
+    started = trial.datetime_start
+    return started is not None and (now - started).total_seconds() > STALE_SECONDS
+
+
+class StudyLock:
+    """One lock over every worker of a shared study, held while a worker reads the study and
+    draws its next proposals, so that two workers never draw the same configuration.
+
+    It dies with its process, so a killed worker never leaves the others waiting: an fcntl lock
+    on a file beside a journal or SQLite storage, a session-level advisory lock of PostgreSQL
+    (pg_advisory_lock) or MySQL (GET_LOCK) on a connection of its own. Other storages get no
+    lock (and no guarantee against two workers drawing one configuration at the same moment)."""
+
+    def __init__(self, url, study_name):
+        self.kind = None
+        self.depth = 0
+        self.fd = None
+        self.conn = None
+        name = study_name or "ktune"
+        self.key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        self.name = "ktune-" + hashlib.sha256(name.encode()).hexdigest()[:40]
+        if url.startswith("journal:"):
+            self.kind, self.path = "file", url[len("journal:"):] + ".ktune-lock"
+        elif url.startswith("sqlite:///"):
+            self.kind, self.path = "file", url[len("sqlite:///"):] + ".ktune-lock"
+        elif url.startswith(("postgresql", "mysql")):
+            import sqlalchemy
+            from sqlalchemy.pool import NullPool
+
+            self.kind = "postgresql" if url.startswith("postgresql") else "mysql"
+            self.engine = sqlalchemy.create_engine(url, poolclass=NullPool)
+
+    def acquire(self):
+        if self.depth == 0 and self.kind == "file":
+            import fcntl
+
+            if self.fd is None:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.lockf(self.fd, fcntl.LOCK_EX)
+        elif self.depth == 0 and self.kind is not None:
+            from sqlalchemy import text
+
+            if self.conn is None:
+                # A session lock outside any transaction; held on this connection alone.
+                self.raw = self.engine.connect()
+                self.conn = self.raw.execution_options(isolation_level="AUTOCOMMIT")
+            if self.kind == "postgresql":
+                self.conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
+            else:
+                self.conn.execute(text("SELECT GET_LOCK(:n, -1)"), {"n": self.name})
+        self.depth += 1
+
+    def release(self):
+        if self.depth == 0:
+            return
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        if self.kind == "file":
+            import fcntl
+
+            fcntl.lockf(self.fd, fcntl.LOCK_UN)
+        elif self.kind is not None:
+            from sqlalchemy import text
+
+            if self.kind == "postgresql":
+                self.conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+            else:
+                self.conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
 
 
 class Study:
@@ -191,7 +346,12 @@ class Study:
             else IntDistribution(0, count - 1)
             for name, count, categorical in params
         }
+        self.shared = bool(storage)
+        self.lock_ = StudyLock(storage, study_name) if storage else None
         try:
+            # Several workers starting at once would race to create the study (and an RDB
+            # storage's tables): the first creates, the others load.
+            self.lock()
             self.study = optuna.create_study(
                 storage=make_storage(storage),
                 sampler=make_sampler(sampler, seed, options),
@@ -205,12 +365,16 @@ class Study:
             if storage:
                 raise UsageError(f"study_storage '{storage}': {type(e).__name__}: {e}") from None
             raise
+        finally:
+            self.unlock()
         self.asked = {}  # trial number -> Trial, until told
 
     def ask(self, fixed):
         if fixed is not None:
             self.study.enqueue_trial(dict(zip(self.names, fixed)))
         trial = self.study.ask(self.distributions)
+        if self.shared:
+            trial.set_user_attr("ktune_worker", WORKER)
         self.asked[trial.number] = trial
         return trial.number, [int(trial.params[name]) for name in self.names]
 
@@ -226,15 +390,33 @@ class Study:
         else:
             self.study.tell(trial, state=state)
 
+    def claim(self, number, config_key):
+        self.asked[number].set_user_attr("ktune_config", config_key)
+
+    def lock(self):
+        if self.lock_ is not None:
+            self.lock_.acquire()
+
+    def unlock(self):
+        if self.lock_ is not None:
+            self.lock_.release()
+
     def trials(self, first):
         out = []
+        now = datetime.datetime.now()
         for t in self.study.get_trials(deepcopy=False):
             if t.number < first:
                 continue
+            state = int(t.state)
+            # Another worker's trial whose process is gone: reported as ABANDONED (5), so its
+            # configuration is free to measure again.
+            if self.shared and t.state == TrialState.RUNNING and t.number not in self.asked:
+                if _abandoned(t, now):
+                    state = 5
             has = all(name in t.params for name in self.names)
             params = [int(t.params[name]) for name in self.names] if has else []
             value = t.value if t.state == TrialState.COMPLETE and t.value is not None else math.nan
-            out.append((t.number, int(t.state), has, float(value), params,
+            out.append((t.number, state, has, float(value), params,
                         t.user_attrs.get("ktune_config"), t.user_attrs.get("ktune_status")))
         out.sort()
         return out

@@ -291,6 +291,27 @@ int trials(KtuneOptunaStudy* study, int64_t first, KtuneOptunaTrialVisitor visit
 
 void free_message(char* message) { std::free(message); }
 
+int lock(KtuneOptunaStudy* study, char** error) {
+  return guarded(error, [&] {
+    py::gil_scoped_acquire gil;
+    study->study.attr("lock")();
+  });
+}
+
+int claim(KtuneOptunaStudy* study, int64_t number, const char* config_key, char** error) {
+  return guarded(error, [&] {
+    py::gil_scoped_acquire gil;
+    study->study.attr("claim")(number, config_key);
+  });
+}
+
+int unlock(KtuneOptunaStudy* study, char** error) {
+  return guarded(error, [&] {
+    py::gil_scoped_acquire gil;
+    study->study.attr("unlock")();
+  });
+}
+
 int describe(char** description, char** error) {
   return guarded(error, [&] {
     Interpreter& interpreter = Interpreter::instance();
@@ -311,6 +332,9 @@ const KtuneOptunaApi kApi = {
     trials,
     free_message,
     describe,
+    lock,
+    unlock,
+    claim,
 };
 
 }  // namespace

@@ -36,6 +36,9 @@ enum {
   KTUNE_OPTUNA_PRUNED = 2,
   KTUNE_OPTUNA_FAIL = 3,
   KTUNE_OPTUNA_WAITING = 4,
+  // Not Optuna's: read back for another worker's RUNNING trial whose process is gone (same host)
+  // or that has run for longer than any evaluation can (ktune_optuna.STALE_SECONDS).
+  KTUNE_OPTUNA_ABANDONED = 5,
 };
 
 typedef struct KtuneOptunaStudy KtuneOptunaStudy;  // opaque, owned by the caller
@@ -97,6 +100,16 @@ typedef struct KtuneOptunaApi {
   // "Python 3.11.2 (/usr/bin/python3, prefix /usr), Optuna 3.1.0" once started, else what
   // would be started.
   int (*describe)(char** description, char** error);
+  // Appended: a lock over every worker of a shared study (its storage), taken around a batch
+  // of asks and the read of the trials before them, so that no two workers draw the same
+  // configuration. A study without a storage has nothing to lock; both then do nothing. The
+  // lock dies with its process (an fcntl lock on a file beside the storage, or a PostgreSQL or
+  // MySQL session lock), so a killed worker never leaves the others waiting.
+  int (*lock)(KtuneOptunaStudy* study, char** error);
+  int (*unlock)(KtuneOptunaStudy* study, char** error);
+  // Writes the user attribute "ktune_config" on a trial still running: in a shared study, the
+  // configuration a projected proposal will measure, so other workers see it taken.
+  int (*claim)(KtuneOptunaStudy* study, int64_t number, const char* config_key, char** error);
 } KtuneOptunaApi;
 
 typedef const KtuneOptunaApi* (*KtuneOptunaEntry)(void);

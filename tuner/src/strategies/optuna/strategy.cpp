@@ -226,7 +226,6 @@ struct OptunaStrategy::Impl {
   std::size_t warm_next = 0;
   std::vector<std::size_t> grid_order;  // grid: a seeded shuffle of valid
   std::size_t grid_next = 0;
-  bool grid_second_pass = false;
   std::int64_t synced = 0;  // trials below this number were read
   std::mt19937_64 rng;
   Stats stats;
@@ -277,13 +276,16 @@ struct OptunaStrategy::Impl {
   // different. Among the nearest, configurations not yet proposed win (so the projection keeps
   // finding new ones), then a seeded random pick, so ties do not all fall to the first in
   // enumeration order. p itself is never chosen with only_new (it is not new).
+  // With only_new and nothing new left (every new one running in another worker), it returns an
+  // empty configuration.
   Config nearest(const Config& p, bool only_new) {
     const std::size_t k = p.size();
     double best = std::numeric_limits<double>::infinity();
-    bool best_new = false;
+    bool best_new = false, found = false;
     std::size_t chosen = 0, ties = 0;
     for (std::size_t v = 0; v < valid.size(); ++v) {
-      if (only_new && slots[v].seen != Seen::kNew) continue;
+      if (only_new && !is_free(slots[v])) continue;
+      found = true;
       const std::uint32_t* q = &flat[v * k];
       double d = 0;
       for (std::size_t i = 0; i < k && d <= best; ++i) {
@@ -293,7 +295,7 @@ struct OptunaStrategy::Impl {
           d += weight[i] * (q[i] > p[i] ? q[i] - p[i] : p[i] - q[i]);
       }
       if (d > best) continue;
-      const bool is_new = slots[v].seen == Seen::kNew;
+      const bool is_new = is_free(slots[v]);
       if (d < best - 1e-12 || (is_new && !best_new)) {
         best = d;
         best_new = is_new;
@@ -305,12 +307,20 @@ struct OptunaStrategy::Impl {
         ++ties;
       }
     }
+    if (only_new && !found) return {};
     return valid[chosen];
   }
+
+  // Neither proposed by this worker nor being measured by another.
+  static bool is_free(const Slot& s) { return s.seen == Seen::kNew && !s.taken; }
 
   // Reads trials written since the last call: outcomes become known, and (for the grid)
   // configurations another worker has started are skipped.
   void sync() {
+    // Running trials are always read again (synced stays below the first), so what is taken is
+    // exactly what the running trials of this read say.
+    if (shared)
+      for (Slot& s : slots) s.taken = false;
     struct Context {
       Impl* self;
       std::int64_t next = 0;
@@ -417,7 +427,6 @@ struct OptunaStrategy::Impl {
     detour.reset();
     grid_order.clear();
     grid_next = 0;
-    grid_second_pass = false;
     if (sampler == "grid") {
       grid_order.resize(valid.size());
       for (std::size_t v = 0; v < valid.size(); ++v) grid_order[v] = v;
@@ -456,7 +465,8 @@ struct OptunaStrategy::Impl {
       c.assign(t.params, t.params + space->size());
     }
     Slot* s = slot(c);
-    if (!s) return;  // invalid: a rejected proposal
+    if (!s) return;                                 // invalid: a rejected proposal
+    if (t.state == KTUNE_OPTUNA_ABANDONED) return;  // its worker is gone: free to measure
     if (t.state == KTUNE_OPTUNA_RUNNING || t.state == KTUNE_OPTUNA_WAITING) {
       s->taken = true;
       return;
@@ -491,19 +501,45 @@ struct OptunaStrategy::Impl {
       if (Slot* s = slot(c); s && s->seen == Seen::kNew) return c;
     }
     if (sampler != "grid") return std::nullopt;
-    if (shared) sync();
-    for (;;) {
-      if (grid_next == grid_order.size()) {
-        if (grid_second_pass) return std::nullopt;
-        // Whatever other workers started but never finished is ours to do after all.
-        grid_second_pass = true;
-        grid_next = 0;
-      }
-      const Slot& s = slots[grid_order[grid_next++]];
-      if (s.seen == Seen::kNew && (grid_second_pass || !s.taken))
-        return valid[grid_order[grid_next - 1]];
+    // Round the seeded order, from where the last call stopped: what other workers are measuring
+    // is skipped, and what one of them abandoned is found on a later round.
+    for (std::size_t scanned = 0; scanned < grid_order.size(); ++scanned) {
+      if (grid_next == grid_order.size()) grid_next = 0;
+      const std::size_t v = grid_order[grid_next++];
+      if (is_free(slots[v])) return valid[v];
     }
+    return std::nullopt;
   }
+
+  // A proposal of a configuration another worker is measuring: the trial is failed with
+  // ktune_status running_elsewhere (samplers leave failed trials out), never measured again.
+  void tell_elsewhere(std::int64_t number) {
+    char* error = nullptr;
+    check(api->tell(study, number, KTUNE_OPTUNA_FAIL, std::numeric_limits<double>::quiet_NaN(),
+                    nullptr, "running_elsewhere", &error),
+          error);
+    ++stats.tells;
+    ++stats.elsewhere;
+  }
+
+  void claim(std::int64_t number, const Config& config) {
+    const std::string key = space->key(config);
+    char* error = nullptr;
+    check(api->claim(study, number, key.c_str(), &error), error);
+  }
+
+  // Holds the shared study's lock (nothing for a study of one worker).
+  struct Locked {
+    Impl& m;
+    explicit Locked(Impl& impl) : m(impl) {
+      char* error = nullptr;
+      m.check(m.api->lock(m.study, &error), error);
+    }
+    ~Locked() {
+      char* error = nullptr;
+      if (m.api->unlock(m.study, &error) != KTUNE_OPTUNA_OK && error) m.api->free_message(error);
+    }
+  };
 };
 
 OptunaStrategy::OptunaStrategy(std::string name, std::string sampler)
@@ -546,6 +582,13 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
   if (!m.study) throw Error(ErrorKind::kInternal, fmt::format("{}: ask() before start()", m.name));
   std::vector<Config> out;
   std::uint64_t rejections = 0;
+  // A shared study: under its lock, read what the other workers have started and finished, so
+  // that nothing they measure is drawn here (the lock makes the read and the draws one step).
+  std::optional<Impl::Locked> locked;
+  if (m.shared) {
+    locked.emplace(m);
+    m.sync();
+  }
   // Each pass adds a configuration or sets a detour that adds one next pass; the cap only
   // guards against a shared study whose other workers keep taking our enqueued trials.
   for (std::size_t pass = 0; out.size() < max_count && m.new_count > 0 && pass < 4 * max_count + 64;
@@ -569,7 +612,16 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
       projected = true;
       ++m.stats.projected;
     }
+    // Other workers see what this trial measures by its params, or by ktune_config where the
+    // proposal was projected.
+    if (projected && m.shared && m.is_free(*m.slot(config))) m.claim(number, config);
     Impl::Slot& s = *m.slot(config);
+    if (s.seen == Impl::Seen::kNew && s.taken) {
+      m.tell_elsewhere(number);
+      m.detour = m.nearest(config, true);
+      if (m.detour->empty()) m.detour.reset();
+      continue;
+    }
     if (s.seen == Impl::Seen::kNew) {
       s.seen = Impl::Seen::kPending;
       s.waiting.push_back({number, projected});
@@ -596,7 +648,10 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
       // The slot goes to the nearest configuration not yet proposed, as an enqueued trial: a
       // step of local search around the sampler's favourite instead of a wasted evaluation.
       m.detour = m.nearest(config, true);
-      ++m.stats.neighbours;
+      if (m.detour->empty())
+        m.detour.reset();
+      else
+        ++m.stats.neighbours;
     }
   }
   return out;

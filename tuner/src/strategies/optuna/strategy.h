@@ -39,6 +39,7 @@ struct Stats {
   std::uint64_t answered = 0;    // proposals of configurations already told, answered at once
   std::uint64_t waited = 0;      // proposals of configurations in flight, told with them
   std::uint64_t neighbours = 0;  // duplicates replaced by their nearest new configuration
+  std::uint64_t elsewhere = 0;   // proposals another worker of a shared study is measuring
   std::uint64_t tells = 0;       // trials told to Optuna
   double optuna_seconds = 0;     // time spent in the module's ask and tell
 };

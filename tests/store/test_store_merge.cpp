@@ -1,0 +1,360 @@
+// Store::merge_from: what a merge copies and keeps (provenance), the rule for bests and
+// conflicting duplicates, and its properties on randomly generated fleets: merging twice
+// changes nothing, and neither the order of the sources nor their grouping changes the result.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "store/store_test_util.h"
+
+namespace ktune::test {
+namespace {
+
+// Makes a run look as if another process on another host had written it.
+void set_origin(const std::filesystem::path& db, std::int64_t run, const std::string& host,
+                std::int64_t pid) {
+  SQLite::Database raw(db.string(), SQLite::OPEN_READWRITE);
+  SQLite::Statement q(raw, "UPDATE runs SET host = ?, pid = ?, seed = ? WHERE id = ?");
+  q.bind(1, host);
+  q.bind(2, pid);
+  q.bind(3, pid);
+  q.bind(4, run);
+  q.exec();
+}
+
+// A run of `device` on `path` from `host`; returns what seed() returns.
+Seeded add_run(const std::filesystem::path& path, const DeviceRecord& device,
+               const std::string& host, std::int64_t pid,
+               const ProblemRecord& problem = problem_n(1 << 20)) {
+  Seeded s;
+  {
+    Store store = Store::open(path);
+    s = seed(store, device, reduce_kernel(), problem);
+  }
+  set_origin(path, s.run, host, pid);
+  return s;
+}
+
+TrialRecord retimed(const Seeded& s, const std::string& key, double time_ms) {
+  TrialRecord t = make_trial(s, key, time_ms);
+  t.kind = TrialKind::kRetime;
+  return t;
+}
+
+// The whole content of a database, without row ids, in a canonical order: two databases with
+// the same dump hold the same runs, trials and bests.
+std::string dump(const std::filesystem::path& path) {
+  SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
+  std::ostringstream out;
+  auto rows = [&](const char* title, const char* sql) {
+    out << title << "\n";
+    SQLite::Statement q(db, sql);
+    std::vector<std::string> lines;
+    while (q.executeStep()) {
+      std::string line;
+      for (int c = 0; c < q.getColumnCount(); ++c) line += q.getColumn(c).getString() + "|";
+      lines.push_back(line);
+    }
+    std::sort(lines.begin(), lines.end());
+    for (const auto& l : lines) out << l << "\n";
+  };
+  rows("devices", "SELECT name, arch, sm_count, memory_bytes FROM devices");
+  rows("kernels", "SELECT name, source_hash, space_hash FROM kernels");
+  rows("problems", "SELECT kernel_name, key FROM problems");
+  rows("runs",
+       "SELECT k.source_hash, d.name, p.key, r.host, r.pid, r.started_at, r.status, r.seed, "
+       "r.summary FROM runs r JOIN kernels k ON k.id = r.kernel_id JOIN devices d ON d.id = "
+       "r.device_id JOIN problems p ON p.id = r.problem_id");
+  rows("trials",
+       "SELECT r.host, r.pid, r.started_at, t.config_key, t.kind, t.status, t.time_ms, "
+       "t.created_at, d.name, p.key FROM trials t JOIN runs r ON r.id = t.run_id "
+       "JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id");
+  rows("best",
+       "SELECT b.kernel_name, d.name, b.problem_key, t.config_key, t.time_ms, t.kind, r.host, "
+       "b.updated_at FROM best b JOIN trials t ON t.id = b.trial_id JOIN runs r ON r.id = "
+       "t.run_id JOIN devices d ON d.id = b.device_id");
+  rows("binaries", "SELECT key, arch, length(cubin) FROM binaries");
+  return out.str();
+}
+
+// (device, problem) -> "config time" of the best.
+std::map<std::string, std::string> bests_of(const std::filesystem::path& path) {
+  Store store = Store::open(path, Store::Mode::kReadOnly);
+  std::map<std::string, std::string> out;
+  for (const BestRecord& b : store.bests())
+    out[b.device.name + " " + b.problem_key] =
+        b.trial.config_key + " " + std::to_string(b.trial.time_ms);
+  return out;
+}
+
+bool all_zero(const MergeReport& r) {
+  return r.devices == 0 && r.kernels == 0 && r.problems == 0 && r.runs == 0 &&
+         r.runs_updated == 0 && r.trials == 0 && r.binaries == 0 && r.bests == 0;
+}
+
+class StoreMerge : public StoreTest {
+ protected:
+  std::filesystem::path file(const std::string& name) { return dir_ / name; }
+};
+
+TEST_F(StoreMerge, CopiesRunsTrialsBestsAndBinariesKeepingTheirProvenance) {
+  const auto a = file("a.db");
+  const Seeded s = add_run(a, h200(), "host-a", 101);
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=128", 2.0));
+    store.add_trial(make_trial(s, "b=256", 1.0));
+    store.add_trial(make_trial(s, "b=512", 0.5, TrialStatus::kWrongResult));
+    const std::int64_t best = store.add_trial(retimed(s, "b=256", 1.1));
+    store.set_best(best);
+    store.put_binary("bin-1", "sm_90", "reduce<256>",
+                     std::string("\x7f"
+                                 "ELF\0cubin",
+                                 10));
+    store.finish_run(s.run, RunStatus::kFinished, R"({"trials":4})");
+  }
+  const auto fleet = file("fleet.db");
+  Store into = Store::open(fleet);
+  const MergeReport r = into.merge_from(a);
+  EXPECT_EQ(r.runs, 1);
+  EXPECT_EQ(r.trials, 4);
+  EXPECT_EQ(r.binaries, 1);
+  EXPECT_EQ(r.bests, 1);
+  EXPECT_EQ(r.devices, 1);
+
+  const std::vector<RunRecord> runs = into.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].host, "host-a");
+  EXPECT_EQ(runs[0].pid, 101);
+  EXPECT_EQ(runs[0].status, RunStatus::kFinished);
+  EXPECT_EQ(runs[0].summary, R"({"trials":4})");
+  Store source = Store::open(a, Store::Mode::kReadOnly);
+  EXPECT_EQ(runs[0].started_at, source.runs()[0].started_at);
+  const auto merged = into.trials_of_run(runs[0].id);
+  const auto original = source.trials_of_run(s.run);
+  ASSERT_EQ(merged.size(), original.size());
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    EXPECT_EQ(merged[i].config_key, original[i].config_key);
+    EXPECT_EQ(merged[i].kind, original[i].kind);
+    EXPECT_EQ(merged[i].created_at, original[i].created_at);
+    EXPECT_EQ(merged[i].samples_ms, original[i].samples_ms);
+  }
+  const auto best = into.best("reduce", "n=1048576", into.devices()[0].id);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial.config_key, "b=256");
+  EXPECT_EQ(best->trial.kind, TrialKind::kRetime);
+  EXPECT_EQ(into.binary("bin-1"), source.binary("bin-1"));
+}
+
+TEST_F(StoreMerge, MergingTwiceChangesNothing) {
+  const auto a = file("a.db"), b = file("b.db"), fleet = file("fleet.db");
+  const Seeded sa = add_run(a, h200(), "host-a", 1);
+  const Seeded sb = add_run(b, h200(), "host-b", 2);
+  {
+    Store store = Store::open(a);
+    store.set_best(store.add_trial(make_trial(sa, "b=128", 2.0)));
+  }
+  {
+    Store store = Store::open(b);
+    store.set_best(store.add_trial(make_trial(sb, "b=256", 1.5)));
+  }
+  Store into = Store::open(fleet);
+  into.merge_from(a);
+  into.merge_from(b);
+  const std::string once = dump(fleet);
+  EXPECT_TRUE(all_zero(into.merge_from(a)));
+  EXPECT_TRUE(all_zero(into.merge_from(b)));
+  EXPECT_EQ(dump(fleet), once);
+  EXPECT_EQ(into.runs().size(), 2u);
+  EXPECT_EQ(bests_of(fleet).begin()->second.substr(0, 5), "b=256");
+}
+
+TEST_F(StoreMerge, ARunMergedWhileRunningGetsItsLaterTrialsAndStatus) {
+  const auto a = file("a.db"), fleet = file("fleet.db");
+  const Seeded s = add_run(a, h200(), "host-a", 7);
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=128", 2.0));
+  }
+  Store into = Store::open(fleet);
+  EXPECT_EQ(into.merge_from(a).trials, 1);
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=256", 1.0));
+    store.set_best(store.add_trial(make_trial(s, "b=512", 0.7)));
+    store.finish_run(s.run, RunStatus::kFinished, "{}");
+  }
+  const MergeReport r = into.merge_from(a);
+  EXPECT_EQ(r.runs, 0);
+  EXPECT_EQ(r.runs_updated, 1);
+  EXPECT_EQ(r.trials, 2);
+  ASSERT_EQ(into.runs().size(), 1u);
+  EXPECT_EQ(into.runs()[0].status, RunStatus::kFinished);
+  EXPECT_EQ(into.trials_of_run(into.runs()[0].id).size(), 3u);
+  EXPECT_EQ(bests_of(fleet).begin()->second.substr(0, 5), "b=512");
+}
+
+// The documented rule for a configuration measured on several hosts of one device model.
+TEST_F(StoreMerge, ConflictingDuplicatesTakeTheMedianAndAWrongResultAnywhereDisqualifies) {
+  const auto fleet = file("fleet.db");
+  std::vector<std::filesystem::path> hosts;
+  // b=256 re-timed at 1.0, 1.2 and 3.0 (median 1.2); b=128 at 1.1 on one host only.
+  const std::vector<std::vector<std::pair<std::string, double>>> retimes = {
+      {{"b=256", 1.0}, {"b=128", 1.1}}, {{"b=256", 1.2}}, {{"b=256", 3.0}}};
+  for (std::size_t h = 0; h < retimes.size(); ++h) {
+    hosts.push_back(file("host" + std::to_string(h) + ".db"));
+    const Seeded s = add_run(hosts.back(), h200(), "host-" + std::to_string(h), 10 + h);
+    Store store = Store::open(hosts.back());
+    std::int64_t best = 0;
+    for (const auto& [key, time] : retimes[h]) {
+      const std::int64_t id = store.add_trial(retimed(s, key, time));
+      if (!best) best = id;
+    }
+    store.set_best(best);  // host 0 chose b=256 at 1.0
+  }
+  Store into = Store::open(fleet);
+  for (const auto& h : hosts) into.merge_from(h);
+  EXPECT_EQ(bests_of(fleet).begin()->second.substr(0, 5), "b=128");  // 1.1 < median 1.2
+
+  // A wrong result of b=128 on any host rules it out; b=256 (median 1.2) is the best.
+  const auto bad = file("bad.db");
+  const Seeded s = add_run(bad, h200(), "host-bad", 99);
+  {
+    Store store = Store::open(bad);
+    store.add_trial(make_trial(s, "b=128", 0.1, TrialStatus::kWrongResult));
+    store.add_trial(make_trial(s, "b=64", 5.0));
+  }
+  into.merge_from(bad);
+  const auto best = into.best("reduce", "n=1048576", into.devices()[0].id);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial.config_key, "b=256");
+  EXPECT_DOUBLE_EQ(best->trial.time_ms, 1.2);
+}
+
+TEST_F(StoreMerge, RefusesItselfAndBadSourcesLeavingTheDatabaseAsItWas) {
+  const auto a = file("a.db"), fleet = file("fleet.db"), junk = file("junk.db");
+  const Seeded s = add_run(a, h200(), "host-a", 1);
+  {
+    Store store = Store::open(a);
+    store.set_best(store.add_trial(make_trial(s, "b=128", 2.0)));
+  }
+  Store into = Store::open(fleet);
+  into.merge_from(a);
+  const std::string before = dump(fleet);
+  { std::ofstream(junk) << "not a database at all, just text that is long enough to be read"; }
+  try {
+    into.merge_from(junk);
+    FAIL() << "merged a file that is not a database";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+    EXPECT_NE(std::string(e.what()).find("junk.db"), std::string::npos) << e.what();
+  }
+  try {
+    into.merge_from(fleet);
+    FAIL() << "merged a database into itself";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("itself"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(into.merge_from(file("missing.db")), Error);
+  EXPECT_FALSE(std::filesystem::exists(file("missing.db")));
+  EXPECT_EQ(dump(fleet), before);
+}
+
+// A random fleet: hosts with runs of two device models and two problems, overlapping
+// configurations, re-timings, wrong results and unfinished runs.
+std::vector<std::filesystem::path> random_fleet(const std::filesystem::path& dir,
+                                                std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::vector<DeviceRecord> devices = {h200(), [] {
+                                               DeviceRecord d = h200(80'000'000'000);
+                                               d.name = "NVIDIA A100";
+                                               d.arch = "sm_80";
+                                               return d;
+                                             }()};
+  const std::vector<std::string> keys = {"b=32", "b=64", "b=128", "b=256", "b=512", "b=1024"};
+  std::vector<std::filesystem::path> out;
+  std::int64_t pid = 1000 * seed;
+  const int hosts = 2 + static_cast<int>(rng() % 3);
+  for (int h = 0; h < hosts; ++h) {
+    out.push_back(dir / ("fleet" + std::to_string(seed) + "-host" + std::to_string(h) + ".db"));
+    const int runs = 1 + static_cast<int>(rng() % 3);
+    for (int r = 0; r < runs; ++r) {
+      const DeviceRecord& device = devices[rng() % devices.size()];
+      const Seeded s = add_run(out.back(), device, "host-" + std::to_string(h), ++pid,
+                               problem_n(rng() % 2 ? 1 << 20 : 1 << 22));
+      Store store = Store::open(out.back());
+      std::uniform_real_distribution<double> time(0.5, 3.0);
+      for (int t = 0; t < 4; ++t) {
+        const TrialStatus status = rng() % 8 == 0 ? TrialStatus::kWrongResult : TrialStatus::kOk;
+        store.add_trial(make_trial(s, keys[rng() % keys.size()], time(rng), status));
+      }
+      if (rng() % 3 == 0) continue;  // left running: no re-timing, no best
+      std::int64_t best = 0;
+      double best_time = 1e9;
+      for (int t = 0; t < 2; ++t) {
+        const double ms = time(rng);
+        const std::int64_t id = store.add_trial(retimed(s, keys[rng() % keys.size()], ms));
+        if (ms < best_time) best = id, best_time = ms;
+      }
+      store.set_best(best);
+      store.finish_run(s.run, RunStatus::kFinished, "{}");
+    }
+  }
+  return out;
+}
+
+TEST_F(StoreMerge, PropertiesOnRandomFleets) {
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE("fleet seed " + std::to_string(seed));
+    std::vector<std::filesystem::path> sources = random_fleet(dir_, seed);
+    std::mt19937 rng(seed);
+    std::string reference;
+    std::map<std::string, std::string> reference_bests;
+    for (int order = 0; order < 4; ++order) {
+      std::shuffle(sources.begin(), sources.end(), rng);
+      const auto fleet =
+          file("merged" + std::to_string(seed) + "-" + std::to_string(order) + ".db");
+      Store into = Store::open(fleet);
+      for (const auto& s : sources) into.merge_from(s);
+      const std::string once = dump(fleet);
+      // Idempotent: every source again changes nothing.
+      for (const auto& s : sources) EXPECT_TRUE(all_zero(into.merge_from(s)));
+      EXPECT_EQ(dump(fleet), once);
+      if (order == 0) {
+        reference = once;
+        reference_bests = bests_of(fleet);
+      } else {
+        // Order-independent: the same content, the same bests.
+        EXPECT_EQ(once, reference);
+        EXPECT_EQ(bests_of(fleet), reference_bests);
+      }
+    }
+    // Grouping does not matter either: merge the first half, then that merge into the rest.
+    const auto half = file("half" + std::to_string(seed) + ".db");
+    const auto grouped = file("grouped" + std::to_string(seed) + ".db");
+    {
+      Store h = Store::open(half);
+      for (std::size_t i = 0; i < sources.size() / 2; ++i) h.merge_from(sources[i]);
+    }
+    Store g = Store::open(grouped);
+    for (std::size_t i = sources.size() / 2; i < sources.size(); ++i) g.merge_from(sources[i]);
+    g.merge_from(half);
+    EXPECT_EQ(dump(grouped), reference);
+    // And every best is an ok trial with no wrong result of its configuration anywhere.
+    SQLite::Database raw(grouped.string(), SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM best b JOIN trials t ON t.id = b.trial_id "
+                             "WHERE t.status <> 0 OR EXISTS (SELECT 1 FROM trials w WHERE "
+                             "w.kernel_id = b.kernel_id AND w.device_id = b.device_id AND "
+                             "w.problem_id = b.problem_id AND w.config_key = t.config_key "
+                             "AND w.status = 5)")
+                  .getInt(),
+              0);
+  }
+}
+
+}  // namespace
+}  // namespace ktune::test

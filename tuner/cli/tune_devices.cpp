@@ -1,0 +1,296 @@
+// `ktune tune --devices all|0,1,...`: every GPU of this host at once, one `ktune tune` worker
+// process per device. The workers of one device model share one Optuna study (a journal file
+// beside the results database), which splits the work between them: brute force splits the
+// valid space (optuna:grid), a sampler's proposals are drawn under the study's lock, so no
+// configuration is measured twice and each is compiled by the one worker that measures it
+// (the compiled-kernel cache is shared too). Mixed models get one study each (its name holds
+// the device limits), so each model is tuned as its own device. All workers write the same
+// results database. This process shows every device's progress, and restarts a worker that
+// dies: it costs the trial it was measuring, not the run (docs/scale-out.md).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli.h"
+#include "ktune/error.h"
+
+namespace ktune::cli {
+
+namespace {
+
+constexpr int kMaxRestarts = 3;
+
+// Ctrl-C reaches the workers (the terminal's process group): they stop after their trial in
+// flight and say so; this process only waits for them. A handler, not SIG_IGN, which the
+// workers would inherit.
+extern "C" void on_interrupt_while_waiting(int) {}
+
+struct DeviceWorker {
+  int device = 0;
+  std::string label;  // "device 1 (NVIDIA H200)"
+  std::vector<std::string> argv;
+  pid_t pid = -1;
+  int out_fd = -1, err_fd = -1;
+  std::string out, err_line, progress;
+  int restarts = 0;
+  int code = -1;
+};
+
+// The device ordinals of --devices: "all" (every CUDA device; with --replay, not allowed: a
+// recording has no devices to count) or a comma-separated list.
+std::vector<int> parse_devices(const std::string& text, bool replay) {
+  std::vector<int> out;
+  if (text == "all") {
+    if (replay)
+      throw Error(ErrorKind::kUsage,
+                  "--devices all: a replay has no devices to count; name the workers (--devices "
+                  "0,1,2,3)");
+    const DeviceQuery q = list_devices();
+    if (q.devices.empty())
+      throw Error(ErrorKind::kDevice, fmt::format("--devices all: no CUDA device{}",
+                                                  q.problem.empty() ? "" : " (" + q.problem + ")"));
+    for (std::size_t i = 0; i < q.devices.size(); ++i) out.push_back(static_cast<int>(i));
+    return out;
+  }
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (item.empty() || used != item.size() || n < 0)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--devices '{}': expected all or device ordinals such as 0,1", text));
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw Error(ErrorKind::kUsage, fmt::format("--devices '{}': device {} twice", text, n));
+    out.push_back(n);
+  }
+  if (out.empty()) throw Error(ErrorKind::kUsage, "--devices: name at least one device");
+  return out;
+}
+
+// The strategy the workers share: brute force (and auto) split the valid space through
+// optuna:grid; an Optuna strategy is shared as it is; a native one cannot be.
+std::string shared_strategy(const po::variables_map& vm) {
+  const std::string s = vm.count("strategy") ? vm["strategy"].as<std::string>() : "auto";
+  if (s == "auto" || s == "brute_force") return "optuna:grid";
+  if (s.rfind("optuna", 0) == 0) return s;
+  throw Error(ErrorKind::kUsage,
+              fmt::format("--devices shares one search between the devices' workers through an "
+                          "Optuna study: use brute_force (split as optuna:grid), optuna:tpe, "
+                          "optuna:cmaes, optuna:nsgaii, optuna:qmc or optuna:random; not '{}', "
+                          "which keeps its state in one process",
+                          s));
+}
+
+// The worker's command line: this one without --devices, --strategy, --study-storage,
+// --device and --progress, then the worker's own.
+std::vector<std::string> worker_argv(const std::vector<std::string>& args, const std::string& exe,
+                                     const po::variables_map& vm, int device, int workers) {
+  static const char* kDropped[] = {"--devices", "--strategy", "--study-storage",
+                                   "--device",  "--progress", "--json",
+                                   "-q",        "--quiet"};
+  static const char* kTakesValue[] = {"--devices", "--strategy", "--study-storage", "--device",
+                                      "--progress"};
+  std::vector<std::string> out = {exe, "tune"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const char* d : kDropped) {
+      const std::string name = d;
+      if (a == name) {
+        dropped = true;
+        for (const char* v : kTakesValue)
+          if (name == v) ++i;  // and its value
+      } else if (a.rfind(name + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  const std::string db = vm["db"].as<std::string>();
+  const std::string storage = vm.count("study-storage") ? vm["study-storage"].as<std::string>()
+                                                        : "journal:" + db + ".study.log";
+  out.insert(out.end(), {"--strategy", shared_strategy(vm), "--study-storage", storage, "--device",
+                         std::to_string(device), "--progress", "always", "--json"});
+  if (vm["compile-threads"].defaulted()) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    out.insert(out.end(), {"--compile-threads",
+                           std::to_string(std::max(1u, cores / static_cast<unsigned>(workers)))});
+  }
+  return out;
+}
+
+struct Options {
+  bool quiet = false, json = false, progress = true;
+};
+
+void start(DeviceWorker& w, const Options& o) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    throw Error(ErrorKind::kInternal, std::string("tune --devices: pipe: ") + std::strerror(errno));
+  std::vector<char*> argv;
+  for (auto& a : w.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  w.pid = ::fork();
+  if (w.pid < 0)
+    throw Error(ErrorKind::kInternal, std::string("tune --devices: fork: ") + std::strerror(errno));
+  if (w.pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  w.out_fd = out[0];
+  w.err_fd = err[0];
+  w.out.clear();
+  if (!o.quiet) std::cerr << fmt::format("{}: worker {}\n", w.label, w.pid);
+}
+
+// Reads what a worker wrote: stdout is kept for the end; stderr lines are its progress (kept
+// for the combined line) or messages (passed on with the device's name).
+bool drain(DeviceWorker& w, int fd, bool quiet) {
+  char buffer[4096];
+  const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  if (n <= 0) return false;
+  if (fd == w.out_fd) {
+    w.out.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+  w.err_line.append(buffer, static_cast<std::size_t>(n));
+  for (std::size_t eol; (eol = w.err_line.find('\n')) != std::string::npos;) {
+    std::string line = w.err_line.substr(0, eol);
+    w.err_line.erase(0, eol + 1);
+    if (line.rfind("progress ", 0) == 0)
+      w.progress = line.substr(9);
+    else if (!quiet)
+      std::cerr << w.label << ": " << line << "\n";
+  }
+  return true;
+}
+
+// Waits for the worker's exit; a worker killed by a signal other than an interrupt is started
+// again (it rejoins the study: what it had committed is in the database, the trial it was
+// measuring is lost). Returns false while it runs on.
+bool reap(DeviceWorker& w, const Options& o) {
+  int status = 0;
+  ::waitpid(w.pid, &status, 0);
+  if (WIFSIGNALED(status) && WTERMSIG(status) != SIGINT && w.restarts < kMaxRestarts) {
+    ++w.restarts;
+    if (!o.quiet)
+      std::cerr << fmt::format("{}: worker killed by signal {} ({}); started again\n", w.label,
+                               WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+    start(w, o);
+    return false;
+  }
+  w.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return true;
+}
+
+void show_progress(const std::vector<DeviceWorker>& workers, bool& drawn) {
+  std::string line;
+  for (const DeviceWorker& w : workers)
+    line += fmt::format("{}{}: {}", line.empty() ? "" : "  |  ", w.label,
+                        w.code >= 0 ? "done" : (w.progress.empty() ? "starting" : w.progress));
+  std::cerr << "progress " << line << "\n" << std::flush;
+  drawn = true;
+}
+
+int summarize(std::vector<DeviceWorker>& workers, const Options& o) {
+  int code = 0;
+  nlohmann::json all = nlohmann::json::array();
+  for (DeviceWorker& w : workers) {
+    if (w.code != 0 && (code == 0 || code == 1)) code = w.code;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(w.out);
+    } catch (const nlohmann::json::exception&) {
+      j = nlohmann::json::object();
+    }
+    j["device"] = w.device;
+    j["worker_exit"] = w.code;
+    j["worker_restarts"] = w.restarts;
+    all.push_back(j);
+    if (o.json || o.quiet) continue;
+    std::cout << fmt::format("{}: exit {}{}", w.label, w.code,
+                             w.restarts ? fmt::format(", restarted {} time(s)", w.restarts) : "");
+    if (j.contains("trials"))
+      std::cout << fmt::format(", {} trials ({} measured), run {}", j["trials"].get<int>(),
+                               j["measured"].get<int>(), j["run_id"].get<std::int64_t>());
+    if (j.contains("best"))
+      std::cout << fmt::format(", best {} {:.4f} ms", j["best"]["key"].get<std::string>(),
+                               j["best"]["time_ms"].get<double>());
+    std::cout << "\n";
+  }
+  if (o.json) print_json({{"workers", all}});
+  return code;
+}
+
+}  // namespace
+
+int tune_on_devices(const std::vector<std::string>& args, const po::variables_map& vm,
+                    const std::string& exe) {
+  const std::vector<int> devices =
+      parse_devices(vm["devices"].as<std::string>(), vm.count("replay") > 0);
+  Options o;
+  o.quiet = vm.count("quiet") > 0;
+  o.json = json_output(vm);
+  o.progress = !o.quiet && !o.json && vm["progress"].as<std::string>() != "never";
+  std::vector<DeviceWorker> workers(devices.size());
+  const DeviceQuery q = vm.count("replay") ? DeviceQuery{} : list_devices();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    DeviceWorker& w = workers[i];
+    w.device = devices[i];
+    w.label = fmt::format("device {}", w.device);
+    if (static_cast<std::size_t>(w.device) < q.devices.size())
+      w.label += " (" + q.devices[static_cast<std::size_t>(w.device)].name + ")";
+    w.argv = worker_argv(args, exe, vm, w.device, static_cast<int>(devices.size()));
+  }
+  struct sigaction action {};
+  action.sa_handler = on_interrupt_while_waiting;
+  ::sigaction(SIGINT, &action, nullptr);
+  for (DeviceWorker& w : workers) start(w, o);
+  std::size_t running = workers.size();
+  bool drawn = false;
+  auto last = std::chrono::steady_clock::now();
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, int>> owner;
+    for (std::size_t i = 0; i < workers.size(); ++i)
+      for (int fd : {workers[i].out_fd, workers[i].err_fd})
+        if (fd >= 0) fds.push_back({fd, POLLIN, 0}), owner.emplace_back(i, fd);
+    ::poll(fds.data(), fds.size(), 500);
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      DeviceWorker& w = workers[owner[k].first];
+      const int fd = owner[k].second;
+      if (drain(w, fd, o.quiet)) continue;
+      ::close(fd);  // end of file: the worker closed it, or ended
+      (fd == w.out_fd ? w.out_fd : w.err_fd) = -1;
+      if (w.out_fd < 0 && w.err_fd < 0 && reap(w, o)) --running;
+    }
+    if (o.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(2)) {
+      show_progress(workers, drawn);
+      last = std::chrono::steady_clock::now();
+    }
+  }
+  return summarize(workers, o);
+}
+
+}  // namespace ktune::cli
