@@ -29,7 +29,8 @@ find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
   set(Python3_EXECUTABLE /usr/bin/python3)
 endif()
-find_package(Python3 3.8 COMPONENTS Interpreter Development.Embed)
+find_package(Python3 3.8 COMPONENTS Interpreter Development.Embed
+  OPTIONAL_COMPONENTS Development.Module)
 find_package(pybind11 2.6 CONFIG QUIET)
 
 if(KTUNE_BUILD_TESTS)

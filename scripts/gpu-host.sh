@@ -14,7 +14,9 @@
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
-#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial)
+#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial),
+#   kt-examples (Kernel Tuner's vector_add, reduction and matmul examples run by Kernel Tuner and,
+#   with the import line changed, by the ktune Python package)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -107,6 +109,30 @@ for step in $steps; do
       done
       python3 bench/summarize_tune.py verify-device="$out/copy-device.json" verify-host="$out/copy-host.json" \
         | tee -a "$out/summary.txt" ;;
+    kt-examples)
+      # Each example twice in this call: as written (Kernel Tuner), then with its import line
+      # changed at run time (`from ktune import tune_kernel`, `import ktune as kernel_tuner`);
+      # the best configuration each prints and its wall time.
+      kt=$(cd "${KTUNE_KT_PEER:-.peers/kernel_tuner}" 2>/dev/null && pwd)
+      if [ -z "$kt" ] || [ ! -d "$kt/examples" ]; then
+        log "kt-examples: no Kernel Tuner examples at ${KTUNE_KT_PEER:-.peers/kernel_tuner}"; continue
+      fi
+      ex=$(mktemp -d); cp "$kt"/examples/* "$ex/"
+      pypath="$PWD/$build/python:$kt/site"
+      for name in vector_add reduction matmul; do
+        sed -e 's/^from kernel_tuner import tune_kernel$/from ktune import tune_kernel/' \
+          -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' "$ex/$name.py" >"$ex/${name}_ktune.py"
+        for variant in "$name" "${name}_ktune"; do
+          t0=$(date +%s.%N)
+          (cd "$ex" && timeout -s INT -k 20 $limit env PYTHONPATH="$pypath" KTUNE_DB=$db PYTHONUNBUFFERED=1 \
+            python3 "$variant.py" >"$out/kt-$variant.log" 2>&1)
+          rc=$?
+          wall=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
+          best=$(grep -i -A1 "best performing config" "$out/kt-$variant.log" | grep -v -i "best performing" | tail -1)
+          log "kt-examples $variant: rc=$rc wall ${wall} s; best: ${best:-none} $( [ $rc -ne 0 ] && tail -1 "$out/kt-$variant.log")"
+        done
+      done
+      rm -rf "$ex" ;;
     kt-peer)
       # Kernel Tuner 1.4 on its 270-configuration reduction, in this call: $KTUNE_KT_PEER is the
       # folder with its run.sh (copied into an ignored folder of the checkout, which travels).

@@ -206,7 +206,7 @@ Client::Impl::Impl(const std::filesystem::path& path, ClientDevice d, ClientOpti
     : device(std::move(d)),
       limits(detail::limit_values(device)),
       options(std::move(o)),
-      db(path, options.busy_timeout, Client::kSchemaVersion, Client::kSchemaVersion) {
+      db(path, options.busy_timeout, Client::kOldestSchemaVersion, Client::kSchemaVersion) {
   if (options.cache_dir) disk_cache = std::make_unique<CompileCache>(*options.cache_dir);
 }
 

@@ -56,7 +56,7 @@ void add_name(std::vector<std::string>& names, const std::string& name) {
 // kernel, then newest architecture first, device name, problem.
 std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
                                              const ExportOptions& options) {
-  detail::Database db(path, std::chrono::seconds(5), Client::kSchemaVersion,
+  detail::Database db(path, std::chrono::seconds(5), Client::kOldestSchemaVersion,
                       Client::kSchemaVersion);
   detail::ReadTransaction snapshot(db);
   auto q = db.query(

@@ -58,6 +58,10 @@ std::shared_ptr<const StoredKernel> make_stored_kernel(std::int64_t id, std::str
   k->text.source = std::move(source);
   k->text.entry = std::move(entry);
   k->text.compile_options = k->spec.compile_options;
+  if (k->spec.defines == "kernel_tuner") {
+    k->text.define_style = DefineStyle::kKernelTuner;
+    k->text.block_names = k->spec.block_names;
+  }
   // The tuner's registry names a plugin's source "<kernel>.cu" unless it says otherwise.
   k->text.source_name = k->spec.source_name.empty() ? k->text.name + ".cu" : k->spec.source_name;
   for (const auto& p : k->spec.params) k->scope.add(p.name);
@@ -124,8 +128,9 @@ CompileRequest render_request(const BestConfig& best, const std::string& arch,
   for (const auto& p : k.spec.params) settings.emplace_back(p.name, value_of(best, p));
   // The block as the tuner saw it: for the problem the winner was tuned for.
   const LaunchShape shape = eval_shape(best, best.problem, limits);
-  return render(k.text, settings, {shape.block[0], shape.block[1], shape.block[2]}, best.config_key,
-                arch);
+  const RenderDims dims{{shape.grid[0], shape.grid[1], shape.grid[2]},
+                        {shape.block[0], shape.block[1], shape.block[2]}};
+  return render(k.text, settings, dims, best.config_key, arch);
 }
 
 }  // namespace ktune::detail

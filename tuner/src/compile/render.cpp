@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <regex>
 
 #include "compile/internal.h"
 #include "ktune/hash.h"
@@ -24,10 +25,58 @@ const Value* setting(const std::vector<Setting>& settings, std::string_view name
   return nullptr;
 }
 
+bool is_unroll_factor(std::string_view name) {
+  return name.find("loop_unroll_factor") != std::string_view::npos;
+}
+
+// What Kernel Tuner prepends (its util.prepare_kernel_string without user `defines`).
+Defines kernel_tuner_defines(const KernelText& k, const std::vector<Setting>& settings,
+                             const RenderDims& dims) {
+  Defines out;
+  static constexpr const char* kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+  const auto set = [&out](const std::string& name, std::string value) {
+    for (auto& [n, v] : out)
+      if (n == name) {
+        v = std::move(value);
+        return;
+      }
+    out.emplace_back(name, std::move(value));
+  };
+  for (int d = 0; d < 3; ++d) set(kGrid[d], std::to_string(dims.grid[d]));
+  for (int d = 0; d < 3; ++d) set(k.block_names[d], std::to_string(dims.block[d]));
+  for (const auto& [name, value] : settings)
+    if (!is_unroll_factor(name)) set(name, value.to_string());
+  set("kernel_tuner", "1");
+  return out;
+}
+
+// Kernel Tuner's loop_unroll_factor parameters: `#pragma unroll NAME` needs a constant
+// expression, not a macro, so a non-zero factor becomes `constexpr int NAME = N;` and a zero
+// one removes the pragma. Returns the body without those pragmas and sets `prefix` to the
+// constants; `edited` says whether there was anything to do.
+std::string kernel_tuner_unroll(const std::string& body, const std::vector<Setting>& settings,
+                                std::string& prefix, bool& edited) {
+  std::string out = body;
+  edited = false;
+  for (const auto& [name, value] : settings) {
+    if (!is_unroll_factor(name)) continue;
+    edited = true;
+    if (value.to_string() != "0") {
+      prefix += fmt::format("constexpr int {} = {};\n", name, value.to_string());
+      continue;
+    }
+    const std::regex pragma("\n\\s*#pragma\\s+unroll\\s+" + name + "\\b");
+    out = std::regex_replace(out, pragma, "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
-Defines render_defines(const std::vector<Setting>& settings,
-                       const std::array<std::uint32_t, 3>& block) {
+Defines render_defines(const KernelText& k, const std::vector<Setting>& settings,
+                       const RenderDims& dims) {
+  if (k.define_style == DefineStyle::kKernelTuner) return kernel_tuner_defines(k, settings, dims);
+  const auto& block = dims.block;
   Defines out;
   for (const auto& [name, value] : settings) {
     const std::string macro = upper(name);
@@ -55,10 +104,15 @@ std::vector<std::string> render_options(const std::vector<Setting>& settings) {
 }
 
 CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
-                      const std::array<std::uint32_t, 3>& block, const std::string& config_key,
+                      const RenderDims& dims, const std::string& config_key,
                       const std::string& arch) {
-  const Defines defines = render_defines(settings, block);
-  const std::string body = fmt::format("#line 1 \"{}\"\n", k.source_name) + k.source;
+  const Defines defines = render_defines(k, settings, dims);
+  bool edited = false;
+  std::string constants;
+  const std::string source = k.define_style == DefineStyle::kKernelTuner
+                                 ? kernel_tuner_unroll(k.source, settings, constants, edited)
+                                 : k.source;
+  const std::string body = constants + fmt::format("#line 1 \"{}\"\n", k.source_name) + source;
   CompileRequest r;
   r.source = fmt::format("// ktune: {}[{}] for {}\n", k.name, config_key, arch);
   for (const auto& [name, value] : defines) r.source += fmt::format("#define {} {}\n", name, value);
@@ -73,7 +127,7 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   // Several configurations can share one NVRTC program, each in its own namespace, unless the
   // template would break there: an #include or #pragma once inside a namespace, or extern "C"
   // names that would clash between the copies.
-  const bool batchable = k.source.find("#include") == std::string::npos &&
+  const bool batchable = !edited && k.source.find("#include") == std::string::npos &&
                          k.source.find("extern \"C\"") == std::string::npos &&
                          k.source.find("#pragma once") == std::string::npos;
   // Without headers the source needs none of NVRTC's built-in runtime declarations: -minimal

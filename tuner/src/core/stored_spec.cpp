@@ -41,6 +41,10 @@ std::string StoredSpec::to_json() const {
   spec["flops"] = flops;
   spec["compile_options"] = compile_options;
   spec["source_name"] = source_name;
+  if (!defines.empty()) {
+    spec["defines"] = defines;
+    spec["block_names"] = block_names;
+  }
   return spec.dump();
 }
 
@@ -71,6 +75,9 @@ StoredSpec StoredSpec::parse(std::string_view text, const std::string& where) {
     s.flops = expression_text(spec.value("flops", nlohmann::json()), "");
     s.compile_options = spec.value("compile_options", std::vector<std::string>{});
     s.source_name = spec.value("source_name", std::string());
+    s.defines = spec.value("defines", std::string());
+    if (spec.contains("block_names"))
+      s.block_names = spec.at("block_names").get<std::array<std::string, 3>>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInput, where + ": unreadable spec_json (" + e.what() + ")");
   } catch (const Error& e) {

@@ -235,7 +235,11 @@ std::vector<Setting> settings(const SearchSpace& space, const Config& config) {
 
 std::vector<std::pair<std::string, std::string>> KernelInstance::defines(
     const Config& config) const {
-  return render_defines(settings(impl_->space, config), geometry(config).block);
+  const LaunchGeometry g = geometry(config);
+  const KernelSpec& k = kernel();
+  const KernelText text{k.name,         k.source,     k.source_name, k.entry, k.compile_options,
+                        k.define_style, k.block_names};
+  return render_defines(text, settings(impl_->space, config), {g.grid, g.block});
 }
 
 std::vector<std::string> KernelInstance::config_options(const Config& config) const {
@@ -267,8 +271,10 @@ void check_data_files(const KernelInstance& instance) {
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch) {
   const KernelSpec& k = instance.kernel();
-  const KernelText text{k.name, k.source, k.source_name, k.entry, k.compile_options};
-  return render(text, settings(instance.space(), config), instance.geometry(config).block,
+  const KernelText text{k.name,         k.source,     k.source_name, k.entry, k.compile_options,
+                        k.define_style, k.block_names};
+  const LaunchGeometry g = instance.geometry(config);
+  return render(text, settings(instance.space(), config), {g.grid, g.block},
                 instance.space().key(config), arch);
 }
 

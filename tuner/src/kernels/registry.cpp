@@ -387,12 +387,32 @@ toml::table parse_manifest(const ManifestReader& r, const std::string& path) {
   return root;
 }
 
+// [kernel].defines = "kernel_tuner" (with block_names): rendered as Kernel Tuner does.
+void read_define_style(const ManifestReader& r, const toml::table& kt, KernelSpec& k) {
+  const std::string style = r.optional_string(kt, "[kernel]", "defines", "ktune");
+  if (style == "kernel_tuner")
+    k.define_style = DefineStyle::kKernelTuner;
+  else if (style != "ktune")
+    r.fail(fmt::format("[kernel].defines: '{}' is not one of ktune, kernel_tuner", style));
+  if (const auto* names = kt["block_names"].as_array()) {
+    if (names->size() > 3) r.fail("[kernel].block_names: at most 3 names");
+    for (std::size_t d = 0; d < names->size(); ++d) {
+      const auto s = (*names)[d].value<std::string>();
+      if (!s) r.fail("[kernel].block_names must be a list of strings");
+      k.block_names[d] = *s;
+    }
+  }
+}
+
 // [kernel]: the names, and the source read from beside the manifest.
 void read_kernel_table(const ManifestReader& r, const toml::table& root, const std::string& path,
                        KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
-  r.known_keys(*kt, "[kernel]", {"name", "description", "source", "entry", "compile_options"});
+  r.known_keys(
+      *kt, "[kernel]",
+      {"name", "description", "source", "entry", "compile_options", "defines", "block_names"});
+  read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");
   k.description = r.optional_string(*kt, "[kernel]", "description");
@@ -517,10 +537,12 @@ void read_args(const ManifestReader& r, const toml::table& root, KernelSpec& k) 
 }
 
 void read_reference_and_metrics(const ManifestReader& r, const toml::table& root, KernelSpec& k) {
-  // Without [reference], every output needs an expected file (KernelSpec::validate says so).
+  // Without [reference], every output needs an expected file (KernelSpec::validate says so);
+  // `unchecked = true` declares a kernel whose outputs are not checked.
   if (const toml::table* ref = root["reference"].as_table()) {
-    r.known_keys(*ref, "[reference]", {"config"});
-    k.reference_config = r.required_string(*ref, "[reference]", "config");
+    r.known_keys(*ref, "[reference]", {"config", "unchecked"});
+    k.unchecked = (*ref)["unchecked"].value_or(false);
+    if (!k.unchecked) k.reference_config = r.required_string(*ref, "[reference]", "config");
   } else if (std::none_of(k.buffers.begin(), k.buffers.end(),
                           [](const BufferSpec& b) { return !b.expected.empty(); })) {
     r.fail(

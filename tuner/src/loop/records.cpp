@@ -83,6 +83,10 @@ StoredSpec stored_spec(const KernelSpec& k) {
   s.flops = k.flops;
   s.compile_options = k.compile_options;
   s.source_name = k.source_name;
+  if (k.define_style == DefineStyle::kKernelTuner) {
+    s.defines = "kernel_tuner";
+    s.block_names = k.block_names;
+  }
   return s;
 }
 

@@ -232,8 +232,10 @@ struct ClientOptions {
 
 class Client {
  public:
-  // The schema this client reads; a newer database is refused.
-  static constexpr int kSchemaVersion = 2;
+  // The newest schema this client reads (a newer database is refused) and the oldest: schema 3
+  // only added the tuner's claims, which the client does not read.
+  static constexpr int kSchemaVersion = 3;
+  static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a
   // device described by hand. Throws Error(kDatabase) "<path>: ..." for a missing file, a file

@@ -8,6 +8,10 @@
 // else empty), then `#line 1 "<source_name>"` and the template. Options: the kernel's, then
 // --maxrregcount=N from a `maxrregcount` parameter N > 0, --gpu-architecture and the verbose
 // ptxas report that CompiledResources reads.
+//
+// Kernel Tuner's style (DefineStyle::kKernelTuner, for kernels written for Kernel Tuner) defines
+// instead what Kernel Tuner prepends: grid_size_x/y/z, the block's names (block_size_x/y/z
+// unless renamed), every parameter under its own name, and kernel_tuner 1.
 #pragma once
 
 #include <array>
@@ -21,6 +25,8 @@
 
 namespace ktune {
 
+enum class DefineStyle { kKtune, kKernelTuner };
+
 // The parts of a kernel that rendering reads.
 struct KernelText {
   std::string name;
@@ -28,21 +34,30 @@ struct KernelText {
   std::string source_name;  // for #line and compiler messages
   std::string entry;        // NVRTC name expression
   std::vector<std::string> compile_options;
+  DefineStyle define_style = DefineStyle::kKtune;
+  // kKernelTuner: the names the block's dimensions are defined under.
+  std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
+};
+
+// The launch geometry a configuration is rendered with.
+struct RenderDims {
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
 };
 
 // A parameter's value in a configuration, in the kernel's declaration order.
 using Setting = std::pair<std::string, Value>;
 using Defines = std::vector<std::pair<std::string, std::string>>;
 
-Defines render_defines(const std::vector<Setting>& settings,
-                       const std::array<std::uint32_t, 3>& block);
+Defines render_defines(const KernelText& kernel, const std::vector<Setting>& settings,
+                       const RenderDims& dims);
 std::vector<std::string> render_options(const std::vector<Setting>& settings);
 
 // The request for one configuration (`config_key` names it in the banner) for `arch` ("sm_90").
 // Where the template allows it (no #include, extern "C" or #pragma once), the request also
 // carries what batched compilation needs (CompileRequest::batch_group, body, defines).
 CompileRequest render(const KernelText& kernel, const std::vector<Setting>& settings,
-                      const std::array<std::uint32_t, 3>& block, const std::string& config_key,
+                      const RenderDims& dims, const std::string& config_key,
                       const std::string& arch);
 
 }  // namespace ktune

@@ -33,10 +33,15 @@ struct StoredSpec {
   std::string flops;
   std::vector<std::string> compile_options;
   std::string source_name;  // empty: "<kernel>.cu"
+  // "kernel_tuner": rendered as Kernel Tuner does (DefineStyle::kKernelTuner, with these
+  // block names); empty: ktune's rule.
+  std::string defines;
+  std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
 
   // {"parameters": [{"name", "values": [text], "default": text}], "problem": [{"name",
   // "default"}], "restrictions", "grid", "block", "shared_mem", "bytes", "flops",
-  // "compile_options", "source_name"}; values as their canonical text (Value::to_string).
+  // "compile_options", "source_name", and where not ktune's rule "defines" and "block_names"};
+  // values as their canonical text (Value::to_string).
   std::string to_json() const;
   // Reads a spec written by any ktune (fields it lacks take the defaults above; values may also
   // be JSON numbers). Throws Error(kInput) "<where>: unreadable spec_json (...)".

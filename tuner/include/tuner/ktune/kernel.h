@@ -13,6 +13,7 @@
 #include "ktune/device_limits.h"
 #include "ktune/plugin.h"
 #include "ktune/problem.h"
+#include "ktune/render.h"
 #include "ktune/space.h"
 
 namespace ktune {
@@ -103,6 +104,10 @@ struct KernelSpec {
   std::string source_name;
   std::string entry;
   std::vector<std::string> compile_options;
+  // How configurations become #defines (ktune/render.h): ktune's rule, or Kernel Tuner's for
+  // kernels written for it, with the names its block dimensions go by.
+  DefineStyle define_style = DefineStyle::kKtune;
+  std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
   std::vector<Parameter> params;
   std::vector<std::string> restrictions;
   std::vector<ProblemParam> problem;
@@ -111,6 +116,9 @@ struct KernelSpec {
   std::vector<ArgSpec> args;
   ktune_reference_fn reference = nullptr;
   std::string reference_config;
+  // No output is checked (Kernel Tuner's tune_kernel without an answer): the kernel may then
+  // have no output buffer and no reference.
+  bool unchecked = false;
   std::string bytes;  // expression or empty
   std::string flops;  // expression or empty
   ktune_run_fn run = nullptr;

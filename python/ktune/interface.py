@@ -1,0 +1,498 @@
+"""tune_kernel with Kernel Tuner 1.4's arguments, over ktune's engine.
+
+The arguments become a ktune manifest (docs/plugins.md) in a temporary folder: the kernel source
+rendered as Kernel Tuner does (its #defines), the tunable parameters and restrictions, the launch
+geometry from problem_size, grid_div_x/y/z and the block size names, every array argument as a
+file of raw bytes and every answer as the expected output. ktune then tunes it as `ktune tune`
+does: compile processes, a separate GPU worker process (a kernel that crashes or hangs costs one
+trial), verification, the SQLite database. The run's trials come back as Kernel Tuner's
+(results, env).
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import numpy
+
+from . import _ktune
+from . import cache as kt_cache
+from ._paths import BUILD_EXECUTABLE, INSTALLED_EXECUTABLE
+
+# Arguments of Kernel Tuner's tune_kernel that ktune does not support yet, with what to do.
+UNSUPPORTED = {
+    "observers": "observers are not supported; ktune records time, samples and resources",
+    "texmem_args": "texture memory arguments are not supported",
+    "defines": "user defines are not supported; tunable parameters are defined as Kernel Tuner does",
+    "compiler": "ktune compiles with NVRTC; the compiler argument is not supported",
+    "parallel": "parallel (Ray) tuning is not supported",
+    "objectives": "multi-objective tuning is not supported",
+    "python_kernel": "Python kernels are not supported",
+    "log": "log files are not supported",
+    "platform": "platforms are an OpenCL notion; ktune tunes CUDA only",
+}
+
+# Kernel Tuner's strategies and the ktune strategy each maps to (docs/strategies.md).
+STRATEGIES = {
+    "brute_force": "brute_force",
+    "random_sample": "random",
+    "genetic_algorithm": "genetic_algorithm",
+    "simulated_annealing": "annealing",
+    "greedy_ils": "greedy_ils",
+    "mls": "mls",
+    "greedy_mls": "greedy_mls",
+}
+# Kernel Tuner's other strategies (firefly_algorithm, pso, basinhopping, bayes_opt, minimize,
+# dual_annealing, diff_evo, ordered_greedy_mls) have no ktune counterpart yet.
+
+ELEMENT_TYPES = {
+    numpy.dtype(numpy.int8): "int8",
+    numpy.dtype(numpy.uint8): "uint8",
+    numpy.dtype(numpy.int16): "int16",
+    numpy.dtype(numpy.uint16): "uint16",
+    numpy.dtype(numpy.int32): "int32",
+    numpy.dtype(numpy.uint32): "uint32",
+    numpy.dtype(numpy.int64): "int64",
+    numpy.dtype(numpy.uint64): "uint64",
+    numpy.dtype(numpy.float32): "float32",
+    numpy.dtype(numpy.float64): "float64",
+}
+
+# np.allclose's relative tolerance, with which Kernel Tuner checks an answer.
+NUMPY_RTOL = 1e-5
+
+
+class KtuneError(Exception):
+    """An argument ktune cannot use, named in the message."""
+
+
+def ktune_executable():
+    """The ktune program whose __worker and __compile the tuning runs."""
+    env = os.environ.get("KTUNE_EXECUTABLE")
+    if env:
+        return env
+    if BUILD_EXECUTABLE and os.path.exists(BUILD_EXECUTABLE):
+        return BUILD_EXECUTABLE
+    installed = os.path.normpath(os.path.join(os.path.dirname(__file__), INSTALLED_EXECUTABLE))
+    if os.path.exists(installed):
+        return installed
+    raise KtuneError("ktune: the ktune executable was not found; set KTUNE_EXECUTABLE")
+
+
+def default_db():
+    """The database tune_kernel writes to by default: $KTUNE_DB, else ./ktune.db (as the CLI)."""
+    return os.environ.get("KTUNE_DB") or "ktune.db"
+
+
+def _reject_unsupported(lang, kwargs):
+    if lang is not None and str(lang).upper() != "CUDA":
+        raise KtuneError(f"ktune: lang={lang!r} is not supported; ktune tunes CUDA kernels only "
+                         "(OpenCL, HIP, C and Fortran are not supported)")
+    for name, value in kwargs.items():
+        if name in UNSUPPORTED:
+            if value is not None and value is not False:
+                raise KtuneError(f"ktune: {name}: {UNSUPPORTED[name]}")
+        else:
+            raise KtuneError(f"ktune: tune_kernel() got an unknown argument '{name}'")
+
+
+def _source_text(kernel_source):
+    """The kernel's text: a string of code, or the name of a file holding it."""
+    if callable(kernel_source):
+        raise KtuneError("ktune: kernel_source as a Python function (python_kernel) is not "
+                         "supported")
+    if isinstance(kernel_source, (list, tuple)):
+        if len(kernel_source) != 1:
+            raise KtuneError("ktune: kernel_source with several files is not supported")
+        kernel_source = kernel_source[0]
+    text = str(kernel_source)
+    if "\n" not in text and os.path.isfile(text):
+        with open(text) as f:
+            return f.read(), os.path.basename(text)
+    return text, None
+
+
+def _values(name, values):
+    out = []
+    for v in values:
+        if isinstance(v, (bool, numpy.bool_)):
+            out.append(int(v))
+        elif isinstance(v, (int, numpy.integer)):
+            out.append(int(v))
+        elif isinstance(v, (float, numpy.floating)):
+            out.append(float(v))
+        elif isinstance(v, str):
+            out.append(v)
+        else:
+            raise KtuneError(f"ktune: tune_params['{name}']: value {v!r} is not a number or "
+                             "a string")
+    if not out:
+        raise KtuneError(f"ktune: tune_params['{name}'] has no values")
+    return out
+
+
+def _restrictions(restrictions, tune_params):
+    """Strings pass as they are (ktune's expressions are Python's syntax)."""
+    if restrictions is None:
+        return []
+    if callable(restrictions):
+        restrictions = [restrictions]
+    out = []
+    for r in restrictions:
+        if callable(r):
+            raise KtuneError("ktune: restrictions given as Python functions are not supported "
+                             "yet; write them as strings, e.g. \"block_size_x * block_size_y "
+                             "<= 1024\" (docs/expressions.md)")
+        if not isinstance(r, str):
+            raise KtuneError(f"ktune: restriction {r!r} is not a string")
+        out.append(r)
+    return out
+
+
+def _problem(problem_size):
+    """problem_size as (problem parameters {name: int}, [expression per axis])."""
+    if callable(problem_size):
+        raise KtuneError("ktune: problem_size as a function is not supported yet; give an int, "
+                         "a tuple, or strings that are expressions of the parameters")
+    scalar = isinstance(problem_size, (int, numpy.integer, str))
+    sizes = [problem_size] if scalar else list(problem_size)
+    if not 1 <= len(sizes) <= 3:
+        raise KtuneError("ktune: problem_size has 1 to 3 dimensions")
+    names = ["problem_size"] if scalar else ["problem_size_x", "problem_size_y", "problem_size_z"]
+    params, exprs = {}, []
+    for name, s in zip(names, sizes):
+        if isinstance(s, str):
+            exprs.append(f"({s})")
+        elif isinstance(s, (int, numpy.integer)):
+            params[name] = int(s)
+            exprs.append(name)
+        else:
+            raise KtuneError("ktune: problem_size should only contain strings or integers")
+    while len(exprs) < 3:
+        exprs.append("1")
+    return params, exprs
+
+
+def _divisor(div, default, tune_params):
+    """A grid divisor as an expression: Kernel Tuner's rules (None: the block dimension's name
+    when it is tuned, else 1; a list: the product)."""
+    if div is None:
+        return default if default in tune_params else "1"
+    if isinstance(div, (int, numpy.integer)):
+        return str(int(div))
+    if isinstance(div, str):
+        return f"({div})"
+    if callable(div):
+        raise KtuneError("ktune: a grid divisor given as a function is not supported; give "
+                         "parameter names or expressions")
+    parts = [_divisor(d, "1", tune_params) for d in div]
+    return " * ".join(parts) if parts else "1"
+
+
+def _launch(problem_exprs, grid_divs, block_names, tune_params):
+    block = []
+    for axis, name in enumerate(block_names):
+        block.append(name if name in tune_params else ("256" if axis == 0 else "1"))
+    grid = []
+    for axis in range(3):
+        d = _divisor(grid_divs[axis], block_names[axis], tune_params)
+        grid.append(f"({problem_exprs[axis]} + {d} - 1) // ({d})")
+    return grid, block
+
+
+def _is_array(a):
+    return isinstance(a, numpy.ndarray) and a.ndim > 0
+
+
+def _device_array(a):
+    """CuPy and PyTorch arrays, copied to the host (the GPU worker uploads them)."""
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        return a.get()
+    if type(a).__module__.startswith("torch"):
+        return a.detach().cpu().numpy()
+    return a
+
+
+def _arguments(arguments, answer, atol, folder, cmem_args, smem_args):
+    """Buffers and arguments of the manifest; array data and answers go to files."""
+    if cmem_args:
+        raise KtuneError("ktune: cmem_args (constant memory) is not supported yet")
+    if smem_args:
+        raise KtuneError("ktune: smem_args (dynamic shared memory) is not supported yet")
+    if answer is not None and len(answer) != len(arguments):
+        raise KtuneError(f"ktune: answer has {len(answer)} entries, arguments "
+                         f"{len(arguments)}")
+    buffers, args, checked = [], [], 0
+    for i, a in enumerate(arguments):
+        a = _device_array(a)
+        expected = None if answer is None else answer[i]
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or numpy.dtype(dtype) not in ELEMENT_TYPES:
+            raise KtuneError(f"ktune: argument {i}: {type(a).__name__} of type {dtype} is not "
+                             "supported (NumPy arrays and scalars of int8..int64, uint8..uint64, "
+                             "float32, float64)")
+        type_name = ELEMENT_TYPES[numpy.dtype(dtype)]
+        if not _is_array(a):
+            if expected is not None:
+                raise KtuneError(f"ktune: answer[{i}] is given for a scalar argument")
+            value = a.item() if hasattr(a, "item") else a
+            args.append({"value": repr(value), "type": type_name})
+            continue
+        name = f"arg{i}"
+        data = os.path.join(folder, name + ".bin")
+        numpy.ascontiguousarray(a).tofile(data)
+        buf = {"name": name, "type": type_name, "size": int(a.size), "init": f"file({data})",
+               "role": "input"}
+        if expected is not None:
+            exp = numpy.ascontiguousarray(numpy.asarray(_device_array(expected), dtype=dtype))
+            if exp.size != a.size:
+                raise KtuneError(f"ktune: answer[{i}] has {exp.size} elements, argument {i} "
+                                 f"{a.size}")
+            path = os.path.join(folder, name + ".expected.bin")
+            exp.tofile(path)
+            buf.update(role="inout", expected=f"file({path})", abs_tol=float(atol),
+                       rel_tol=NUMPY_RTOL)
+            checked += 1
+        buffers.append(buf)
+        args.append({"buffer": name})
+    return buffers, args, checked
+
+
+def _toml(value):
+    """A TOML value from a Python one (JSON's strings, numbers and arrays are TOML's)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+def write_manifest(folder, kernel):
+    """Writes the manifest and the kernel source; returns the manifest's path."""
+    source = os.path.join(folder, kernel["source_name"])
+    with open(source, "w") as f:
+        f.write(kernel["source"])
+    # Top-level keys come before the first table in TOML.
+    lines = [f"restrictions = {_toml(kernel['restrictions'])}", "", "[kernel]"]
+    for key in ("name", "entry", "compile_options", "defines", "block_names"):
+        lines.append(f"{key} = {_toml(kernel[key])}")
+    lines.append(f"source = {_toml(kernel['source_name'])}")
+    for name, values in kernel["params"]:
+        lines += ["", "[[param]]", f"name = {_toml(name)}", f"values = {_toml(values)}"]
+    for name, value in kernel["problem"].items():
+        lines += ["", "[[problem]]", f"name = {_toml(name)}", f"default = {value}"]
+    lines += ["", "[launch]", f"grid = {_toml(kernel['grid'])}",
+              f"block = {_toml(kernel['block'])}"]
+    for b in kernel["buffers"]:
+        lines += ["", "[[buffer]]"] + [f"{k} = {_toml(v)}" for k, v in b.items()]
+    for a in kernel["args"]:
+        lines += ["", "[[arg]]"] + [f"{k} = {_toml(v)}" for k, v in a.items()]
+    if kernel["unchecked"]:
+        lines += ["", "[reference]", "unchecked = true"]
+    path = os.path.join(folder, "kernel.toml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _strategy(strategy, strategy_options, iterations):
+    name = strategy or "brute_force"
+    if name not in STRATEGIES:
+        raise KtuneError(f"ktune: strategy '{name}' is not supported; ktune has Kernel Tuner's "
+                         f"{', '.join(sorted(STRATEGIES))}")
+    options = dict(strategy_options or {})
+    budget_evals = options.pop("max_fevals", None)
+    budget_seconds = options.pop("time_limit", None)
+    # The rest go to ktune's strategy by name, which refuses one it does not know.
+    options = {k: str(v) for k, v in options.items()}
+    return STRATEGIES[name], options, budget_evals, budget_seconds
+
+
+def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tune_params,
+                        grid_div, restrictions, answer, atol, block_size_names,
+                        compiler_options, cmem_args, smem_args, folder):
+    source, file_name = _source_text(kernel_source)
+    names = list(block_size_names or [])
+    block_names = names + ["block_size_x", "block_size_y", "block_size_z"][len(names):]
+    problem, exprs = _problem(problem_size)
+    grid, block = _launch(exprs, grid_div, block_names, tune_params)
+    buffers, args, checked = _arguments(arguments, answer, atol, folder, cmem_args, smem_args)
+    return {
+        "name": kernel_name, "entry": kernel_name, "source": source,
+        "source_name": file_name or kernel_name + ".cu",
+        "compile_options": list(compiler_options or []), "defines": "kernel_tuner",
+        "block_names": block_names,
+        "params": [(k, _values(k, v)) for k, v in tune_params.items()],
+        "restrictions": _restrictions(restrictions, tune_params), "problem": problem,
+        "grid": grid, "block": block, "buffers": buffers, "args": args,
+        "unchecked": checked == 0,
+    }
+
+
+def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params,
+                grid_div_x=None, grid_div_y=None, grid_div_z=None, restrictions=None,
+                answer=None, atol=1e-6, verify=None, verbose=False, lang=None, device=0,
+                smem_args=None, cmem_args=None, compiler_options=None, iterations=7,
+                block_size_names=None, quiet=False, strategy=None, strategy_options=None,
+                cache=None, metrics=None, simulation_mode=None, objective=None,
+                objective_higher_is_better=None, seed=None, db=None, **unsupported):
+    """Tunes a CUDA kernel as Kernel Tuner's tune_kernel does; returns (results, env).
+
+    ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db).
+    simulation_mode replays the cache file instead of measuring (no GPU needed).
+    """
+    _reject_unsupported(lang, unsupported)
+    if verify is not None:
+        raise KtuneError("ktune: verify (a Python verification function) is not supported yet; "
+                         "give answer (checked with atol as numpy.allclose does)")
+    if objective not in (None, "time"):
+        raise KtuneError(f"ktune: objective '{objective}' is not supported; ktune minimises time")
+    if simulation_mode and not cache:
+        raise KtuneError("ktune: simulation_mode needs a cache file to replay")
+    mapped, options, budget_evals, budget_seconds = _strategy(strategy, strategy_options, iterations)
+    tune_params = dict(tune_params)
+    started = time.perf_counter()
+    folder = tempfile.mkdtemp(prefix="ktune-")
+    try:
+        kernel = _kernel_description(kernel_name, kernel_source, problem_size, arguments,
+                                     tune_params, (grid_div_x, grid_div_y, grid_div_z),
+                                     restrictions, answer, atol, block_size_names,
+                                     compiler_options, cmem_args, smem_args, folder)
+        if cache and os.path.exists(cache):
+            kt_cache.check_header(cache, kernel_name, tune_params, problem_size)
+        request = _ktune.TuneRequest()
+        request.manifest = write_manifest(folder, kernel)
+        request.kernel = kernel_name
+        request.problem = kernel["problem"]
+        request.db = db or default_db()
+        request.ktune = ktune_executable()
+        request.strategy = mapped
+        request.strategy_options = options
+        if budget_evals is not None:
+            request.budget_evaluations = int(budget_evals)
+        if budget_seconds is not None:
+            request.budget_seconds = float(budget_seconds)
+        request.samples = int(iterations)
+        request.seed = int(seed) if seed is not None else 1
+        request.device = int(device)
+        if simulation_mode:
+            request.replay = os.path.abspath(cache)
+        summary = _ktune.tune(request)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)
+    env = kt_env(summary, iterations, compiler_options, problem_size, time.perf_counter() - started)
+    if results:
+        ok = [r for r in results if not isinstance(r["time"], str)]
+        if ok:
+            env["best_config"] = min(ok, key=lambda r: r["time"])
+    if cache:
+        kt_cache.write(cache, kernel_name, tune_params, problem_size, env, results)
+    _report(results, env, tune_params, metrics, verbose, quiet)
+    return results, env
+
+
+def kt_results(trials, tune_params, metrics):
+    """A run's search trials as Kernel Tuner's results: one dict per configuration with the
+    parameters, time (mean of the samples, ms), times, the metrics and ktune's own figures."""
+    results = []
+    for t in trials:
+        if t["kind"] != 0:  # re-timing and warm-start trials are not Kernel Tuner results
+            continue
+        config = json.loads(t["config_json"])
+        r = {k: config[k] for k in tune_params}
+        if t["status"] == "ok":
+            r["time"] = t["time_mean_ms"]
+            r["times"] = list(t["samples_ms"])
+        else:
+            r["time"] = kt_cache.error_name(t["status"])
+            r["times"] = []
+        r["compile_time"] = t["compile_ms"]
+        r["verification_time"] = 0
+        r["benchmark_time"] = t["eval_ms"]
+        r["strategy_time"] = 0
+        r["framework_time"] = 0
+        r["timestamp"] = t["created_at"]
+        r["ktune_status"] = t["status"]
+        r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
+        if t["status"] != "ok":
+            r["ktune_error"] = t["error"]
+        for name, fn in (metrics or {}).items():
+            if isinstance(r["time"], str):
+                r[name] = r["time"]
+                continue
+            r[name] = fn(r) if callable(fn) else _metric_expression(fn, r)
+        results.append(r)
+    return results
+
+
+def _metric_expression(text, r):
+    raise KtuneError(f"ktune: metric {text!r}: metrics are functions of the result dict")
+
+
+def kt_env(summary, iterations, compiler_options, problem_size, wall_s):
+    """Kernel Tuner's env: the device, the versions and the run, plus ktune's run id."""
+    d = summary["device"]
+    return {
+        "device_name": d["name"],
+        "compute_capability": f"{d['cc_major']}{d['cc_minor']}",
+        "cuda_version": d["driver_version"],
+        "iterations": iterations,
+        "compiler_options": list(compiler_options or []),
+        "problem_size": problem_size if not callable(problem_size) else None,
+        "simulation": bool(summary["replayed"]),
+        "ktune_version": _ktune.version(),
+        "ktune_run_id": summary["run_id"],
+        "ktune_strategy": summary["strategy"],
+        "ktune_status": summary["status"],
+        "ktune_notes": list(summary["notes"]),
+        "total_compile_time": summary["compile_s"] * 1e3,
+        "total_benchmark_time": summary["backend_s"] * 1e3,
+        "total_time": wall_s * 1e3,
+    }
+
+
+def _report(results, env, tune_params, metrics, verbose, quiet):
+    keys = list(tune_params) + ["time"] + list(metrics or {})
+    line = lambda r: ", ".join(f"{k}={r[k]}" for k in keys if k in r)  # noqa: E731
+    if verbose and not quiet:
+        for r in results:
+            print(line(r))
+    if quiet:
+        return
+    if "best_config" in env:
+        print(f"best performing configuration:\n{line(env['best_config'])}")
+    else:
+        print("no results to report")
+
+
+def best(kernel, problem, db=None, device=None, arch=None, **options):
+    """The stored best of a kernel for a problem ({"problem_size": n} or the axes) as the
+    run-time client answers it, or None; see Client.best."""
+    return Client(db, device=device, arch=arch).best(kernel, problem, **options)
+
+
+class Client:
+    """ktune's run-time client (docs/client.md) from Python: read-only look-ups of the best
+    configuration per device and problem, with its measurement and provenance."""
+
+    def __init__(self, db=None, device=None, arch=None):
+        if device and not arch:
+            raise KtuneError("ktune: Client(device=...) needs arch= too (e.g. 'sm_90')")
+        self._client = _ktune.Client(db or default_db(), device or "", arch or "")
+
+    def best(self, kernel, problem, other_devices=True, nearest_problem=True):
+        if isinstance(problem, (int, numpy.integer)):
+            problem = {"problem_size": int(problem)}
+        elif isinstance(problem, (tuple, list)):
+            problem = dict(zip(["problem_size_x", "problem_size_y", "problem_size_z"],
+                               (int(p) for p in problem)))
+        return self._client.best(kernel, dict(problem), other_devices, nearest_problem)
+
+    @property
+    def last_message(self):
+        """Why the last best() found nothing."""
+        return self._client.last_message
+
+    def device(self):
+        return self._client.device()

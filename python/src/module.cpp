@@ -1,0 +1,232 @@
+// ktune._ktune: the C++ half of the Python package. It tunes a kernel described by a manifest
+// (the Python half writes one from tune_kernel's arguments) through the same resolve_job /
+// set_up_tuning / tune as `ktune tune`, so the GPU worker is the same separate process (a kernel
+// that faults or hangs costs one trial), and it reads the database: a run's trials, and the
+// run-time client's look-ups.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/client.h"
+#include "ktune/error.h"
+#include "ktune/registry.h"
+#include "ktune/setup.h"
+#include "ktune/store.h"
+#include "ktune/tuner.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using Problem = std::map<std::string, std::int64_t>;
+
+// What one tune() call is given besides the manifest; mirrors `ktune tune`'s options.
+struct TuneRequest {
+  std::string manifest;
+  std::string kernel;
+  Problem problem;
+  std::string db;
+  std::string ktune;  // the ktune executable: its __worker and __compile
+  std::string strategy = "brute_force";
+  std::map<std::string, std::string> strategy_options;
+  std::optional<std::uint64_t> budget_evaluations;
+  std::optional<double> budget_seconds;
+  std::optional<int> samples;
+  std::optional<std::string> replay;  // a recording (Kernel Tuner cache): no GPU is used
+  std::uint64_t seed = 1;
+  int device = 0;
+  int compile_processes = 4;
+};
+
+py::dict device_dict(const ktune::DeviceInfo& d) {
+  py::dict out;
+  out["name"] = d.name;
+  out["arch"] = d.arch;
+  out["cc_major"] = d.cc_major;
+  out["cc_minor"] = d.cc_minor;
+  out["sm_count"] = d.sm_count;
+  out["memory_bytes"] = d.memory_bytes;
+  out["driver_version"] = d.driver_version;
+  return out;
+}
+
+ktune::JobOverrides overrides_of(const TuneRequest& r) {
+  ktune::JobOverrides o;
+  o.kernel = r.kernel;
+  o.problem = r.problem;
+  o.strategy = r.strategy;
+  o.strategy_options = r.strategy_options;
+  o.budget_evaluations = r.budget_evaluations;
+  o.budget_seconds = r.budget_seconds;
+  o.samples = r.samples;
+  o.seed = r.seed;
+  o.replay = r.replay;
+  o.reuse = false;  // every configuration of this call is in its run (Kernel Tuner's results)
+  o.command_line = "python: ktune.tune_kernel";
+  return o;
+}
+
+// Tunes; returns {"run_id", "status", "device", "replayed", "strategy", "notes", "wall_s"}.
+py::dict tune(const TuneRequest& r) {
+  ktune::Registry registry;
+  registry.load_path(r.manifest);
+  ktune::CudaBackend::Options cuda;
+  cuda.device = r.device;
+  cuda.worker_command = {r.ktune, "__worker"};
+  cuda.plugins = {r.manifest};
+  cuda.cache = std::make_shared<ktune::CompileCache>(ktune::CompileCache::default_dir());
+  ktune::TuningSetup s =
+      ktune::set_up_tuning(ktune::resolve_job(registry, ktune::JobFile{}, overrides_of(r)), cuda);
+  std::unique_ptr<ktune::CompilePool> pool;
+  if (s.backend->needs_compilation())
+    pool = std::make_unique<ktune::CompilePool>(r.compile_processes, cuda.cache,
+                                                std::vector<std::string>{r.ktune, "__compile"});
+  ktune::Store store = ktune::Store::open(r.db);
+  ktune::TuneSummary summary;
+  {
+    py::gil_scoped_release release;  // the tuning loop runs no Python
+    summary = ktune::tune(*s.instance, *s.backend, store, *s.strategy, s.job.options, pool.get());
+  }
+  py::dict out;
+  out["run_id"] = summary.run_id;
+  out["status"] = std::string(ktune::to_string(summary.status));
+  out["device"] = device_dict(s.backend->device());
+  out["replayed"] = s.backend->replays();
+  out["strategy"] = s.strategy_text;
+  out["problem_key"] = s.instance->problem_key();
+  out["wall_s"] = summary.wall_seconds;
+  out["compile_s"] = summary.compile_seconds;
+  out["backend_s"] = summary.backend_seconds;
+  out["best_key"] = summary.best ? summary.best->config_key : std::string();
+  std::vector<std::string> notes = s.job.notes;
+  if (!s.job.replay_reason.empty()) notes.push_back(s.job.replay_reason);
+  out["notes"] = notes;
+  return out;
+}
+
+// A run's trials as dicts: config (JSON text), status, error, times in ms, resources.
+py::list trials(const std::string& db, std::int64_t run_id) {
+  const ktune::Store store = ktune::Store::open(db, ktune::Store::Mode::kReadOnly);
+  py::list out;
+  for (const auto& t : store.trials_of_run(run_id)) {
+    py::dict d;
+    d["config_key"] = t.config_key;
+    d["config_json"] = t.config_json;
+    d["kind"] = static_cast<int>(t.kind);
+    d["status"] = std::string(ktune::to_string(t.status));
+    d["error"] = t.error;
+    d["time_ms"] = t.time_ms;
+    d["time_mean_ms"] = t.time_mean_ms;
+    d["samples_ms"] = t.samples_ms;
+    d["registers"] = t.registers;
+    d["compile_ms"] = t.compile_ms;
+    d["eval_ms"] = t.eval_ms;
+    d["created_at"] = t.created_at;
+    out.append(d);
+  }
+  return out;
+}
+
+py::object value_object(const ktune::Value& v) {
+  if (v.is_int()) return py::int_(v.as_int());
+  if (v.is_string()) return py::str(v.as_string());
+  return py::float_(v.as_double());
+}
+
+py::dict best_dict(const ktune::BestConfig& b) {
+  py::dict config;
+  for (const auto& [name, v] : b.config) config[py::str(name)] = value_object(v);
+  py::dict out;
+  out["kernel"] = b.kernel;
+  out["config"] = config;
+  out["config_key"] = b.config_key;
+  out["problem"] = b.problem;
+  out["problem_key"] = b.problem_key;
+  out["match"] = b.describe();
+  out["time_ms"] = b.measurement.time_ms;
+  out["time_min_ms"] = b.measurement.time_min_ms;
+  out["samples"] = b.measurement.sample_count;
+  out["device"] = b.provenance.device_name;
+  out["arch"] = b.provenance.device_arch;
+  out["run_id"] = b.provenance.run_id;
+  out["trial_id"] = b.provenance.trial_id;
+  out["binary_key"] = b.provenance.binary_key;
+  return out;
+}
+
+// The run-time client: best() answers as ktune::Client::best does, or None with the reason
+// kept in last_message.
+class PyClient {
+ public:
+  PyClient(const std::string& db, const std::string& device, const std::string& arch)
+      : client_(device.empty()
+                    ? ktune::Client(db)
+                    : ktune::Client(db, ktune::ClientDevice::describe(device, arch, 0, 0))) {}
+  py::object best(const std::string& kernel, const Problem& problem, bool other_devices,
+                  bool nearest_problem) {
+    ktune::LookupOptions o;
+    o.other_devices = other_devices;
+    o.nearest_problem = nearest_problem;
+    const ktune::LookupResult r = client_.best(kernel, problem, o);
+    if (!r) {
+      last_message_ = r.message;
+      return py::none();
+    }
+    last_message_.clear();
+    return best_dict(*r);
+  }
+  py::dict device() const {
+    return py::dict(py::arg("name") = client_.device().name,
+                    py::arg("arch") = client_.device().arch);
+  }
+  std::string last_message() const { return last_message_; }
+
+ private:
+  ktune::Client client_;
+  std::string last_message_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_ktune, m) {
+  m.doc() = "ktune's engine for the ktune Python package";
+  static py::exception<ktune::Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ktune::Error& e) {
+      error(e.what());
+    }
+  });
+  py::class_<TuneRequest>(m, "TuneRequest")
+      .def(py::init<>())
+      .def_readwrite("manifest", &TuneRequest::manifest)
+      .def_readwrite("kernel", &TuneRequest::kernel)
+      .def_readwrite("problem", &TuneRequest::problem)
+      .def_readwrite("db", &TuneRequest::db)
+      .def_readwrite("ktune", &TuneRequest::ktune)
+      .def_readwrite("strategy", &TuneRequest::strategy)
+      .def_readwrite("strategy_options", &TuneRequest::strategy_options)
+      .def_readwrite("budget_evaluations", &TuneRequest::budget_evaluations)
+      .def_readwrite("budget_seconds", &TuneRequest::budget_seconds)
+      .def_readwrite("samples", &TuneRequest::samples)
+      .def_readwrite("replay", &TuneRequest::replay)
+      .def_readwrite("seed", &TuneRequest::seed)
+      .def_readwrite("device", &TuneRequest::device)
+      .def_readwrite("compile_processes", &TuneRequest::compile_processes);
+  m.def("tune", &tune, "tune a manifest kernel; returns the run's summary");
+  m.def("trials", &trials, py::arg("db"), py::arg("run_id"));
+  m.def("version", [] { return std::string(KTUNE_VERSION); });
+  py::class_<PyClient>(m, "Client")
+      .def(py::init<const std::string&, const std::string&, const std::string&>(), py::arg("db"),
+           py::arg("device") = "", py::arg("arch") = "")
+      .def("best", &PyClient::best, py::arg("kernel"), py::arg("problem"),
+           py::arg("other_devices") = true, py::arg("nearest_problem") = true)
+      .def("device", &PyClient::device)
+      .def_property_readonly("last_message", &PyClient::last_message);
+}

@@ -1,0 +1,227 @@
+"""tune_kernel on the replay backend (Kernel Tuner's simulation_mode over a cache file): no GPU.
+
+Each test builds a Kernel Tuner cache of a small vector_add space, then tunes through ktune as a
+Kernel Tuner script would, and checks what comes back, what the database holds and what the
+cache file holds afterwards."""
+
+import json
+import os
+import tempfile
+import unittest
+
+import numpy
+
+import ktune
+from ktune import cache as kt_cache
+from ktune import interface
+
+KERNEL = """
+__global__ void vector_add(float *c, float *a, float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+SIZES = [128, 256, 512, 1024]
+# Recorded mean times (ms) per block_size_x; 512 is the fastest, 1024 failed to run.
+TIMES = {128: 0.40, 256: 0.30, 512: 0.25}
+
+
+def write_cache(path, device="NVIDIA H100 80GB HBM3"):
+    cache = {}
+    for bs in SIZES:
+        t = TIMES.get(bs)
+        entry = {"block_size_x": bs, "time": t if t else "RuntimeFailedConfig",
+                 "times": [t] * 7 if t else [], "compile_time": 10.0}
+        cache[str(bs)] = entry
+    with open(path, "w") as f:
+        json.dump({"version": "1.0", "device_name": device, "kernel_name": "vector_add",
+                   "problem_size": 10000, "tune_params_keys": ["block_size_x"],
+                   "tune_params": {"block_size_x": SIZES}, "objective": "time",
+                   "cache": cache}, f)
+
+
+def arguments(n=10000):
+    a = numpy.random.randn(n).astype(numpy.float32)
+    b = numpy.random.randn(n).astype(numpy.float32)
+    return [numpy.zeros_like(a), a, b, numpy.int32(n)]
+
+
+class ReplayTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.cache = os.path.join(self.dir.name, "cache.json")
+        self.db = os.path.join(self.dir.name, "results.db")
+        write_cache(self.cache)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def tune(self, **kw):
+        args = dict(cache=self.cache, simulation_mode=True, db=self.db, quiet=True)
+        args.update(kw)
+        return ktune.tune_kernel("vector_add", KERNEL, 10000, arguments(),
+                                 {"block_size_x": SIZES}, **args)
+
+    def test_results_have_kernel_tuners_shape(self):
+        results, env = self.tune()
+        self.assertEqual(sorted(r["block_size_x"] for r in results), SIZES)
+        for r in results:
+            for key in ("time", "times", "compile_time", "benchmark_time", "timestamp"):
+                self.assertIn(key, r)
+        by_size = {r["block_size_x"]: r for r in results}
+        self.assertAlmostEqual(by_size[256]["time"], 0.30)
+        self.assertEqual(len(by_size[256]["times"]), 7)
+        self.assertEqual(by_size[1024]["time"], "RuntimeFailedConfig")
+        self.assertEqual(env["best_config"]["block_size_x"], 512)
+        self.assertTrue(env["simulation"])
+        self.assertEqual(env["device_name"], "NVIDIA H100 80GB HBM3")
+        self.assertIn("ktune_version", env)
+
+    def test_metrics_are_computed_per_result(self):
+        metrics = {"GB/s": lambda p: 3 * 4 * 10000 / 1e9 / (p["time"] / 1e3)}
+        results, _ = self.tune(metrics=metrics)
+        by_size = {r["block_size_x"]: r for r in results}
+        self.assertAlmostEqual(by_size[512]["GB/s"], 12e4 / 1e9 / 0.25e-3)
+        self.assertEqual(by_size[1024]["GB/s"], "RuntimeFailedConfig")
+
+    def test_string_restrictions_remove_configurations(self):
+        results, env = self.tune(restrictions=["block_size_x <= 256"])
+        self.assertEqual(sorted(r["block_size_x"] for r in results), [128, 256])
+        self.assertEqual(env["best_config"]["block_size_x"], 256)
+
+    def test_budget_from_strategy_options(self):
+        results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
+        self.assertEqual(len(results), 2)
+
+    def test_trials_go_to_the_database(self):
+        results, env = self.tune()
+        stored = ktune._ktune.trials(self.db, env["ktune_run_id"])
+        self.assertEqual(len([t for t in stored if t["kind"] == 0]), len(SIZES))
+        # A replayed best never answers the run-time client (docs/client.md); it says why.
+        client = ktune.Client(self.db, device="NVIDIA H100 80GB HBM3", arch="sm_90")
+        self.assertIsNone(client.best("vector_add", 10000))
+        self.assertIsNone(client.best("no_such_kernel", 10000))
+        self.assertIn("no_such_kernel", client.last_message)
+
+    def test_cache_is_written_in_kernel_tuners_format(self):
+        out = os.path.join(self.dir.name, "out.json")
+        results, _ = self.tune()
+        kt_cache.write(out, "vector_add", {"block_size_x": SIZES}, 10000,
+                       {"device_name": "NVIDIA H100 80GB HBM3"}, results)
+        written = kt_cache.read(out)
+        self.assertEqual(written["tune_params_keys"], ["block_size_x"])
+        self.assertEqual(sorted(written["cache"]), ["1024", "128", "256", "512"])
+        self.assertAlmostEqual(written["cache"]["512"]["time"], 0.25)
+        # What ktune wrote replays in turn.
+        again, env = ktune.tune_kernel("vector_add", KERNEL, 10000, arguments(),
+                                       {"block_size_x": SIZES}, cache=out,
+                                       simulation_mode=True, db=self.db, quiet=True)
+        self.assertEqual(env["best_config"]["block_size_x"], 512)
+
+    def test_cache_of_another_kernel_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "cache of kernel 'vector_add'"):
+            ktune.tune_kernel("other", KERNEL, 10000, arguments(), {"block_size_x": SIZES},
+                              cache=self.cache, simulation_mode=True, db=self.db, quiet=True)
+
+
+class UnsupportedTest(unittest.TestCase):
+    def call(self, **kw):
+        ktune.tune_kernel("vector_add", KERNEL, 10000, arguments(), {"block_size_x": SIZES},
+                          **kw)
+
+    def test_each_unsupported_feature_is_named(self):
+        cases = [
+            (dict(lang="OpenCL"), "lang='OpenCL'"),
+            (dict(lang="HIP"), "lang='HIP'"),
+            (dict(observers=[object()]), "observers"),
+            (dict(verify=lambda a, b, atol=None: True), "verify"),
+            (dict(restrictions=[lambda p: True]), "Python functions"),
+            (dict(strategy="pso"), "strategy 'pso'"),
+            (dict(objective="GFLOP/s"), "objective"),
+            (dict(cmem_args={"x": numpy.zeros(4)}), "cmem_args"),
+            (dict(simulation_mode=True), "simulation_mode needs a cache"),
+            (dict(no_such_argument=1), "no_such_argument"),
+        ]
+        for kw, text in cases:
+            with self.subTest(kw=list(kw)):
+                with self.assertRaisesRegex(ktune.KtuneError, text):
+                    self.call(**kw)
+
+    def test_python_kernel_is_refused(self):
+        with self.assertRaisesRegex(ktune.KtuneError, "python_kernel"):
+            ktune.tune_kernel("f", lambda: None, 10, [], {"x": [1]})
+
+
+class MappingTest(unittest.TestCase):
+    """The manifest tune_kernel's arguments become."""
+
+    def describe(self, problem_size=10000, grid_div=(None, None, None), answer=None,
+                 tune_params=None, block_size_names=None):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        args = arguments()
+        tune_params = tune_params or {"block_size_x": SIZES}
+        k = interface._kernel_description(
+            "vector_add", KERNEL, problem_size, args, tune_params, grid_div, None, answer, 1e-3,
+            block_size_names, ["-use_fast_math"], None, None, self.dir.name)
+        return k, args
+
+    def test_arrays_become_files_and_scalars_values(self):
+        k, args = self.describe()
+        self.assertEqual([b["name"] for b in k["buffers"]], ["arg0", "arg1", "arg2"])
+        self.assertEqual(k["args"][3], {"value": "10000", "type": "int32"})
+        data = numpy.fromfile(k["buffers"][1]["init"][5:-1], dtype=numpy.float32)
+        numpy.testing.assert_array_equal(data, args[1])
+        self.assertTrue(k["unchecked"])
+        self.assertEqual(k["defines"], "kernel_tuner")
+        self.assertEqual(k["compile_options"], ["-use_fast_math"])
+
+    def test_answer_makes_a_checked_buffer(self):
+        n = 10000
+        answer = [numpy.ones(n, dtype=numpy.float32), None, None, None]
+        k, _ = self.describe(answer=answer)
+        out = k["buffers"][0]
+        self.assertEqual(out["role"], "inout")
+        self.assertEqual(out["abs_tol"], 1e-3)
+        self.assertEqual(out["rel_tol"], interface.NUMPY_RTOL)
+        numpy.testing.assert_array_equal(numpy.fromfile(out["expected"][5:-1], numpy.float32), answer[0])
+        self.assertFalse(k["unchecked"])
+
+    def test_grid_follows_kernel_tuners_rules(self):
+        k, _ = self.describe()
+        self.assertEqual(k["problem"], {"problem_size": 10000})
+        self.assertEqual(k["grid"][0], "(problem_size + block_size_x - 1) // (block_size_x)")
+        self.assertEqual(k["block"], ["block_size_x", "1", "1"])
+        tp = {"block_size_x": [16], "block_size_y": [4], "tile_size_x": [2]}
+        k, _ = self.describe(problem_size=(64, 32), tune_params=tp,
+                             grid_div=(["block_size_x", "tile_size_x"], None, None))
+        self.assertEqual(k["problem"], {"problem_size_x": 64, "problem_size_y": 32})
+        self.assertIn("(block_size_x) * (tile_size_x)", k["grid"][0])
+        self.assertIn("block_size_y", k["grid"][1])
+        k, _ = self.describe(problem_size="block_size_x", grid_div=([], None, None))
+        self.assertEqual(k["problem"], {})
+        self.assertEqual(k["grid"][0], "((block_size_x) + 1 - 1) // (1)")
+
+    def test_block_size_names(self):
+        k, _ = self.describe(tune_params={"bx": [32]}, block_size_names=["bx"])
+        self.assertEqual(k["block_names"], ["bx", "block_size_y", "block_size_z"])
+        self.assertEqual(k["block"], ["bx", "1", "1"])
+        k, _ = self.describe(tune_params={"other": [1]})
+        self.assertEqual(k["block"], ["256", "1", "1"])
+
+    def test_manifest_is_written(self):
+        k, _ = self.describe()
+        path = interface.write_manifest(self.dir.name, k)
+        with open(path) as f:
+            text = f.read()
+        import tomllib
+        with open(path, "rb") as f:
+            manifest = tomllib.load(f)
+        self.assertEqual(manifest["launch"]["grid"], k["grid"])
+        self.assertEqual(manifest["arg"][3], {"value": "10000", "type": "int32"})
+        self.assertIn('defines = "kernel_tuner"', text)
+        self.assertIn("[reference]\nunchecked = true", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,71 @@
+// Kernel Tuner's rendering style (ktune/render.h, DefineStyle::kKernelTuner): what Kernel Tuner
+// prepends to a kernel, and its loop_unroll_factor rule.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ktune/render.h"
+
+namespace ktune {
+namespace {
+
+KernelText kernel_tuner_text(std::string source) {
+  KernelText k;
+  k.name = "vector_add";
+  k.source = std::move(source);
+  k.source_name = "vector_add.cu";
+  k.entry = "vector_add";
+  k.define_style = DefineStyle::kKernelTuner;
+  return k;
+}
+
+TEST(RenderKernelTuner, DefinesWhatKernelTunerPrepends) {
+  const KernelText k = kernel_tuner_text("__global__ void vector_add() {}\n");
+  const RenderDims dims{{40, 2, 1}, {256, 4, 1}};
+  const Defines d = render_defines(k, {{"block_size_x", Value(256)}, {"tile", Value(4)}}, dims);
+  const Defines expected{{"grid_size_x", "40"},   {"grid_size_y", "2"},  {"grid_size_z", "1"},
+                         {"block_size_x", "256"}, {"block_size_y", "4"}, {"block_size_z", "1"},
+                         {"tile", "4"},           {"kernel_tuner", "1"}};
+  EXPECT_EQ(d, expected);
+  const CompileRequest r =
+      render(k, {{"block_size_x", Value(256)}}, dims, "block_size_x=256", "sm_90");
+  EXPECT_NE(r.source.find("#define block_size_x 256\n"), std::string::npos);
+  EXPECT_EQ(r.source.find("BLOCK_SIZE_X"), std::string::npos);  // not ktune's upper-case rule
+}
+
+TEST(RenderKernelTuner, RenamedBlockDimensions) {
+  KernelText k = kernel_tuner_text("");
+  k.block_names = {"bx", "by", "bz"};
+  const Defines d = render_defines(k, {}, RenderDims{{1, 1, 1}, {32, 2, 1}});
+  EXPECT_EQ(d[3], (std::pair<std::string, std::string>{"bx", "32"}));
+  EXPECT_EQ(d[4], (std::pair<std::string, std::string>{"by", "2"}));
+}
+
+TEST(RenderKernelTuner, LoopUnrollFactors) {
+  const KernelText k = kernel_tuner_text(
+      "__global__ void f(float* x) {\n  #pragma unroll loop_unroll_factor_0\n  for (;;) {}\n}\n");
+  const RenderDims dims{{1, 1, 1}, {32, 1, 1}};
+  const CompileRequest eight =
+      render(k, {{"loop_unroll_factor_0", Value(8)}}, dims, "loop_unroll_factor_0=8", "sm_90");
+  EXPECT_NE(eight.source.find("constexpr int loop_unroll_factor_0 = 8;\n#line 1"),
+            std::string::npos);
+  EXPECT_EQ(eight.source.find("#define loop_unroll_factor_0"), std::string::npos);
+  EXPECT_NE(eight.source.find("#pragma unroll loop_unroll_factor_0"), std::string::npos);
+  EXPECT_TRUE(eight.batch_group.empty());  // the body differs per configuration
+  const CompileRequest zero =
+      render(k, {{"loop_unroll_factor_0", Value(0)}}, dims, "loop_unroll_factor_0=0", "sm_90");
+  EXPECT_EQ(zero.source.find("#pragma unroll"), std::string::npos);
+  EXPECT_EQ(zero.source.find("constexpr int"), std::string::npos);
+}
+
+TEST(RenderKtune, DefaultStyleIsUnchanged) {
+  KernelText k = kernel_tuner_text("");
+  k.define_style = DefineStyle::kKtune;
+  const Defines d =
+      render_defines(k, {{"block_size", Value(128)}}, RenderDims{{1, 1, 1}, {128, 1, 1}});
+  EXPECT_EQ(d[0], (std::pair<std::string, std::string>{"BLOCK_SIZE", "128"}));
+  EXPECT_EQ(d[1], (std::pair<std::string, std::string>{"KTUNE_BLOCK_X", "128"}));
+}
+
+}  // namespace
+}  // namespace ktune
