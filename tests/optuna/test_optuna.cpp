@@ -20,6 +20,7 @@
 
 #include "ktune/error.h"
 #include "ktune/strategy.h"
+#include "optuna/optuna_test_util.h"
 #include "strategies/optuna/strategy.h"
 
 namespace ktune {
@@ -30,17 +31,7 @@ using optuna::OptunaStrategy;
 using optuna::StudyTrial;
 
 // Empty when Python and Optuna work, else why not (the reason a test skips with).
-const std::string& optuna_missing() {
-  static const std::string reason = [] {
-    try {
-      const std::string d = optuna::describe_python();
-      return d.find(", Optuna ") == std::string::npos ? d : std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
+using test::optuna_missing;
 
 #define SKIP_WITHOUT_OPTUNA()                                        \
   do {                                                               \

@@ -11,6 +11,7 @@
 
 #include "ktune/error.h"
 #include "ktune/store.h"
+#include "optuna/optuna_test_util.h"
 #include "strategies/optuna/strategy.h"
 #include "tuner/cli_test_util.h"
 
@@ -21,20 +22,8 @@ namespace fs = std::filesystem;
 using test::contains;
 using test::TempDir;
 
-std::string optuna_missing() {
-  try {
-    const std::string d = optuna::describe_python();
-    return d.find(", Optuna ") == std::string::npos ? d : std::string();
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-const std::string& conv() {
-  static const std::string path =
-      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
-  return path;
-}
+using test::conv;
+using test::optuna_missing;
 
 // The configuration keys of the trials of every run in a database, in the order they were stored.
 std::vector<std::string> trial_keys(const fs::path& db) {

@@ -21,6 +21,7 @@
 
 #include "ktune/error.h"
 #include "ktune/store.h"
+#include "optuna/optuna_test_util.h"
 #include "strategies/optuna/strategy.h"
 #include "tuner/cli_test_util.h"
 
@@ -30,20 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::TempDir;
 
-std::string optuna_missing() {
-  try {
-    const std::string d = optuna::describe_python();
-    return d.find(", Optuna ") == std::string::npos ? d : std::string();
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-const std::string& conv() {
-  static const std::string path =
-      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
-  return path;
-}
+using test::conv;
+using test::optuna_missing;
 
 // Runs a shell command; its exit status, with its output in `output`.
 int shell(const std::string& command, std::string* output = nullptr) {
