@@ -4,7 +4,8 @@
 #   KIT_DIR: the build dependencies for a host without a package manager, with a setup.sh that
 #   unpacks them under the prefix it is given ($KTUNE_DEPS_PREFIX, default $TMPDIR/ktune-deps)
 #   and exports the search paths (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH, Python3_EXECUTABLE).
-#   steps (after the build, which always runs): test (GPU tests), cpu-test, smoke (short tune),
+#   steps (after the build, which always runs): test (GPU tests), cpu-test, sanitize-build and
+#   sanitize-test (the CPU suite under ASan+UBSan, GPU hidden), smoke (short tune),
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^20, 2^22, 2^25 and 2^28, the last two exported as recordings), tune-peers
 #   (tune the kernels of the peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored
@@ -63,6 +64,18 @@ for step in $steps; do
       (cd $build && ctest -LE gpu -j16 --timeout 600 --output-on-failure) >"$out/cpu-tests.log" 2>&1
       log "cpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/cpu-tests.log")"
       sed -n '/The following tests FAILED/,$p' "$out/cpu-tests.log" | tee -a "$out/summary.txt" ;;
+    sanitize-build)
+      # The CPU suite's ASan+UBSan build (scripts/sanitize.sh), on this host's cores.
+      KTUNE_SANITIZE_JOBS=$(nproc) scripts/sanitize.sh --build-only build-gpu-sanitize \
+        >"$out/sanitize-build.log" 2>&1
+      log "sanitize build: rc=$? $(grep -cE 'runtime error|ERROR: AddressSanitizer' "$out/sanitize-build.log") reports" ;;
+    sanitize-test)
+      # That build's CPU suite, with the GPU hidden as on a machine without one.
+      (CUDA_VISIBLE_DEVICES= scripts/sanitize.sh --test-only build-gpu-sanitize -j"$(nproc)" \
+        --timeout 900) >"$out/sanitize-tests.log" 2>&1
+      log "sanitize tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/sanitize-tests.log")"
+      grep -hE "runtime error|ERROR: (Address|Leak)Sanitizer|SUMMARY: " "$out/sanitize-tests.log" | sort | uniq -c | head -20 | tee -a "$out/summary.txt"
+      sed -n '/The following tests FAILED/,$p' "$out/sanitize-tests.log" | tee -a "$out/summary.txt" ;;
     smoke)
       rm -f /tmp/smoke.db
       $ktune tune reduce --problem n=2**25 --db /tmp/smoke.db --strategy random --budget-evals 60 --json \

@@ -115,7 +115,8 @@ TEST(Check, AReferenceOutsideTheSpaceIsAnError) {
   const KernelInstance instance(k, k.make_problem({}), DeviceLimits::for_arch(90));
   CheckOptions options;
   options.compile = false;
-  const auto& ref = finding(check_kernel(instance, options), "reference");
+  const auto findings = check_kernel(instance, options);
+  const auto& ref = finding(findings, "reference");
   EXPECT_EQ(ref.level, CheckFinding::Level::kError);
   EXPECT_TRUE(contains(ref.message, "unroll=1")) << ref.message;
   EXPECT_TRUE(contains(ref.message, "unroll > 1")) << ref.message;

@@ -57,7 +57,8 @@ struct CompilePool::Impl {
         queue.pop_front();
         // Take queued requests of the same batch group along, sharing the queue fairly among
         // the threads so that batching never leaves threads idle.
-        const std::string& group = tasks.front().request.batch_group;
+        // A copy: tasks grows below, which moves what a reference would point into.
+        const std::string group = tasks.front().request.batch_group;
         if (!group.empty() && max_batch > 1) {
           const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
           const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
