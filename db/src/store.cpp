@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,15 @@ namespace ktune {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The summary of a run a reader closed because its process was gone (or silent too long).
+constexpr const char* kClosedDeadRun =
+    R"({"closed":"its process ended without finishing the run"})";
+
+std::int64_t unix_seconds() {
+  using namespace std::chrono;
+  return duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
+}
 
 // SQLite has no NaN: NULL stands for "not measured" in every REAL column.
 void bind_real(SQLite::Statement& q, int index, double value) {
@@ -96,7 +106,7 @@ constexpr const char* kProblemColumns = "id, kernel_name, key, json";
 constexpr const char* kRunColumns =
     "id, kernel_id, device_id, problem_id, backend, strategy, strategy_options, budget, status, "
     "started_at, finished_at, ktune_version, nvrtc_version, driver_version, host, command_line, "
-    "seed, summary, replayed, flush_l2, boot_id, pid, process_start";
+    "seed, summary, replayed, flush_l2, boot_id, pid, process_start, heartbeat_unix";
 // The order read_trial and add_trial use; id comes first and is not inserted.
 constexpr const char* kTrialColumns =
     "id, run_id, kernel_id, device_id, problem_id, config_key, config_json, status, error, "
@@ -174,9 +184,10 @@ RunRecord read_run(SQLite::Statement& q) {
   r.boot_id = q.getColumn(c++).getString();
   r.pid = q.getColumn(c++).getInt64();
   r.process_start = q.getColumn(c++).getInt64();
+  r.heartbeat_unix = q.getColumn(c++).getInt64();
   // A run is only as live as its process.
   if (r.status == RunStatus::kRunning &&
-      !ProcessIdentity{r.host, r.boot_id, r.pid, r.process_start}.alive())
+      !ProcessIdentity{r.host, r.boot_id, r.pid, r.process_start}.alive(r.heartbeat_unix))
     r.status = RunStatus::kInterrupted;
   return r;
 }
@@ -323,11 +334,12 @@ struct Store::Impl {
     std::vector<std::int64_t> dead;
     {
       Cached q = statement(
-          "SELECT id, host, boot_id, pid, process_start FROM runs WHERE status = 'running'");
+          "SELECT id, host, boot_id, pid, process_start, heartbeat_unix FROM runs "
+          "WHERE status = 'running'");
       while (q->executeStep()) {
         const ProcessIdentity p{q->getColumn(1).getString(), q->getColumn(2).getString(),
                                 q->getColumn(3).getInt64(), q->getColumn(4).getInt64()};
-        if (!p.alive()) dead.push_back(q->getColumn(0).getInt64());
+        if (!p.alive(q->getColumn(5).getInt64())) dead.push_back(q->getColumn(0).getInt64());
       }
     }
     for (const std::int64_t id : dead) {
@@ -336,7 +348,7 @@ struct Store::Impl {
           "(SELECT max(created_at) FROM trials WHERE run_id = ?1), started_at) "
           "WHERE id = ?1 AND status = 'running'");
       q->bind(1, id);
-      q->bind(2, R"({"closed":"its process ended without finishing the run"})");
+      q->bind(2, kClosedDeadRun);
       q->exec();
     }
   }
@@ -370,13 +382,8 @@ struct Store::Impl {
                                  q.getColumn(first + 3).getInt64()};
     if (q.getColumn(first + 4).getInt64() == owner) return false;
     if (holder.host != self.host)
-      return unix_now() - q.getColumn(first + 5).getInt64() < Store::claim_seconds;
+      return unix_seconds() - q.getColumn(first + 5).getInt64() < Store::claim_seconds;
     return holder.alive();
-  }
-
-  static std::int64_t unix_now() {
-    using namespace std::chrono;
-    return duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
   }
 
   void insert_claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
@@ -396,7 +403,7 @@ struct Store::Impl {
     q->bind(c++, self.pid);
     q->bind(c++, self.start);
     q->bind(c++, owner);
-    q->bind(c++, unix_now());
+    q->bind(c++, unix_seconds());
     q->exec();
     claimed_any = true;
   }
@@ -663,8 +670,8 @@ std::int64_t Store::begin_run(const RunRecord& run) {
         "INSERT INTO runs (kernel_id, device_id, problem_id, backend, strategy, "
         "strategy_options, budget, status, started_at, finished_at, ktune_version, "
         "nvrtc_version, driver_version, host, command_line, seed, summary, replayed, flush_l2, "
-        "boot_id, pid, process_start) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "boot_id, pid, process_start, heartbeat_unix) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const ProcessIdentity self = ProcessIdentity::current();
     int c = 1;
     q->bind(c++, run.kernel_id);
@@ -687,8 +694,27 @@ std::int64_t Store::begin_run(const RunRecord& run) {
     q->bind(c++, self.boot_id);
     q->bind(c++, self.pid);
     q->bind(c++, self.start);
+    q->bind(c++, unix_seconds());
     q->exec();
     return impl_->db.getLastInsertRowid();
+  });
+}
+
+void Store::heartbeat(std::int64_t run_id) {
+  impl_->require_writable("heartbeat");
+  impl_->guard("heartbeat", [&] {
+    Cached q = impl_->statement(
+        "UPDATE runs SET heartbeat_unix = ?1, "
+        "status = CASE WHEN status = 'interrupted' AND summary = ?3 THEN 'running' ELSE status "
+        "END, "
+        "finished_at = CASE WHEN status = 'interrupted' AND summary = ?3 THEN '' "
+        "ELSE finished_at END, "
+        "summary = CASE WHEN status = 'interrupted' AND summary = ?3 THEN '' ELSE summary END "
+        "WHERE id = ?2");
+    q->bind(1, unix_seconds());
+    q->bind(2, run_id);
+    q->bind(3, kClosedDeadRun);
+    q->exec();
   });
 }
 
@@ -727,7 +753,7 @@ std::vector<RunRecord> Store::runs(std::optional<std::string> kernel_name) const
         "SELECT r.id, r.kernel_id, r.device_id, r.problem_id, r.backend, r.strategy, "
         "r.strategy_options, r.budget, r.status, r.started_at, r.finished_at, r.ktune_version, "
         "r.nvrtc_version, r.driver_version, r.host, r.command_line, r.seed, r.summary, "
-        "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start "
+        "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start, r.heartbeat_unix "
         "FROM runs r JOIN kernels k ON k.id = r.kernel_id "
         "WHERE ?1 IS NULL OR k.name = ?1 ORDER BY r.id");
     if (kernel_name) q->bind(1, *kernel_name);
@@ -1158,6 +1184,12 @@ bool ProcessIdentity::alive() const {
   if (host != self.host) return true;         // another machine's process: cannot tell
   if (boot_id != self.boot_id) return false;  // this machine has rebooted since
   return start != 0 && process_start_time(pid) == start;
+}
+
+bool ProcessIdentity::alive(std::int64_t heartbeat_unix) const {
+  static const ProcessIdentity self = current();
+  if (host == self.host || heartbeat_unix <= 0) return alive();
+  return unix_seconds() - heartbeat_unix < Store::run_silence_seconds;
 }
 
 std::string utc_now() {

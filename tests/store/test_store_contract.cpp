@@ -164,6 +164,11 @@ TEST_F(StoreContract, RunsRoundTripEveryField) {
   EXPECT_EQ(read->pid, self.pid);
   EXPECT_EQ(read->boot_id, self.boot_id);
   EXPECT_EQ(read->process_start, self.start);
+  const auto unix_now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  EXPECT_NEAR(static_cast<double>(read->heartbeat_unix), static_cast<double>(unix_now), 5.0)
+      << "begin_run is the run's first heartbeat";
   EXPECT_FALSE(read->replayed);
   EXPECT_FALSE(read->flush_l2.has_value());
   EXPECT_EQ(read->command_line, run.command_line);

@@ -159,6 +159,59 @@ TEST_F(RunState, AKilledRunIsShownInterruptedAndClosedOnTheNextOpen) {
   EXPECT_EQ(db.execAndGet("SELECT status FROM runs").getString(), "interrupted");
 }
 
+// A run of another host cannot be checked by pid: its heartbeat tells. Silent past
+// Store::run_silence_seconds it reads interrupted and the next open closes it; a run that beats
+// again (its process was only stopped) is running again; one from before heartbeats reads running.
+TEST_F(RunState, ARunOfAnotherHostIsAliveWhileItsHeartbeatIs) {
+  std::int64_t fresh = 0, silent = 0, unknown = 0;
+  {
+    Store store = Store::open(dir_ / "k.db");
+    RunRecord run;
+    run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
+    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+    run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
+    run.backend = "replay";
+    fresh = store.begin_run(run);
+    silent = store.begin_run(run);
+    unknown = store.begin_run(run);
+  }
+  {
+    SQLite::Database db((dir_ / "k.db").string(), SQLite::OPEN_READWRITE);
+    db.exec("UPDATE runs SET host = 'another-host', pid = 4242, process_start = 7");
+    const std::int64_t now = db.execAndGet("SELECT unixepoch()").getInt64();
+    db.exec("UPDATE runs SET heartbeat_unix = " + std::to_string(now - 5) +
+            " WHERE id = " + std::to_string(fresh));
+    db.exec(
+        "UPDATE runs SET heartbeat_unix = " + std::to_string(now - Store::run_silence_seconds - 5) +
+        " WHERE id = " + std::to_string(silent));
+    db.exec("UPDATE runs SET heartbeat_unix = 0 WHERE id = " + std::to_string(unknown));
+  }
+  {
+    const Store reader = Store::open(dir_ / "k.db", Store::Mode::kReadOnly);
+    EXPECT_EQ(reader.run(fresh)->status, RunStatus::kRunning);
+    EXPECT_EQ(reader.run(silent)->status, RunStatus::kInterrupted);
+    EXPECT_EQ(reader.run(unknown)->status, RunStatus::kRunning);
+  }
+  CliResult r = run({"report", "--db", "k.db", "--format", "md"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "| interrupted |")) << r;
+  Store store = Store::open(dir_ / "k.db");
+  const auto status_of = [&](std::int64_t id) {
+    SQLite::Database db((dir_ / "k.db").string(), SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT status FROM runs WHERE id = " + std::to_string(id)).getString();
+  };
+  EXPECT_EQ(status_of(fresh), "running");
+  EXPECT_EQ(status_of(silent), "interrupted") << "the read-write open closes it";
+  EXPECT_EQ(status_of(unknown), "running");
+  store.heartbeat(silent);
+  EXPECT_EQ(status_of(silent), "running") << "its process was only silent";
+  EXPECT_EQ(store.run(silent)->status, RunStatus::kRunning);
+  EXPECT_EQ(store.run(silent)->finished_at, "");
+  store.finish_run(silent, RunStatus::kFinished, "{}");
+  store.heartbeat(silent);
+  EXPECT_EQ(status_of(silent), "finished") << "a heartbeat never reopens a finished run";
+}
+
 // The library: each way out of tune() writes its status.
 class RunStateLoop : public ::testing::Test {
  protected:

@@ -59,6 +59,10 @@ struct ProcessIdentity {
   // False only when the process is known to be gone: on this host and boot, no process with this
   // pid and start time. A run written on another host (or before schema 2) counts as alive.
   bool alive() const;
+  // Whether a run of this process, last heard of at `heartbeat_unix`, may still be running: on
+  // this host alive(); on another host, where a pid says nothing, a heartbeat younger than
+  // Store::run_silence_seconds (or none recorded, before schema 4).
+  bool alive(std::int64_t heartbeat_unix) const;
 };
 
 struct DeviceRecord {
@@ -114,6 +118,7 @@ struct RunRecord {
   std::string boot_id;
   std::int64_t pid = 0;
   std::int64_t process_start = 0;
+  std::int64_t heartbeat_unix = 0;  // last sign of life (Unix seconds); 0 before schema 4
   std::string command_line;
   std::uint64_t seed = 0;
   std::string summary;  // JSON written when the run finishes
@@ -210,10 +215,19 @@ class Store {
   // Registers a run of the calling process: sets started_at, status running and the process
   // identity (host, boot id, pid, start time).
   std::int64_t begin_run(const RunRecord& run);
+  // The run's process is alive: sets its heartbeat to now. A run closed as interrupted by a
+  // reader on another host while its process was silent (stopped, or cut off from the file
+  // system) is running again.
+  void heartbeat(std::int64_t run_id);
+  // How long a running run of another host may stay silent before readers take it for dead.
+  // A tuning process beats at least every Store::heartbeat_seconds while it runs.
+  static constexpr std::int64_t run_silence_seconds = 600;
+  static constexpr std::int64_t heartbeat_seconds = 30;
   // Ends a run: status is kFinished, kInterrupted or kFailed (Error(kInternal) otherwise).
   void finish_run(std::int64_t run_id, RunStatus status, const std::string& summary);
   // Runs as they stand: a run whose row says running but whose process is gone
-  // (ProcessIdentity::alive) reads as kInterrupted. A read-write open also writes that down.
+  // (ProcessIdentity::alive with the run's heartbeat) reads as kInterrupted. A read-write open also
+  // writes that down.
   std::optional<RunRecord> run(std::int64_t run_id) const;
   std::vector<RunRecord> runs(std::optional<std::string> kernel_name = std::nullopt) const;
 

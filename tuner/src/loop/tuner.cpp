@@ -219,6 +219,7 @@ class TuningRun {
                            : std::max<std::size_t>(8, 4 * (pool_ ? pool_->threads() : 1));
     const std::size_t depth = std::max<std::size_t>(1, backend_.pipeline_depth());
     for (;;) {
+      beat();
       const bool stopping = stop_ && stop_->load();
       if (stopping) status_ = RunStatus::kInterrupted;
       if (repeats_ > max_repeats_) break;
@@ -244,6 +245,13 @@ class TuningRun {
     }
     // What is left in the queue will not be measured by this run: others may take it now.
     store_.release_claims();
+  }
+
+  // Tells readers on other hosts, who cannot check this process, that the run is alive.
+  void beat() {
+    if (ids_.run == 0 || seconds_since(last_beat_) < Store::heartbeat_seconds) return;
+    store_.heartbeat(ids_.run);
+    last_beat_ = Clock::now();
   }
 
   // Asks the strategy for more until `lookahead` configurations are queued and starts their
@@ -563,6 +571,7 @@ class TuningRun {
   const std::atomic<bool>* stop_;
   const DeviceInfo device_;
   const Clock::time_point t0_ = Clock::now();
+  Clock::time_point last_beat_ = Clock::now();  // begin_run is the first beat
 
   BackendPreparer preparer_;
   TrialIds ids_;

@@ -232,9 +232,9 @@ struct ClientOptions {
 
 class Client {
  public:
-  // The newest schema this client reads (a newer database is refused) and the oldest: schema 3
-  // only added the tuner's claims, which the client does not read.
-  static constexpr int kSchemaVersion = 3;
+  // The newest schema this client reads (a newer database is refused) and the oldest: schemas 3
+  // and 4 only added the tuner's claims and run heartbeats, which the client does not read.
+  static constexpr int kSchemaVersion = 4;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a
