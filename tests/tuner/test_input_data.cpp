@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cuda/inputs.h"
+#include "common/npy_file.h"
 #include "ktune/data_file.h"
 #include "ktune/error.h"
 #include "ktune/instance.h"
@@ -28,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::contains;
 using test::expect_error;
+using test::write_npy;
 
 BufferSpec input(std::string init, ElemType type = ElemType::kI32) {
   BufferSpec b;
@@ -37,22 +39,6 @@ BufferSpec input(std::string init, ElemType type = ElemType::kI32) {
   b.size = "n";
   b.init = std::move(init);
   return b;
-}
-
-// A .npy file as NumPy writes it (format 1.0, header padded to 64 bytes).
-void write_npy(const fs::path& path, const std::string& descr, const std::string& shape,
-               const void* data, std::size_t bytes, bool fortran = false) {
-  std::string header = "{'descr': '" + descr +
-                       "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const auto len = static_cast<std::uint16_t>(header.size());
-  out.put(static_cast<char>(len & 0xff)).put(static_cast<char>(len >> 8));
-  out << header;
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
 }
 
 void write_raw(const fs::path& path, const void* data, std::size_t bytes) {
