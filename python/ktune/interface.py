@@ -215,12 +215,56 @@ def _device_array(a):
     return a
 
 
-def _arguments(arguments, answer, atol, folder, cmem_args, smem_args):
+def _element_type(a, what):
+    dtype = getattr(a, "dtype", None)
+    if dtype is None or numpy.dtype(dtype) not in ELEMENT_TYPES:
+        raise KtuneError(f"ktune: {what}: {type(a).__name__} of type {dtype} is not supported "
+                         "(NumPy arrays and scalars of int8..int64, uint8..uint64, float32, "
+                         "float64)")
+    return ELEMENT_TYPES[numpy.dtype(dtype)]
+
+
+def _constant_buffers(cmem_args, folder):
+    """cmem_args: each array fills the kernel's __constant__ variable of that name, as Kernel
+    Tuner copies it (a manifest buffer of role constant, not a kernel argument)."""
+    buffers = []
+    for name, a in (cmem_args or {}).items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise KtuneError(f"ktune: cmem_args: {name!r} is not the name of a __constant__ "
+                             "variable")
+        a = numpy.atleast_1d(numpy.asarray(_device_array(a)))
+        type_name = _element_type(a, f"cmem_args['{name}']")
+        data = os.path.join(folder, f"cmem_{name}.bin")
+        numpy.ascontiguousarray(a).tofile(data)
+        buffers.append({"name": name, "type": type_name, "size": int(a.size),
+                        "init": f"file({data})", "role": "constant"})
+    return buffers
+
+
+def _shared_memory(smem_args):
+    """smem_args={'size': N or 'expression'}: the dynamic shared memory of every launch."""
+    if not smem_args:
+        return None
+    unknown = sorted(set(smem_args) - {"size"})
+    if unknown:
+        raise KtuneError(f"ktune: smem_args: only 'size' is supported, not {', '.join(unknown)}")
+    size = smem_args.get("size")
+    if isinstance(size, (bool, numpy.bool_)) or callable(size):
+        raise KtuneError("ktune: smem_args['size'] as a function is not supported; give a number "
+                         "of bytes or an expression of the tunable parameters, such as "
+                         "'block_size_x * 4'")
+    if isinstance(size, (int, numpy.integer)):
+        if size < 0:
+            raise KtuneError(f"ktune: smem_args['size'] is negative ({size})")
+        return str(int(size))
+    if isinstance(size, str) and size.strip():
+        return size
+    raise KtuneError(f"ktune: smem_args['size'] must be a number of bytes or an expression, not "
+                     f"{size!r}")
+
+
+def _arguments(arguments, answer, atol, folder, cmem_args):
     """Buffers and arguments of the manifest; array data and answers go to files."""
-    if cmem_args:
-        raise KtuneError("ktune: cmem_args (constant memory) is not supported yet")
-    if smem_args:
-        raise KtuneError("ktune: smem_args (dynamic shared memory) is not supported yet")
     if answer is not None and len(answer) != len(arguments):
         raise KtuneError(f"ktune: answer has {len(answer)} entries, arguments "
                          f"{len(arguments)}")
@@ -228,12 +272,8 @@ def _arguments(arguments, answer, atol, folder, cmem_args, smem_args):
     for i, a in enumerate(arguments):
         a = _device_array(a)
         expected = None if answer is None else answer[i]
-        dtype = getattr(a, "dtype", None)
-        if dtype is None or numpy.dtype(dtype) not in ELEMENT_TYPES:
-            raise KtuneError(f"ktune: argument {i}: {type(a).__name__} of type {dtype} is not "
-                             "supported (NumPy arrays and scalars of int8..int64, uint8..uint64, "
-                             "float32, float64)")
-        type_name = ELEMENT_TYPES[numpy.dtype(dtype)]
+        type_name = _element_type(a, f"argument {i}")
+        dtype = a.dtype
         if not _is_array(a):
             if expected is not None:
                 raise KtuneError(f"ktune: answer[{i}] is given for a scalar argument")
@@ -257,7 +297,7 @@ def _arguments(arguments, answer, atol, folder, cmem_args, smem_args):
             checked += 1
         buffers.append(buf)
         args.append({"buffer": name})
-    return buffers, args, checked
+    return buffers + _constant_buffers(cmem_args, folder), args, checked
 
 
 def _toml(value):
@@ -283,6 +323,8 @@ def write_manifest(folder, kernel):
         lines += ["", "[[problem]]", f"name = {_toml(name)}", f"default = {value}"]
     lines += ["", "[launch]", f"grid = {_toml(kernel['grid'])}",
               f"block = {_toml(kernel['block'])}"]
+    if kernel.get("shared_mem"):
+        lines.append(f"shared_mem = {_toml(kernel['shared_mem'])}")
     for b in kernel["buffers"]:
         lines += ["", "[[buffer]]"] + [f"{k} = {_toml(v)}" for k, v in b.items()]
     for a in kernel["args"]:
@@ -316,7 +358,7 @@ def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tun
     block_names = names + ["block_size_x", "block_size_y", "block_size_z"][len(names):]
     problem, exprs = _problem(problem_size)
     grid, block = _launch(exprs, grid_div, block_names, tune_params)
-    buffers, args, checked = _arguments(arguments, answer, atol, folder, cmem_args, smem_args)
+    buffers, args, checked = _arguments(arguments, answer, atol, folder, cmem_args)
     return {
         "name": kernel_name, "entry": kernel_name, "source": source,
         "source_name": file_name or kernel_name + ".cu",
@@ -324,8 +366,8 @@ def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tun
         "block_names": block_names,
         "params": [(k, _values(k, v)) for k, v in tune_params.items()],
         "restrictions": _restrictions(restrictions, tune_params), "problem": problem,
-        "grid": grid, "block": block, "buffers": buffers, "args": args,
-        "unchecked": checked == 0,
+        "grid": grid, "block": block, "shared_mem": _shared_memory(smem_args),
+        "buffers": buffers, "args": args, "unchecked": checked == 0,
     }
 
 

@@ -138,7 +138,9 @@ class UnsupportedTest(unittest.TestCase):
             (dict(restrictions=[lambda p: True]), "Python functions"),
             (dict(strategy="pso"), "strategy 'pso'"),
             (dict(objective="GFLOP/s"), "objective"),
-            (dict(cmem_args={"x": numpy.zeros(4)}), "cmem_args"),
+            (dict(smem_args={"size": lambda p: 4 * p["block_size_x"]}), "as a function"),
+            (dict(smem_args={"carveout": 1}), "only 'size'"),
+            (dict(cmem_args={"not a name": numpy.zeros(4)}), "not the name of a __constant__"),
             (dict(simulation_mode=True), "simulation_mode needs a cache"),
             (dict(no_such_argument=1), "no_such_argument"),
         ]
@@ -156,14 +158,14 @@ class MappingTest(unittest.TestCase):
     """The manifest tune_kernel's arguments become."""
 
     def describe(self, problem_size=10000, grid_div=(None, None, None), answer=None,
-                 tune_params=None, block_size_names=None):
+                 tune_params=None, block_size_names=None, cmem_args=None, smem_args=None):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
         args = arguments()
         tune_params = tune_params or {"block_size_x": SIZES}
         k = interface._kernel_description(
             "vector_add", KERNEL, problem_size, args, tune_params, grid_div, None, answer, 1e-3,
-            block_size_names, ["-use_fast_math"], None, None, self.dir.name)
+            block_size_names, ["-use_fast_math"], cmem_args, smem_args, self.dir.name)
         return k, args
 
     def test_arrays_become_files_and_scalars_values(self):
@@ -186,6 +188,27 @@ class MappingTest(unittest.TestCase):
         self.assertEqual(out["rel_tol"], interface.NUMPY_RTOL)
         numpy.testing.assert_array_equal(numpy.fromfile(out["expected"][5:-1], numpy.float32), answer[0])
         self.assertFalse(k["unchecked"])
+
+    def test_cmem_args_become_constant_buffers(self):
+        coeff = numpy.arange(8, dtype=numpy.float32)
+        k, _ = self.describe(cmem_args={"coeff": coeff})
+        c = k["buffers"][-1]
+        self.assertEqual((c["name"], c["role"], c["type"], c["size"]),
+                         ("coeff", "constant", "float32", 8))
+        numpy.testing.assert_array_equal(numpy.fromfile(c["init"][5:-1], numpy.float32), coeff)
+        self.assertNotIn({"buffer": "coeff"}, k["args"], "not a kernel argument")
+
+    def test_smem_args_size_is_the_launchs_shared_memory(self):
+        k, _ = self.describe(smem_args={"size": 1024})
+        self.assertEqual(k["shared_mem"], "1024")
+        k, _ = self.describe(smem_args={"size": "block_size_x * 4"})
+        self.assertEqual(k["shared_mem"], "block_size_x * 4")
+        path = interface.write_manifest(self.dir.name, k)
+        import tomllib
+        with open(path, "rb") as f:
+            self.assertEqual(tomllib.load(f)["launch"]["shared_mem"], "block_size_x * 4")
+        k, _ = self.describe()
+        self.assertIsNone(k["shared_mem"])
 
     def test_grid_follows_kernel_tuners_rules(self):
         k, _ = self.describe()

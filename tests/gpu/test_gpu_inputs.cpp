@@ -65,26 +65,26 @@ TEST_F(GpuInputs, TheHistogramOfAFileMatchesItsExpectedFileInEveryConfiguration)
   std::string bad = read_bytes(std::string(KTUNE_TEST_DATA_DIR) + "/histogram/text_hist.npy");
   bad[bad.size() - 4 * 200] ^= 1;  // bin 56's count (uint32 little-endian)
   write_bytes(dir_ / "bad_hist.npy", bad);
-  const CliResult r = run_ktune(
-      {"tune", "histogram", "--plugin", histogram_, "--problem", "n=16384", "--input",
-       "data=file(" + std::string(KTUNE_TEST_DATA_DIR) + "/histogram/text.npy)", "--expected",
-       "hist=file(" + (dir_ / "bad_hist.npy").string() + ")", "--budget-evals", "8", "--db",
-       (dir_ / "bad.db").string()},
-      dir_.path(), dir_ / "cache");
+  const CliResult r =
+      run_ktune({"tune", "histogram", "--plugin", histogram_, "--problem", "n=16384", "--input",
+                 "data=file(" + std::string(KTUNE_TEST_DATA_DIR) + "/histogram/text.npy)",
+                 "--expected", "hist=file(" + (dir_ / "bad_hist.npy").string() + ")",
+                 "--budget-evals", "8", "--db", (dir_ / "bad.db").string()},
+                dir_.path(), dir_ / "cache");
   EXPECT_EQ(r.code, 1) << "no configuration verified: " << r;
   EXPECT_TRUE(contains(r.out, "8 wrong_result")) << r;
-  const CliResult best = run_ktune(
-      {"best", "histogram", "--problem", "n=16384", "--db", (dir_ / "bad.db").string()},
-      dir_.path(), dir_ / "cache");
+  const CliResult best =
+      run_ktune({"best", "histogram", "--problem", "n=16384", "--db", (dir_ / "bad.db").string()},
+                dir_.path(), dir_ / "cache");
   EXPECT_NE(best.code, 0) << "a wrong result is never a best: " << best;
 }
 
 TEST_F(GpuInputs, GeneratedAndDistributedBytesVerifyAgainstTheReference) {
   // The plugin's generator (its default input, and with an argument) and a Zipf distribution;
   // the reference function counts the same bytes on the host.
-  expect_all_ok(tune({"histogram", "--plugin", histogram_, "--problem", "n=1000003",
-                      "--budget-evals", "16"}),
-                "generator(0.5)");
+  expect_all_ok(
+      tune({"histogram", "--plugin", histogram_, "--problem", "n=1000003", "--budget-evals", "16"}),
+      "generator(0.5)");
   expect_all_ok(tune({"histogram", "--plugin", histogram_, "--problem", "n=1000003", "--input",
                       "data=generator(0.95)", "--budget-evals", "16"}),
                 "generator(0.95)");
@@ -106,15 +106,9 @@ TEST_F(GpuInputs, FloatInputAndExpectedOutputFromFilesWithinTolerance) {
   write_npy(dir_ / "in.npy", "<f4", "(" + std::to_string(2 * n) + ",)", in.data(), in.size() * 4);
   write_npy(dir_ / "out.npy", "<f4", "(" + std::to_string(2 * n) + ",)", out.data(),
             out.size() * 4);
-  const std::vector<std::string> common = {"vecscale",
-                                           "--plugin",
-                                           vecscale_,
-                                           "--problem",
-                                           "n=" + std::to_string(n),
-                                           "--input",
-                                           "in=file(in.npy)",
-                                           "--budget-evals",
-                                           "12"};
+  const std::vector<std::string> common = {
+      "vecscale", "--plugin",        vecscale_,        "--problem", "n=" + std::to_string(n),
+      "--input",  "in=file(in.npy)", "--budget-evals", "12"};
   std::vector<std::string> good = common;
   good.insert(good.end(), {"--expected", "out=file(out.npy)"});
   expect_all_ok(tune(good), "vecscale with expected file");
@@ -137,6 +131,34 @@ TEST_F(GpuInputs, FloatInputAndExpectedOutputFromFilesWithinTolerance) {
     EXPECT_EQ(t.status, TrialStatus::kWrongResult) << t.config_key;
     EXPECT_TRUE(contains(t.error, "out[" + std::to_string(n + 17) + "]")) << t.error;
   }
+}
+
+TEST_F(GpuInputs, AConstantBufferReachesTheKernelsConstantVariable) {
+  // constscale: out[i] = in[i] * coeff[i % 8], coeff = iota in constant memory; the expected
+  // output is computed here, so a constant left unset (zeros) could not pass.
+  const int n = 100003;
+  std::vector<float> in(n), out(n);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (int i = 0; i < n; ++i) {
+    in[i] = u(rng);
+    out[i] = in[i] * static_cast<float>(i % 8);
+  }
+  write_npy(dir_ / "cin.npy", "<f4", "(" + std::to_string(n) + ",)", in.data(), in.size() * 4);
+  write_npy(dir_ / "cout.npy", "<f4", "(" + std::to_string(n) + ",)", out.data(), out.size() * 4);
+  const std::string manifest = std::string(KTUNE_TEST_DATA_DIR) + "/manifests/constscale.toml";
+  expect_all_ok(tune({"constscale", "--plugin", manifest, "--input", "in=file(cin.npy)",
+                      "--expected", "out=file(cout.npy)", "--budget-evals", "4"}),
+                "constscale");
+
+  // 16 coefficients do not fit the kernel's 8: each configuration fails, saying so.
+  const CliResult r = run_ktune({"tune", "constscale", "--plugin", manifest, "-p", "ncoeff=16",
+                                 "--budget-evals", "2", "--db", (dir_ / "c16.db").string()},
+                                dir_.path(), dir_ / "cache");
+  EXPECT_NE(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out + r.err, "do not fit the kernel's __constant__ variable 'coeff'") ||
+              contains(r.out, "launch_failed"))
+      << r;
 }
 
 }  // namespace

@@ -83,11 +83,10 @@ TEST(KernelDesc, TheBuilderBuildsExactlyTheCStruct) {
   const ktune_kernel_desc& a = kWithBuilder;
   const ktune_kernel_desc& b = kInC;
   EXPECT_EQ(a.struct_size, b.struct_size);
-  for (auto field : {&ktune_kernel_desc::name, &ktune_kernel_desc::description,
-                     &ktune_kernel_desc::source, &ktune_kernel_desc::source_name,
-                     &ktune_kernel_desc::entry, &ktune_kernel_desc::shared_mem,
-                     &ktune_kernel_desc::reference_config, &ktune_kernel_desc::bytes,
-                     &ktune_kernel_desc::flops})
+  for (auto field :
+       {&ktune_kernel_desc::name, &ktune_kernel_desc::description, &ktune_kernel_desc::source,
+        &ktune_kernel_desc::source_name, &ktune_kernel_desc::entry, &ktune_kernel_desc::shared_mem,
+        &ktune_kernel_desc::reference_config, &ktune_kernel_desc::bytes, &ktune_kernel_desc::flops})
     EXPECT_TRUE(same_text(a.*field, b.*field));
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(same_text(a.grid[i], b.grid[i])) << "grid " << i;

@@ -729,6 +729,32 @@ TEST(Manifest, AnEntryNamingAnUndefinedMacroIsRefused) {
   }
 }
 
+// A constant buffer (role "constant") is an input that reaches the kernel as its __constant__
+// variable of the same name, never as an argument.
+TEST(Manifest, AConstantBufferIsAnInputButNotAnArgument) {
+  const fs::path manifest = test::manifest_dir() / "constscale.toml";
+  Registry r;
+  r.load_manifest(manifest.string());
+  const KernelSpec& k = r.get("constscale");
+  const auto coeff = std::find_if(k.buffers.begin(), k.buffers.end(),
+                                  [](const BufferSpec& b) { return b.name == "coeff"; });
+  ASSERT_NE(coeff, k.buffers.end());
+  EXPECT_EQ(coeff->role, BufferRole::kConstant);
+  EXPECT_EQ(to_string(coeff->role), "constant");
+  EXPECT_TRUE(std::none_of(k.args.begin(), k.args.end(),
+                           [](const ArgSpec& a) { return a.buffer == "coeff"; }));
+
+  test::TempDir dir;
+  fs::copy_file(test::manifest_dir() / "constscale.cu", dir / "constscale.cu");
+  std::string text = test::read_file(manifest);
+  text += "\n[[arg]]\nbuffer = \"coeff\"\n";
+  const std::string path = (dir / "m.toml").string();
+  test::write_file(path, text);
+  Registry bad;
+  expect_error(ErrorKind::kInput, {"argument 5", "'coeff', a constant buffer", "__constant__"},
+               [&] { bad.load_manifest(path); });
+}
+
 TEST(Manifest, WrongTypesAndUnknownEnumsNameTheField) {
   test::TempDir dir;
   fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");

@@ -64,10 +64,14 @@ typedef enum ktune_type {
 
 /* What a buffer is to the kernel. */
 typedef enum ktune_buffer_role {
-  KTUNE_BUFFER_INPUT = 1,  /* filled once per worker from `init`; must not be written */
-  KTUNE_BUFFER_OUTPUT = 2, /* poisoned before every run, then compared with the reference */
-  KTUNE_BUFFER_INOUT = 3,  /* filled from `init` before every run, then compared */
-  KTUNE_BUFFER_SCRATCH = 4 /* work space: set from `init` ("zero" or "none") once, not checked */
+  KTUNE_BUFFER_INPUT = 1,   /* filled once per worker from `init`; must not be written */
+  KTUNE_BUFFER_OUTPUT = 2,  /* poisoned before every run, then compared with the reference */
+  KTUNE_BUFFER_INOUT = 3,   /* filled from `init` before every run, then compared */
+  KTUNE_BUFFER_SCRATCH = 4, /* work space: set from `init` ("zero" or "none") once, not checked */
+  KTUNE_BUFFER_CONSTANT = 5 /* filled from `init` like an input and copied into the kernel's
+                               __constant__ variable of the same name before it runs; not an
+                               argument (newer than ABI 1.1's first release: older ktune refuse
+                               it by name) */
 } ktune_buffer_role;
 
 typedef struct ktune_param_desc {

@@ -184,7 +184,8 @@ std::string KernelSpec::expected_file(const BufferSpec& b) {
                 fmt::format("buffer '{}': expected '{}': expected file(PATH) (or nothing: the "
                             "kernel's reference)",
                             b.name, text));
-  if (b.role == BufferRole::kInput || b.role == BufferRole::kScratch)
+  if (b.role == BufferRole::kInput || b.role == BufferRole::kScratch ||
+      b.role == BufferRole::kConstant)
     throw Error(ErrorKind::kInput,
                 fmt::format("buffer '{}': expected contents are for output and inout buffers, "
                             "this one is {}",

@@ -92,6 +92,8 @@ std::string_view to_string(BufferRole r) {
       return "inout";
     case BufferRole::kScratch:
       return "scratch";
+    case BufferRole::kConstant:
+      return "constant";
   }
   return "unknown";
 }
@@ -267,6 +269,12 @@ class SpecChecker {
     for (std::size_t i = 0; i < k_.args.size(); ++i) {
       const auto& a = k_.args[i];
       if (a.is_buffer()) {
+        for (const auto& b : k_.buffers)
+          if (b.name == a.buffer && b.role == BufferRole::kConstant)
+            fail(
+                fmt::format("argument {} names buffer '{}', a constant buffer: it reaches the "
+                            "kernel as its __constant__ variable '{}', not as an argument",
+                            i + 1, a.buffer, a.buffer));
         if (!buffer_names.count(a.buffer))
           fail(fmt::format(
               "argument {} names buffer '{}', which is not declared; buffers: {}", i + 1, a.buffer,

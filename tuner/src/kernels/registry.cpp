@@ -117,7 +117,7 @@ void buffers_from_desc(const ktune_kernel_desc& d, KernelSpec& k) {
     if (b.type < KTUNE_TYPE_I8 || b.type > KTUNE_TYPE_F64)
       throw Error(ErrorKind::kInput,
                   fmt::format("kernel '{}': buffer '{}': unknown type {}", k.name, s.name, b.type));
-    if (b.role < KTUNE_BUFFER_INPUT || b.role > KTUNE_BUFFER_SCRATCH)
+    if (b.role < KTUNE_BUFFER_INPUT || b.role > KTUNE_BUFFER_CONSTANT)
       throw Error(ErrorKind::kInput,
                   fmt::format("kernel '{}': buffer '{}': unknown role {}", k.name, s.name, b.role));
     s.type = static_cast<ElemType>(b.type);
@@ -497,7 +497,9 @@ BufferRole parse_role(const ManifestReader& r, const std::string& where, const s
   if (role == "output") return BufferRole::kOutput;
   if (role == "inout") return BufferRole::kInOut;
   if (role == "scratch") return BufferRole::kScratch;
-  r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch", where, role));
+  if (role == "constant") return BufferRole::kConstant;
+  r.fail(fmt::format("{}: role '{}' is not one of input, output, inout, scratch, constant", where,
+                     role));
 }
 
 void read_buffers(const ManifestReader& r, const toml::table& root, KernelSpec& k) {

@@ -40,6 +40,7 @@ enum class BufferRole {
   kOutput = KTUNE_BUFFER_OUTPUT,
   kInOut = KTUNE_BUFFER_INOUT,
   kScratch = KTUNE_BUFFER_SCRATCH,
+  kConstant = KTUNE_BUFFER_CONSTANT,  // an input in the kernel's __constant__ variable `name`
 };
 std::string_view to_string(BufferRole r);
 

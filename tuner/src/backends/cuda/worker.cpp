@@ -121,6 +121,8 @@ void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
     libraries_.emplace_front(hash, library);
     constexpr std::size_t kKeep = 8;
     while (libraries_.size() > kKeep) {
+      std::erase_if(constants_uploaded_,
+                    [&](const auto& entry) { return entry.first == libraries_.back().second; });
       cudaLibraryUnload(libraries_.back().second);
       libraries_.pop_back();
     }
@@ -164,6 +166,7 @@ void Worker::prepare_buffers(const Loaded& l) {
             "upload of inputs");
       b.generated = need;
       inputs_changed = true;
+      ++inputs_generation_;
     }
   }
   std::vector<std::size_t> sizes;
@@ -308,6 +311,31 @@ void* Worker::buffer(const std::string& name, std::size_t* count) const {
   return nullptr;
 }
 
+void Worker::upload_constants(const Loaded& l) {
+  if (constants_uploaded_.count({l.library, inputs_generation_})) return;
+  for (const auto& b : buffers_) {
+    if (b.spec.role != BufferRole::kConstant) continue;
+    void* address = nullptr;
+    std::size_t size = 0;
+    if (cudaLibraryGetGlobal(&address, &size, l.library, b.spec.name.c_str()) != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(ErrorKind::kInput,
+                  fmt::format("constant buffer '{}': the kernel has no __constant__ variable '{}' "
+                              "(declare it with that name at file scope)",
+                              b.spec.name, b.spec.name));
+    }
+    const std::size_t bytes = b.count * elem_size(b.spec.type);
+    if (bytes > size)
+      throw Error(ErrorKind::kInput,
+                  fmt::format("constant buffer '{}': {} elements ({} bytes) do not fit the "
+                              "kernel's __constant__ variable '{}' ({} bytes)",
+                              b.spec.name, b.count, bytes, b.spec.name, size));
+    check(cudaMemcpy(address, b.device, bytes, cudaMemcpyDeviceToDevice),
+          "upload of a constant buffer");
+  }
+  constants_uploaded_.insert({l.library, inputs_generation_});
+}
+
 void Worker::launch(const Loaded& l) {
   const KernelSpec& k = instance_->kernel();
   // Argument storage: buffer pointers and scalar bytes, addressed by the args array.
@@ -324,6 +352,7 @@ void Worker::launch(const Loaded& l) {
     }
   }
   const LaunchGeometry& g = l.geometry;
+  upload_constants(l);
   current_ = &l;
   if (k.run) {
     const unsigned grid[3] = {g.grid[0], g.grid[1], g.grid[2]};

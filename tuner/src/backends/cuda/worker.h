@@ -11,6 +11,7 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,7 +56,8 @@ struct Buffer {
     return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut;
   }
   bool has_input() const {
-    return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut;
+    return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut ||
+           spec.role == BufferRole::kConstant;
   }
 };
 
@@ -100,6 +102,9 @@ class Worker {
   void reference_from_function();
   void reference_from_config();
   void launch(const Loaded& l);  // one run, as the kernel defines it (hook or launch)
+  // Copies the constant buffers into the library's __constant__ variables, once per library and
+  // inputs, so a timed run never includes the copy.
+  void upload_constants(const Loaded& l);
   void reset_inouts();
   void poison_outputs(unsigned char byte);
   std::optional<std::string> verify(bool second_pattern_only);
@@ -135,6 +140,8 @@ class Worker {
   std::size_t flush_bytes_ = 0;
   std::vector<std::size_t> reference_sizes_;  // output sizes the reference was computed for
   bool reference_ok_ = false;
+  std::size_t inputs_generation_ = 0;  // bumped whenever inputs are filled anew
+  std::set<std::pair<cudaLibrary_t, std::size_t>> constants_uploaded_;  // library, generation
   bool poison_collision_ = false;  // some expected element equals the poison
   std::optional<Loaded>
       reference_config_;               // manifest kernels: the config whose output is the reference
