@@ -107,6 +107,20 @@ struct DbFacts {
   std::size_t runs_running = 0;       // run rows still saying running
 };
 
+// The runs of a database, a line each (id, status, search trials, summary): what a failed
+// comparison prints, so that a rare failure can be read from the log alone.
+inline std::string runs_text(const fs::path& db) {
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(d,
+                      "SELECT r.id, r.status, (SELECT count(*) FROM trials t WHERE t.run_id = r.id "
+                      "AND t.kind = 0), r.summary FROM runs r ORDER BY r.id");
+  std::string out;
+  while (q.executeStep())
+    out += "run " + q.getColumn(0).getString() + " " + q.getColumn(1).getString() + ", " +
+           q.getColumn(2).getString() + " search trials: " + q.getColumn(3).getString() + "\n";
+  return out;
+}
+
 inline DbFacts read_facts(const fs::path& db) {
   SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
   DbFacts f;

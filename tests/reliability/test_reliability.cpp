@@ -95,7 +95,9 @@ void compare(const std::string& strategy, const fs::path& whole, const fs::path&
   EXPECT_EQ(b.measured_twice, 0u) << strategy;
   EXPECT_EQ(b.runs_running, 0u) << strategy << ": a killed run still says running";
   EXPECT_EQ(b.search_keys, a.search_keys)
-      << strategy << ": not the configurations of an uninterrupted run";
+      << strategy << ": not the configurations of an uninterrupted run\nuninterrupted:\n"
+      << runs_text(whole) << "killed and resumed:\n"
+      << runs_text(killed);
   EXPECT_EQ(b.best_key, a.best_key) << strategy;
   for (const std::string& k : a.search_keys) total.lost += b.search_keys.count(k) ? 0 : 1;
   for (const std::string& k : b.search_keys) total.extra += a.search_keys.count(k) ? 0 : 1;
