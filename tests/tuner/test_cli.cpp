@@ -197,7 +197,7 @@ TEST_F(Cli, ListLoadsPluginsFromOptionAndEnvironment) {
   ASSERT_EQ(r.code, 0) << r;
   std::vector<std::string> names;
   for (const auto& k : parse_json(r)) names.push_back(k.at("name"));
-  EXPECT_EQ(names, test::with_builtins({"saxpy", "vecscale"})) << r;
+  EXPECT_EQ(names, test::with_builtins({"constscale", "saxpy", "vecscale"})) << r;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -233,13 +233,19 @@ class TuningRun {
       const bool starved = fill_queue(lookahead);
       const std::uint64_t told_before = summary_.trials;
       feed_backend(depth);
+      const bool silent = starved && summary_.trials == told_before;
+      silent_asks_ = silent ? silent_asks_ + 1 : 0;
       if (!in_flight_.empty()) {
         collect();
       } else if (queue_.empty() &&
-                 (strategy_.exhausted() || (starved && summary_.trials == told_before))) {
+                 (strategy_.exhausted() || (silent && silent_asks_ >= kSilentAsks))) {
         // Nothing outstanding and nothing more to propose. A strategy that had nothing to
         // propose before answers from the database were told (a resumed run's whole batch)
-        // is asked again: only one that stays silent after its tells is done.
+        // is asked again, and so is one that proposed nothing this time (a sampler whose
+        // draws were all rejected as invalid): where an uninterrupted run would have had a
+        // measurement in flight and asked again after it, a resumed run, whose answers come
+        // from the database at once, must not stop. Only a strategy that stays silent for
+        // kSilentAsks asks in a row, with nothing told in between, is done.
         break;
       }
     }
@@ -584,6 +590,8 @@ class TuningRun {
   std::set<std::string> told_keys_;
   std::set<std::string> warm_keys_;
   std::uint64_t repeats_ = 0;
+  static constexpr int kSilentAsks = 4;
+  int silent_asks_ = 0;  // asks in a row that proposed nothing and were followed by no tell
   std::uint64_t max_repeats_ = 1000;
 };
 
