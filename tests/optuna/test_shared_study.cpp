@@ -126,6 +126,50 @@ class PostgresCluster {
   int port_ = 0;
 };
 
+// A throwaway Redis server in a temporary directory, listening on 127.0.0.1 at a free port with
+// nothing persisted; shut down with the object.
+class RedisServer {
+ public:
+  explicit RedisServer(const fs::path& dir) : dir_(dir / "redis") {
+    std::string out;
+    if (shell("command -v redis-server", &out) != 0 || out.empty()) {
+      why_ = "no redis-server (apt-get install redis-server)";
+      return;
+    }
+    fs::create_directories(dir_);
+    port_ = free_port();
+    std::string log;
+    if (shell("redis-server --port " + std::to_string(port_) +
+                  " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --dir " +
+                  dir_.string() + " --pidfile " + (dir_ / "pid").string() + " --logfile " +
+                  (dir_ / "log").string(),
+              &log) != 0) {
+      why_ = "redis-server did not start: " + log;
+      return;
+    }
+    for (int i = 0; i < 100; ++i) {
+      if (shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " ping", &out) == 0 &&
+          out.find("PONG") != std::string::npos) {
+        running_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    why_ = "redis-server did not answer: " + test::read_file(dir_ / "log");
+  }
+  ~RedisServer() {
+    if (running_) shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " shutdown nosave");
+  }
+  const std::string& why() const { return why_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  fs::path dir_;
+  std::string why_;
+  int port_ = 0;
+  bool running_ = false;
+};
+
 // A `ktune tune` process running in the background, its output in files.
 struct Worker {
   pid_t pid = -1;
@@ -194,6 +238,15 @@ class SharedStudy : public ::testing::TestWithParam<std::string> {
       url_ = "journal:" + (dir_ / "study.log").string();
       return;
     }
+    if (GetParam() == "redis") {
+      if (shell("/usr/bin/env python3 -c 'import redis'") != 0 &&
+          shell(std::string(KTUNE_TEST_PYTHON_EXECUTABLE) + " -c 'import redis'") != 0)
+        GTEST_SKIP() << "no redis package for the embedded Python (apt-get install python3-redis)";
+      redis_ = std::make_unique<RedisServer>(dir_.path());
+      if (!redis_->why().empty()) GTEST_SKIP() << "cannot start a Redis server: " << redis_->why();
+      url_ = redis_->url();
+      return;
+    }
     if (shell("/usr/bin/env python3 -c 'import psycopg2'") != 0 &&
         shell(std::string(KTUNE_TEST_PYTHON_EXECUTABLE) + " -c 'import psycopg2'") != 0)
       GTEST_SKIP() << "no psycopg2 for the embedded Python (apt-get install python3-psycopg2)";
@@ -238,6 +291,7 @@ class SharedStudy : public ::testing::TestWithParam<std::string> {
 
   TempDir dir_;
   std::unique_ptr<PostgresCluster> pg_;
+  std::unique_ptr<RedisServer> redis_;
   std::string url_;
 };
 
@@ -330,7 +384,7 @@ TEST_P(SharedStudy, AWorkerKilledMidRunKeepsWhatItCommittedAndTheOthersFinish) {
   EXPECT_LE(duplicates, 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Storage, SharedStudy, ::testing::Values("journal", "postgresql"));
+INSTANTIATE_TEST_SUITE_P(Storage, SharedStudy, ::testing::Values("journal", "postgresql", "redis"));
 
 // `ktune tune --devices`: one worker process per device, here replay workers on the CPU.
 class TuneDevices : public ::testing::Test {

@@ -108,8 +108,9 @@ po::options_description tune_options() {
       "strategy option (repeatable)")(
       "study-storage", po::value<std::string>()->value_name("URL"),
       "Optuna strategies: keep the study in this storage to continue or share it (journal:PATH, "
-      "sqlite:///PATH or another database URL); the same as --strategy-option study_storage=URL")(
-      "budget-evals", po::value<Unsigned>()->value_name("N"), "stop after this many trials")(
+      "redis://HOST:PORT, sqlite:///PATH or another database URL); the same as "
+      "--strategy-option study_storage=URL")("budget-evals", po::value<Unsigned>()->value_name("N"),
+                                             "stop after this many trials")(
       "budget-time", po::value<double>()->value_name("SECONDS"), "stop after this many seconds")(
       "seed", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
       "seed of the strategy and of the input data")(

@@ -211,6 +211,12 @@ def _journal_file(path):
     return LockedJournalFile(path, lock_obj=_FileLock(path + ".ktune-append"))
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+# How long the study lock of a Redis storage outlives a worker killed while holding it: a lock
+# is held only while a worker reads the study and draws (well under a second).
+REDIS_LOCK_SECONDS = 10
+
+
 def make_storage(url):
     if not url:
         return None
@@ -221,9 +227,19 @@ def make_storage(url):
         from optuna.storages import JournalStorage
 
         return JournalStorage(_journal_file(path))
+    if url.startswith(REDIS_SCHEMES):
+        try:
+            import redis  # noqa: F401 (Optuna's JournalRedisStorage needs redis-py)
+        except ImportError:
+            raise UsageError(f"study_storage '{url}': the Python package redis is missing "
+                             "(apt-get install python3-redis)") from None
+        from optuna.storages import JournalRedisStorage, JournalStorage
+
+        return JournalStorage(JournalRedisStorage(url))
     if "://" not in url:
         raise UsageError(
-            f"study_storage '{url}' is neither journal:PATH nor a database URL such as sqlite:///PATH"
+            f"study_storage '{url}' is neither journal:PATH, redis://HOST:PORT nor a database URL "
+            "such as sqlite:///PATH"
         )
     return url  # an RDB URL; create_study builds the RDBStorage
 
@@ -277,8 +293,10 @@ class StudyLock:
 
     It dies with its process, so a killed worker never leaves the others waiting: an fcntl lock
     on a file beside a journal or SQLite storage, a session-level advisory lock of PostgreSQL
-    (pg_advisory_lock) or MySQL (GET_LOCK) on a connection of its own. Other storages get no
-    lock (and no guarantee against two workers drawing one configuration at the same moment)."""
+    (pg_advisory_lock) or MySQL (GET_LOCK) on a connection of its own. Redis has no lock that
+    ends with its client, so there it is a Redis lock that expires REDIS_LOCK_SECONDS after a
+    killed worker took it. Other storages get no lock (and no guarantee against two workers
+    drawing one configuration at the same moment)."""
 
     def __init__(self, url, study_name):
         self.kind = None
@@ -292,6 +310,11 @@ class StudyLock:
             self.kind, self.path = "file", url[len("journal:"):] + ".ktune-lock"
         elif url.startswith("sqlite:///"):
             self.kind, self.path = "file", url[len("sqlite:///"):] + ".ktune-lock"
+        elif url.startswith(REDIS_SCHEMES):
+            import redis
+
+            self.kind = "redis"
+            self.lock = redis.Redis.from_url(url).lock(self.name, timeout=REDIS_LOCK_SECONDS)
         elif url.startswith(("postgresql", "mysql")):
             import sqlalchemy
             from sqlalchemy.pool import NullPool
@@ -306,6 +329,8 @@ class StudyLock:
             if self.fd is None:
                 self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.lockf(self.fd, fcntl.LOCK_EX)
+        elif self.depth == 0 and self.kind == "redis":
+            self.lock.acquire(blocking=True)
         elif self.depth == 0 and self.kind is not None:
             from sqlalchemy import text
 
@@ -329,6 +354,13 @@ class StudyLock:
             import fcntl
 
             fcntl.lockf(self.fd, fcntl.LOCK_UN)
+        elif self.kind == "redis":
+            import redis
+
+            try:
+                self.lock.release()
+            except redis.exceptions.LockError:
+                pass  # it expired while held: another worker may already hold it
         elif self.kind is not None:
             from sqlalchemy import text
 
