@@ -314,7 +314,9 @@ class StudyLock:
             import redis
 
             self.kind = "redis"
-            self.lock = redis.Redis.from_url(url).lock(self.name, timeout=REDIS_LOCK_SECONDS)
+            # A waiting worker polls every 2 ms (redis-py waits 100 ms by default).
+            self.lock = redis.Redis.from_url(url).lock(self.name, timeout=REDIS_LOCK_SECONDS,
+                                                       sleep=0.002)
         elif url.startswith(("postgresql", "mysql")):
             import sqlalchemy
             from sqlalchemy.pool import NullPool
