@@ -703,18 +703,17 @@ std::int64_t Store::begin_run(const RunRecord& run) {
 void Store::heartbeat(std::int64_t run_id) {
   impl_->require_writable("heartbeat");
   impl_->guard("heartbeat", [&] {
-    Cached q = impl_->statement(
-        "UPDATE runs SET heartbeat_unix = ?1, "
-        "status = CASE WHEN status = 'interrupted' AND summary = ?3 THEN 'running' ELSE status "
-        "END, "
-        "finished_at = CASE WHEN status = 'interrupted' AND summary = ?3 THEN '' "
-        "ELSE finished_at END, "
-        "summary = CASE WHEN status = 'interrupted' AND summary = ?3 THEN '' ELSE summary END "
-        "WHERE id = ?2");
-    q->bind(1, unix_seconds());
-    q->bind(2, run_id);
-    q->bind(3, kClosedDeadRun);
-    q->exec();
+    Cached beat = impl_->statement("UPDATE runs SET heartbeat_unix = ? WHERE id = ?");
+    beat->bind(1, unix_seconds());
+    beat->bind(2, run_id);
+    beat->exec();
+    // Closed by a reader while this process was silent: running again.
+    Cached reopen = impl_->statement(
+        "UPDATE runs SET status = 'running', finished_at = '', summary = '' "
+        "WHERE id = ? AND status = 'interrupted' AND summary = ?");
+    reopen->bind(1, run_id);
+    reopen->bind(2, kClosedDeadRun);
+    reopen->exec();
   });
 }
 
@@ -1178,17 +1177,23 @@ ProcessIdentity ProcessIdentity::current() {
   return p;
 }
 
+namespace {
+const ProcessIdentity& this_process() {
+  static const ProcessIdentity self = ProcessIdentity::current();
+  return self;
+}
+}  // namespace
+
 bool ProcessIdentity::alive() const {
   if (pid <= 0 || boot_id.empty()) return true;  // nothing to check it by
-  static const ProcessIdentity self = current();
+  const ProcessIdentity& self = this_process();
   if (host != self.host) return true;         // another machine's process: cannot tell
   if (boot_id != self.boot_id) return false;  // this machine has rebooted since
   return start != 0 && process_start_time(pid) == start;
 }
 
 bool ProcessIdentity::alive(std::int64_t heartbeat_unix) const {
-  static const ProcessIdentity self = current();
-  if (host == self.host || heartbeat_unix <= 0) return alive();
+  if (host == this_process().host || heartbeat_unix <= 0) return alive();
   return unix_seconds() - heartbeat_unix < Store::run_silence_seconds;
 }
 

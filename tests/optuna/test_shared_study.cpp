@@ -61,6 +61,12 @@ int free_port() {
   return port;
 }
 
+// Whether the embedded Python (or the first python3 on PATH) can import `module`.
+bool python_imports(const std::string& module) {
+  return shell("/usr/bin/env python3 -c 'import " + module + "'") == 0 ||
+         shell(std::string(KTUNE_TEST_PYTHON_EXECUTABLE) + " -c 'import " + module + "'") == 0;
+}
+
 // A throwaway PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only, with
 // trust authentication; stopped and deleted with the object. PostgreSQL refuses to run as root,
 // so as root it runs as the `postgres` user (Debian's package creates it).
@@ -239,16 +245,14 @@ class SharedStudy : public ::testing::TestWithParam<std::string> {
       return;
     }
     if (GetParam() == "redis") {
-      if (shell("/usr/bin/env python3 -c 'import redis'") != 0 &&
-          shell(std::string(KTUNE_TEST_PYTHON_EXECUTABLE) + " -c 'import redis'") != 0)
+      if (!python_imports("redis"))
         GTEST_SKIP() << "no redis package for the embedded Python (apt-get install python3-redis)";
       redis_ = std::make_unique<RedisServer>(dir_.path());
       if (!redis_->why().empty()) GTEST_SKIP() << "cannot start a Redis server: " << redis_->why();
       url_ = redis_->url();
       return;
     }
-    if (shell("/usr/bin/env python3 -c 'import psycopg2'") != 0 &&
-        shell(std::string(KTUNE_TEST_PYTHON_EXECUTABLE) + " -c 'import psycopg2'") != 0)
+    if (!python_imports("psycopg2"))
       GTEST_SKIP() << "no psycopg2 for the embedded Python (apt-get install python3-psycopg2)";
     pg_ = std::make_unique<PostgresCluster>(dir_.path());
     if (!pg_->why().empty()) GTEST_SKIP() << "cannot start a PostgreSQL server: " << pg_->why();

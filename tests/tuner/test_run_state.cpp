@@ -28,6 +28,16 @@ const std::string kReduceRecording =
     std::string(KTUNE_SOURCE_DIR) +
     "/db/recordings/reduce-NVIDIA_H100_80GB_HBM3-n=268435456.json.gz";
 
+// A replayed run of a small kernel, device and problem, registered in `store`, to begin.
+RunRecord a_replay_run(Store& store) {
+  RunRecord run;
+  run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
+  run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+  run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
+  run.backend = "replay";
+  return run;
+}
+
 class RunState : public ::testing::Test {
  protected:
   CliResult run(const std::vector<std::string>& args) {
@@ -134,11 +144,7 @@ TEST_F(RunState, AKilledRunIsShownInterruptedAndClosedOnTheNextOpen) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     Store store = Store::open(dir_ / "k.db");
-    RunRecord run;
-    run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
-    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
-    run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
-    run.backend = "replay";
+    const RunRecord run = a_replay_run(store);
     store.begin_run(run);
     _exit(0);  // as SIGKILL would: the row says running
   }
@@ -166,11 +172,7 @@ TEST_F(RunState, ARunOfAnotherHostIsAliveWhileItsHeartbeatIs) {
   std::int64_t fresh = 0, silent = 0, unknown = 0;
   {
     Store store = Store::open(dir_ / "k.db");
-    RunRecord run;
-    run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
-    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
-    run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
-    run.backend = "replay";
+    const RunRecord run = a_replay_run(store);
     fresh = store.begin_run(run);
     silent = store.begin_run(run);
     unknown = store.begin_run(run);
