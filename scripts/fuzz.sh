@@ -7,6 +7,9 @@
 #   scripts/fuzz.sh --runs N [TARGET ...]     N executions each instead
 #   scripts/fuzz.sh --run BUILD_DIR TARGET [libFuzzer options]
 #                                             one built target (what `ctest -L fuzz` runs)
+#   scripts/fuzz.sh --smoke BUILD_DIR TARGET [SECONDS]
+#                                             the short run of the ordinary build (CI): the
+#                                             target under a plain mutation driver, no clang
 #
 # Each run prints libFuzzer's final line with the executions done ("Done N runs in S second(s)");
 # a finding (crash, sanitizer report, an exception other than ktune::Error, a unit over 10 s,
@@ -71,6 +74,18 @@ run_one() {
     | sed "s/^/[$target] /"
   return "${PIPESTATUS[0]}"
 }
+
+# The CI's short run (tests/CMakeLists.txt): the gcc-built driver of tests/fuzz/smoke_main.cpp
+# over the same seeds, SECONDS of random mutations.
+if [[ ${1:-} == --smoke ]]; then
+  build=$2 target=$3 seconds=${4:-15}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  seeds "$target" "$work/seeds"
+  export TMPDIR=$work  # the targets' scratch files go with it
+  "$build/tests/fuzz_smoke_$target" "$seconds" "$work/seeds"
+  exit $?
+fi
 
 if [[ ${1:-} == --run ]]; then
   build=$2 target=$3
