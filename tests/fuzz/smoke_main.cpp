@@ -56,9 +56,9 @@ void run(const std::string& input) {
 }
 
 const std::array<const char*, 24> kTokens = {
-    " ",  "=",    "[",  "]",    "{",   "}",     "(",    ")",    "\"",   ",",  "\n",   "[[",
-    "]]", "-1",   "0",  "1e309", "nan", "**",   "if",   "else", "not",  "true", "\\u0000",
-    "9223372036854775808"};
+    " ",   "=",  "[",  "]",    "{",   "}",    "(",       ")",
+    "\"",  ",",  "\n", "[[",   "]]",  "-1",   "0",       "1e309",
+    "nan", "**", "if", "else", "not", "true", "\\u0000", "9223372036854775808"};
 
 std::string mutate(std::string s, const std::vector<std::string>& seeds, std::mt19937_64& rng) {
   const auto pick = [&](std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>(rng() % n); };
