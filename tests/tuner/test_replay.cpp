@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "ktune/instance.h"
 #include "ktune/registry.h"
@@ -315,6 +317,56 @@ TEST(Replay, TheBackendAnswersFromTheRecording) {
   const Measurement a = backend.evaluate(absent, nullptr);
   EXPECT_EQ(a.status, TrialStatus::kInvalid);
   EXPECT_EQ(a.error, "not in the recording");
+}
+
+// With a delay the backend is a simulated device: submitted evaluations run one after another,
+// each taking the delay from when the device is free, and collect() waits for the oldest; the
+// caller's own work between submit and collect is hidden, as it is behind a GPU.
+TEST(Replay, ADelayedBackendWorksThroughSubmissionsLikeADevice) {
+  using Clock = std::chrono::steady_clock;
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("convolution_A100_small.json.gz")));
+  const ReplayTarget t = replay_target(*r, nullptr);
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  ReplayBackend backend(r);
+  EXPECT_EQ(backend.pipeline_depth(), 1u);
+  backend.set_delay(60);
+  EXPECT_EQ(backend.pipeline_depth(), 2u);
+  backend.prepare(instance, {});
+  const Config c = instance.space().from_assignments({{"block_size_x", "176"},
+                                                      {"block_size_y", "1"},
+                                                      {"tile_size_x", "1"},
+                                                      {"tile_size_y", "4"},
+                                                      {"read_only", "1"},
+                                                      {"use_padding", "0"},
+                                                      {"use_shmem", "1"}});
+  const auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const auto t0 = Clock::now();
+  backend.submit(c, nullptr);
+  backend.submit(c, nullptr);
+  EXPECT_LT(ms_since(t0), 30);  // submitting does not wait
+  EXPECT_DOUBLE_EQ(backend.collect().time_ms, 0.8284159898757935);
+  EXPECT_GE(ms_since(t0), 60);
+  backend.collect();
+  EXPECT_GE(ms_since(t0), 120);  // the second ran after the first
+  // Work done while the device is busy is hidden: the next result is due 60 ms after its
+  // submission, however long the caller took before collecting it.
+  const auto t1 = Clock::now();
+  backend.submit(c, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  backend.collect();
+  EXPECT_GE(ms_since(t1), 60);
+  // A device left idle starts the next evaluation when it is submitted, not earlier.
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  const auto t2 = Clock::now();
+  backend.submit(c, nullptr);
+  backend.collect();
+  EXPECT_GE(ms_since(t2), 60);
+  const auto t3 = Clock::now();
+  backend.evaluate(c, nullptr);  // the synchronous path waits the delay
+  EXPECT_GE(ms_since(t3), 60);
+  EXPECT_THROW(backend.collect(), Error);
 }
 
 TEST(Replay, BindingRefusesParametersThatDoNotMatch) {

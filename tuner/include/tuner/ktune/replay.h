@@ -5,7 +5,9 @@
 // CLI run without a GPU. docs/replay.md describes the formats and how recordings are found.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -198,13 +200,25 @@ class ReplayBackend final : public Backend {
   // Valid configurations of the bound space that the recording lacks.
   std::uint64_t missing(const SearchSpace& space);
   const Recording& recording() const { return *recording_; }
-  // A simulated evaluation time: every evaluate() waits this long, as a measurement would, so
+  // A simulated evaluation time: every evaluation takes this long, as a measurement would, so
   // that runs of several workers can be timed on the CPU (ktune tune --replay-delay).
+  // evaluate() waits it out. With a delay, submit() and collect() behave as the GPU backend
+  // does: a simulated device works through the submitted evaluations one after another, each
+  // taking the delay from when the device is free, while the tuning loop stores, tells and asks
+  // (pipeline depth 2); collect() waits until the oldest is done.
   void set_delay(double milliseconds) { delay_ms_ = milliseconds; }
+  std::size_t pipeline_depth() const override { return delay_ms_ > 0 ? 2 : 1; }
+  void submit(const Config& config, const CompileResult* compiled) override;
+  Measurement collect() override;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  Measurement look_up(const Config& config) const;  // evaluate() without the delay
+
   std::shared_ptr<const Recording> recording_;
   double delay_ms_ = 0;
+  Clock::time_point device_free_;  // when the simulated device finishes what it was given
+  std::deque<std::pair<Clock::time_point, Measurement>> submitted_;
   const SearchSpace* space_ = nullptr;
   std::vector<std::size_t> columns_;  // space parameter index per recording parameter
 };

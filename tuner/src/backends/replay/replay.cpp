@@ -544,17 +544,46 @@ const RecordedTrial* ReplayBackend::find(const Config& config) const {
   return recording_->find(values);
 }
 
+namespace {
+constexpr const char* kNotRecorded = "not in the recording";
+}  // namespace
+
 Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) {
+  Measurement m = look_up(config);
+  if (delay_ms_ > 0 && m.error != kNotRecorded)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
+  return m;
+}
+
+void ReplayBackend::submit(const Config& config, const CompileResult*) {
+  Measurement m = look_up(config);
+  Clock::time_point done = Clock::now();
+  if (delay_ms_ > 0 && m.error != kNotRecorded) {
+    done = std::max(done, device_free_) + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double, std::milli>(delay_ms_));
+    device_free_ = done;
+  }
+  submitted_.emplace_back(done, std::move(m));
+}
+
+Measurement ReplayBackend::collect() {
+  if (submitted_.empty())
+    throw Error(ErrorKind::kInternal, "replay backend: collect() with nothing submitted");
+  std::this_thread::sleep_until(submitted_.front().first);
+  Measurement m = std::move(submitted_.front().second);
+  submitted_.pop_front();
+  return m;
+}
+
+Measurement ReplayBackend::look_up(const Config& config) const {
   Measurement m;
   m.from_cache = true;
   const RecordedTrial* t = find(config);
   if (t == nullptr) {
     m.status = TrialStatus::kInvalid;
-    m.error = "not in the recording";
+    m.error = kNotRecorded;
     return m;
   }
-  if (delay_ms_ > 0)
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
   m.status = t->status;
   if (t->status != TrialStatus::kOk)
     m.error = fmt::format("replayed: recorded as {}", to_string(t->status));
