@@ -17,7 +17,7 @@
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial),
 #   kt-examples (Kernel Tuner's vector_add, reduction and matmul examples run by Kernel Tuner and,
-#   with the import line changed, by the ktune Python package)
+#   with the import line changed, by the ktune Python package; $KTUNE_KT_EXAMPLES names a subset)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -57,7 +57,8 @@ for step in $steps; do
   if (( $(date +%s) - start > deadline )); then log "skipped $step: past ${deadline} s"; continue; fi
   case $step in
     test)
-      (cd $build && timeout -k 10 240 ctest -L gpu --output-on-failure --timeout 120) >"$out/gpu-tests.log" 2>&1
+      # The GPU tests, and the Python package's (its GPU tests skip without a device).
+      (cd $build && timeout -k 10 300 ctest -L 'gpu|python' --output-on-failure --timeout 150) >"$out/gpu-tests.log" 2>&1
       log "gpu tests: rc=$? $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log")"
       grep -E "^\s+(fault|block)=|Failure|Expected|error" "$out/gpu-tests.log" | head -40 ;;
     cpu-test)
@@ -132,7 +133,7 @@ for step in $steps; do
       fi
       ex=$(mktemp -d); cp "$kt"/examples/* "$ex/"
       pypath="$PWD/$build/python:$kt/site"
-      for name in vector_add reduction matmul; do
+      for name in ${KTUNE_KT_EXAMPLES:-vector_add reduction matmul}; do
         sed -e 's/^from kernel_tuner import tune_kernel$/from ktune import tune_kernel/' \
           -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' "$ex/$name.py" >"$ex/${name}_ktune.py"
         for variant in "$name" "${name}_ktune"; do
@@ -255,9 +256,15 @@ for step in $steps; do
     scale-out)
       # The scaling figure of a shared study (docs/scale-out.md#scaling): 1, 2, 4 replay
       # workers, 20 ms per trial, on a journal (and on /dev/shm, without the fsyncs).
+      # What one worker's start costs: importing Optuna, and a whole one-trial run.
+      log "scale-out: $(python3 -X importtime -c 'import optuna' 2>&1 | tail -1 | awk -F'|' '{printf "import optuna %.2f s", $2 / 1e6}')"
+      t0=$(date +%s.%N)
+      $ktune tune --replay db/recordings/cn_pnpoly-NVIDIA_GeForce_RTX_3060_Laptop_GPU-problem_size=20000000.json.gz \
+        --strategy optuna:random --budget-evals 1 --retime-top 0 --db /tmp/scale-start.db -q 2>/dev/null
+      log "scale-out: a one-trial optuna:random run takes $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)") s"
       for storage in journal journal:/dev/shm; do
         timeout -k 10 300 bench/scale_out.sh $ktune $storage 800 20 >>"$out/scale-out.txt" 2>&1
-        log "scale-out $storage: rc=$? $(grep -E '^ +4 ' "$out/scale-out.txt" | tail -1)"
+        log "scale-out $storage: rc=$? $(grep -E '^ +[124] ' "$out/scale-out.txt" | tail -3 | tr -s ' ' | paste -sd'|')"
       done ;;
     *) log "unknown step $step" ;;
   esac

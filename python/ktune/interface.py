@@ -9,11 +9,14 @@ trial), verification, the SQLite database. The run's trials come back as Kernel 
 (results, env).
 """
 
+import inspect
+import itertools
 import json
 import os
 import shutil
 import tempfile
 import time
+import warnings
 
 import numpy
 
@@ -134,21 +137,90 @@ def _values(name, values):
 
 
 def _restrictions(restrictions, tune_params):
-    """Strings pass as they are (ktune's expressions are Python's syntax)."""
+    """(strings, functions): strings pass as they are (ktune's expressions are Python's syntax);
+    Python functions become predicates of a configuration dict, called as Kernel Tuner 1.4 calls
+    them: a lone function with the dict of parameters, a function in a list with the values of
+    every parameter in order (or, as a tuple (function, names), of those named)."""
     if restrictions is None:
-        return []
+        return [], []
+    names = list(tune_params)
     if callable(restrictions):
+        return [], [restrictions]
+    if isinstance(restrictions, str):
         restrictions = [restrictions]
-    out = []
+    restrictions = list(restrictions)
+    if (len(restrictions) == 1 and callable(restrictions[0]) and len(names) > 1
+            and _positional_count(restrictions[0]) == 1):
+        return [], [restrictions[0]]
+    strings, functions = [], []
     for r in restrictions:
-        if callable(r):
-            raise KtuneError("ktune: restrictions given as Python functions are not supported "
-                             "yet; write them as strings, e.g. \"block_size_x * block_size_y "
-                             "<= 1024\" (docs/expressions.md)")
-        if not isinstance(r, str):
-            raise KtuneError(f"ktune: restriction {r!r} is not a string")
-        out.append(r)
-    return out
+        if isinstance(r, str):
+            strings.append(r)
+        elif isinstance(r, tuple) and len(r) in (2, 3) and callable(r[0]) and \
+                isinstance(r[1], (list, tuple)):
+            unknown = [n for n in r[1] if n not in tune_params]
+            if unknown:
+                raise KtuneError(f"ktune: restriction {r[0]!r} names parameters that are not "
+                                 f"tuned: {', '.join(map(str, unknown))}")
+            functions.append(_positional(r[0], list(r[1])))
+        elif callable(r):
+            functions.append(_positional(r, names))
+        else:
+            raise KtuneError(f"ktune: restriction {r!r} is neither a string nor a function")
+    return strings, functions
+
+
+def _positional_count(f):
+    try:
+        return len(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _positional(f, names):
+    def call(params):
+        return f(*[params[n] for n in names])
+    call.__name__ = getattr(f, "__name__", "restriction")
+    return call
+
+
+def _listed(tune_params, functions):
+    """The configurations the Python restrictions let through, as (names, rows of literals);
+    None without such restrictions. Kernel Tuner evaluates them the same way, over the
+    cartesian product; a division by zero in one rejects the configuration."""
+    if not functions:
+        return None
+    names = list(tune_params)
+    total = 1
+    for v in tune_params.values():
+        total *= len(v)
+    warnings.warn(f"ktune: {len(functions)} restriction(s) given as Python functions are "
+                  f"evaluated in Python for each of the {total} configurations of the cartesian "
+                  "product; strings in ktune's expression language (docs/expressions.md) are "
+                  "much faster", stacklevel=3)
+    rows = []
+    for values in itertools.product(*tune_params.values()):
+        params = dict(zip(names, values))
+        try:
+            ok = all(f(params) for f in functions)
+        except ZeroDivisionError:
+            ok = False
+        if ok:
+            rows.append([_literal(v) for v in values])
+    if not rows:
+        raise KtuneError("ktune: no configuration satisfies the restrictions")
+    return names, rows
+
+
+def _literal(v):
+    """A parameter value as ktune's literal text (numbers as Python writes them, strings quoted)."""
+    if isinstance(v, (bool, numpy.bool_)):
+        return str(int(v))
+    if isinstance(v, (int, numpy.integer)):
+        return str(int(v))
+    if isinstance(v, (float, numpy.floating)):
+        return repr(float(v))
+    return json.dumps(str(v))
 
 
 def _problem(problem_size):
@@ -263,19 +335,22 @@ def _shared_memory(smem_args):
                      f"{size!r}")
 
 
-def _arguments(arguments, answer, atol, folder, cmem_args):
-    """Buffers and arguments of the manifest; array data and answers go to files."""
+def _arguments(arguments, answer, atol, folder, cmem_args, verify=None):
+    """Buffers and arguments of the manifest; array data and answers go to files. With a verify
+    function the answered arguments (every array, without an answer) are fetched after each
+    configuration's first run for it instead: (buffers, args, checked, fetched), fetched as
+    {buffer name: (argument index, dtype, shape)}."""
     if answer is not None and len(answer) != len(arguments):
         raise KtuneError(f"ktune: answer has {len(answer)} entries, arguments "
                          f"{len(arguments)}")
-    buffers, args, checked = [], [], 0
+    buffers, args, checked, fetched = [], [], 0, {}
     for i, a in enumerate(arguments):
         a = _device_array(a)
         expected = None if answer is None else answer[i]
         type_name = _element_type(a, f"argument {i}")
         dtype = a.dtype
         if not _is_array(a):
-            if expected is not None:
+            if expected is not None and verify is None:
                 raise KtuneError(f"ktune: answer[{i}] is given for a scalar argument")
             value = a.item() if hasattr(a, "item") else a
             args.append({"value": repr(value), "type": type_name})
@@ -285,7 +360,14 @@ def _arguments(arguments, answer, atol, folder, cmem_args):
         numpy.ascontiguousarray(a).tofile(data)
         buf = {"name": name, "type": type_name, "size": int(a.size), "init": f"file({data})",
                "role": "input"}
-        if expected is not None:
+        if verify is not None:
+            # Kernel Tuner copies these arguments' original contents to the GPU before the run
+            # it checks: an inout buffer, restored before every run, whose output the caller's
+            # verify is given.
+            if answer is None or expected is not None:
+                buf["role"] = "inout"
+                fetched[name] = (i, dtype, a.shape)
+        elif expected is not None:
             exp = numpy.ascontiguousarray(numpy.asarray(_device_array(expected), dtype=dtype))
             if exp.size != a.size:
                 raise KtuneError(f"ktune: answer[{i}] has {exp.size} elements, argument {i} "
@@ -297,7 +379,21 @@ def _arguments(arguments, answer, atol, folder, cmem_args):
             checked += 1
         buffers.append(buf)
         args.append({"buffer": name})
-    return buffers + _constant_buffers(cmem_args, folder), args, checked
+    return buffers + _constant_buffers(cmem_args, folder), args, checked, fetched
+
+
+def _verify_check(verify, answer, arguments, fetched, atol):
+    """The check the engine calls with each configuration's fetched outputs ({name: bytes}):
+    Kernel Tuner's verify(answer, gpu_result, atol=atol), gpu_result holding an array per
+    fetched argument and None for the others. None when right, else why not."""
+    def check(outputs):
+        result = [None] * len(arguments)
+        for name, (i, dtype, shape) in fetched.items():
+            result[i] = numpy.frombuffer(outputs[name], dtype=dtype).reshape(shape).copy()
+        if verify(answer, result, atol=atol):
+            return None
+        return "verify returned False: the output is wrong"
+    return check
 
 
 def _toml(value):
@@ -352,22 +448,24 @@ def _strategy(strategy, strategy_options, iterations):
 
 def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tune_params,
                         grid_div, restrictions, answer, atol, block_size_names,
-                        compiler_options, cmem_args, smem_args, folder):
+                        compiler_options, cmem_args, smem_args, folder, verify=None):
     source, file_name = _source_text(kernel_source)
     names = list(block_size_names or [])
     block_names = names + ["block_size_x", "block_size_y", "block_size_z"][len(names):]
     problem, exprs = _problem(problem_size)
     grid, block = _launch(exprs, grid_div, block_names, tune_params)
-    buffers, args, checked = _arguments(arguments, answer, atol, folder, cmem_args)
+    buffers, args, checked, fetched = _arguments(arguments, answer, atol, folder, cmem_args,
+                                                 verify)
+    strings, functions = _restrictions(restrictions, tune_params)
     return {
         "name": kernel_name, "entry": kernel_name, "source": source,
         "source_name": file_name or kernel_name + ".cu",
         "compile_options": list(compiler_options or []), "defines": "kernel_tuner",
         "block_names": block_names,
         "params": [(k, _values(k, v)) for k, v in tune_params.items()],
-        "restrictions": _restrictions(restrictions, tune_params), "problem": problem,
+        "restrictions": strings, "listed": _listed(tune_params, functions), "problem": problem,
         "grid": grid, "block": block, "shared_mem": _shared_memory(smem_args),
-        "buffers": buffers, "args": args, "unchecked": checked == 0,
+        "buffers": buffers, "args": args, "unchecked": checked == 0, "fetched": fetched,
     }
 
 
@@ -384,9 +482,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     simulation_mode replays the cache file instead of measuring (no GPU needed).
     """
     _reject_unsupported(lang, unsupported)
-    if verify is not None:
-        raise KtuneError("ktune: verify (a Python verification function) is not supported yet; "
-                         "give answer (checked with atol as numpy.allclose does)")
+    if verify is not None and not callable(verify):
+        raise KtuneError("ktune: verify must be a function verify(answer, gpu_result, atol=...)")
     if objective not in (None, "time"):
         raise KtuneError(f"ktune: objective '{objective}' is not supported; ktune minimises time")
     if simulation_mode and not cache:
@@ -399,7 +496,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         kernel = _kernel_description(kernel_name, kernel_source, problem_size, arguments,
                                      tune_params, (grid_div_x, grid_div_y, grid_div_z),
                                      restrictions, answer, atol, block_size_names,
-                                     compiler_options, cmem_args, smem_args, folder)
+                                     compiler_options, cmem_args, smem_args, folder, verify)
         if cache and os.path.exists(cache):
             kt_cache.check_header(cache, kernel_name, tune_params, problem_size)
         request = _ktune.TuneRequest()
@@ -419,7 +516,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         request.device = int(device)
         if simulation_mode:
             request.replay = os.path.abspath(cache)
-        summary = _ktune.tune(request)
+        if kernel["listed"] is not None:
+            request.listed_names, request.listed_rows = kernel["listed"]
+        check = None
+        if kernel["fetched"]:
+            request.fetch_outputs = list(kernel["fetched"])
+            check = _verify_check(verify, answer, arguments, kernel["fetched"], atol)
+        summary = _ktune.tune(request, check)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,7 +42,35 @@ struct TuneRequest {
   std::uint64_t seed = 1;
   int device = 0;
   int compile_processes = 4;
+  // Buffers whose outputs the caller's check (tune()'s `check`) is given: Kernel Tuner's verify.
+  std::vector<std::string> fetch_outputs;
+  // When set, the space holds only these configurations (values as literals, one row each,
+  // columns named by listed_names): what restrictions given as Python functions let through.
+  std::vector<std::string> listed_names;
+  std::vector<std::vector<std::string>> listed_rows;
 };
+
+// The manifest's kernel, with the listed configurations when there are any.
+void load_kernel(ktune::Registry& registry, const TuneRequest& r) {
+  if (r.listed_names.empty()) {
+    registry.load_path(r.manifest);
+    return;
+  }
+  ktune::Registry loaded;
+  loaded.load_path(r.manifest);
+  ktune::KernelSpec k = loaded.get(r.kernel);
+  auto list = std::make_shared<ktune::KernelSpec::ConfigList>();
+  list->names = r.listed_names;
+  for (const auto& row : r.listed_rows) {
+    if (row.size() != r.listed_names.size())
+      throw ktune::Error(ktune::ErrorKind::kUsage, "listed configuration of the wrong length");
+    std::vector<ktune::Value> values;
+    for (const auto& v : row) values.push_back(ktune::Value::parse(v));
+    list->rows.push_back(std::move(values));
+  }
+  k.listed = std::move(list);
+  registry.add(std::move(k));
+}
 
 py::dict device_dict(const ktune::DeviceInfo& d) {
   py::dict out;
@@ -71,17 +100,42 @@ ktune::JobOverrides overrides_of(const TuneRequest& r) {
   return o;
 }
 
+// The caller's check as the CUDA backend's host check: called on the tuning thread with the
+// GIL taken, given {buffer name: bytes}; it returns None (right) or why the output is wrong. An
+// exception it raises is that trial's error; a Ctrl-C during it is raised again when tune()
+// returns. The function object lives in the backend's options, which tune() destroys with the
+// GIL held.
+std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check(
+    py::object check) {
+  if (check.is_none()) return nullptr;
+  return [check](const std::map<std::string, std::string>& outputs) -> std::optional<std::string> {
+    py::gil_scoped_acquire gil;
+    try {
+      py::dict arrays;
+      for (const auto& [name, bytes] : outputs) arrays[py::str(name)] = py::bytes(bytes);
+      py::object said = check(arrays);
+      if (said.is_none()) return std::nullopt;
+      return py::str(said).cast<std::string>();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) PyErr_SetInterrupt();
+      return std::string("verify raised ") + e.what();
+    }
+  };
+}
+
 // Tunes; returns {"run_id", "status", "device", "replayed", "strategy", "notes", "wall_s"}.
-py::dict tune(const TuneRequest& r) {
+py::dict tune(const TuneRequest& r, py::object check) {
   ktune::Registry registry;
-  registry.load_path(r.manifest);
+  load_kernel(registry, r);
   ktune::CudaBackend::Options cuda;
+  cuda.host_check = host_check(std::move(check));
   cuda.device = r.device;
   cuda.worker_command = {r.ktune, "__worker"};
   cuda.plugins = {r.manifest};
   cuda.cache = std::make_shared<ktune::CompileCache>(ktune::CompileCache::default_dir());
   ktune::TuningSetup s =
       ktune::set_up_tuning(ktune::resolve_job(registry, ktune::JobFile{}, overrides_of(r)), cuda);
+  s.job.options.measure.fetch_outputs = r.fetch_outputs;
   std::unique_ptr<ktune::CompilePool> pool;
   if (s.backend->needs_compilation())
     pool = std::make_unique<ktune::CompilePool>(r.compile_processes, cuda.cache,
@@ -218,8 +272,13 @@ PYBIND11_MODULE(_ktune, m) {
       .def_readwrite("replay", &TuneRequest::replay)
       .def_readwrite("seed", &TuneRequest::seed)
       .def_readwrite("device", &TuneRequest::device)
-      .def_readwrite("compile_processes", &TuneRequest::compile_processes);
-  m.def("tune", &tune, "tune a manifest kernel; returns the run's summary");
+      .def_readwrite("compile_processes", &TuneRequest::compile_processes)
+      .def_readwrite("fetch_outputs", &TuneRequest::fetch_outputs)
+      .def_readwrite("listed_names", &TuneRequest::listed_names)
+      .def_readwrite("listed_rows", &TuneRequest::listed_rows);
+  m.def("tune", &tune, py::arg("request"), py::arg("check") = py::none(),
+        "tune a manifest kernel; returns the run's summary. check(outputs) is called with the "
+        "fetched outputs of each configuration ({name: bytes}) and returns None or an error");
   m.def("trials", &trials, py::arg("db"), py::arg("run_id"));
   m.def("version", [] { return std::string(KTUNE_VERSION); });
   py::class_<PyClient>(m, "Client")

@@ -28,7 +28,7 @@ class GpuTest(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def tune(self, coeff, answer_coeff):
+    def tune(self, coeff, answer_coeff, verify=None):
         n = 100003
         x = numpy.random.default_rng(3).uniform(-2, 2, n).astype(numpy.float32)
         out = numpy.zeros_like(x)
@@ -38,7 +38,7 @@ class GpuTest(unittest.TestCase):
                 "scale_by_constants", KERNEL, n, [out, x, numpy.int32(n)],
                 {"block_size_x": [64, 128, 256, 512]}, answer=answer, atol=1e-5,
                 cmem_args={"coeff": coeff}, smem_args={"size": "block_size_x * 4"},
-                db=os.path.join(self.dir.name, "gpu.db"), quiet=True)
+                verify=verify, db=os.path.join(self.dir.name, "gpu.db"), quiet=True)
         except (ktune.KtuneError, ktune.Error) as e:
             if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
                 self.skipTest(f"no CUDA device: {e}")
@@ -58,6 +58,30 @@ class GpuTest(unittest.TestCase):
         results, _ = self.tune(coeff, coeff + 1)
         for r in results:
             self.assertEqual(r["ktune_status"], "wrong_result", r)
+
+    def test_a_verify_function_gets_every_configurations_output(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        seen = []
+
+        def verify(answer, gpu_result, atol=None):
+            seen.append(gpu_result)
+            # The first configuration is refused, whatever it computed.
+            return len(seen) > 1 and numpy.allclose(answer[0], gpu_result[0], atol=atol)
+
+        results, env = self.tune(coeff, coeff, verify)
+        self.assertEqual(len(seen), 4)
+        for gpu_result in seen:
+            self.assertEqual(gpu_result[0].shape, (100003,))
+            self.assertIsNone(gpu_result[1])
+        statuses = sorted(r["ktune_status"] for r in results)
+        self.assertEqual(statuses, ["ok", "ok", "ok", "wrong_result"])
+        self.assertIsNotNone(env["best_config"])
+
+    def test_a_verify_function_sees_a_wrong_output(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        results, _ = self.tune(coeff, coeff + 1,
+                               lambda a, r, atol=None: numpy.allclose(a[0], r[0], atol=atol))
+        self.assertEqual([r["ktune_status"] for r in results], ["wrong_result"] * 4)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,30 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(sorted(r["block_size_x"] for r in results), [128, 256])
         self.assertEqual(env["best_config"]["block_size_x"], 256)
 
+    def test_function_restrictions_are_called_as_kernel_tuner_calls_them(self):
+        cases = [
+            # A lone function gets the dict of parameters.
+            (lambda p: p["block_size_x"] >= 256, [256, 512, 1024]),
+            # A function in a list gets the values in the parameters' order.
+            ([lambda block_size_x: block_size_x != 512], [128, 256, 1024]),
+            # (function, names) gets the named values; strings apply as well.
+            ([(lambda b: b < 1024, ["block_size_x"]), "block_size_x >= 256"], [256, 512]),
+            # A division by zero rejects the configuration.
+            ([lambda block_size_x: 1 // (block_size_x - 128) >= 0], [256, 512, 1024]),
+        ]
+        for restrictions, expected in cases:
+            with self.subTest(expected=expected):
+                with self.assertWarnsRegex(UserWarning, "evaluated in Python for each of the 4"):
+                    results, _ = self.tune(restrictions=restrictions)
+                self.assertEqual(sorted(r["block_size_x"] for r in results), expected)
+
+    def test_function_restrictions_that_reject_everything_are_an_error(self):
+        with self.assertWarns(UserWarning):
+            with self.assertRaisesRegex(ktune.KtuneError, "no configuration satisfies"):
+                self.tune(restrictions=lambda p: False)
+        with self.assertRaisesRegex(ktune.KtuneError, "not tuned: tile"):
+            self.tune(restrictions=[(lambda t: t > 1, ["tile"])])
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -134,8 +158,8 @@ class UnsupportedTest(unittest.TestCase):
             (dict(lang="OpenCL"), "lang='OpenCL'"),
             (dict(lang="HIP"), "lang='HIP'"),
             (dict(observers=[object()]), "observers"),
-            (dict(verify=lambda a, b, atol=None: True), "verify"),
-            (dict(restrictions=[lambda p: True]), "Python functions"),
+            (dict(verify="numpy.allclose"), "verify must be a function"),
+            (dict(restrictions=[42]), "neither a string nor a function"),
             (dict(strategy="pso"), "strategy 'pso'"),
             (dict(objective="GFLOP/s"), "objective"),
             (dict(smem_args={"size": lambda p: 4 * p["block_size_x"]}), "as a function"),
@@ -158,15 +182,52 @@ class MappingTest(unittest.TestCase):
     """The manifest tune_kernel's arguments become."""
 
     def describe(self, problem_size=10000, grid_div=(None, None, None), answer=None,
-                 tune_params=None, block_size_names=None, cmem_args=None, smem_args=None):
+                 tune_params=None, block_size_names=None, cmem_args=None, smem_args=None,
+                 verify=None):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
         args = arguments()
         tune_params = tune_params or {"block_size_x": SIZES}
         k = interface._kernel_description(
             "vector_add", KERNEL, problem_size, args, tune_params, grid_div, None, answer, 1e-3,
-            block_size_names, ["-use_fast_math"], cmem_args, smem_args, self.dir.name)
+            block_size_names, ["-use_fast_math"], cmem_args, smem_args, self.dir.name, verify)
         return k, args
+
+    def test_verify_fetches_the_answered_arguments_and_is_called_as_kernel_tuner_calls_it(self):
+        # reduction.py's pattern: a scalar answer for an array output, checked by a function.
+        n = 10000
+        calls = []
+
+        def verify(answer, gpu_result, atol=None):
+            calls.append((answer, gpu_result, atol))
+            return numpy.isclose(answer[0], numpy.sum(gpu_result[0]), atol=atol)
+
+        answer = [numpy.float32(6.0), None, None, None]
+        k, args = self.describe(answer=answer, verify=verify)
+        out = k["buffers"][0]
+        self.assertEqual(out["role"], "inout", "restored before every run, as Kernel Tuner does")
+        self.assertNotIn("expected", out)
+        self.assertTrue(k["unchecked"], "the engine compares nothing itself")
+        self.assertEqual(list(k["fetched"]), ["arg0"])
+        self.assertEqual([b["role"] for b in k["buffers"][1:]], ["input", "input"])
+        check = interface._verify_check(verify, answer, args, k["fetched"], 1e-3)
+        right = numpy.zeros(n, dtype=numpy.float32)
+        right[:3] = 2.0
+        self.assertIsNone(check({"arg0": right.tobytes()}))
+        got_answer, gpu_result, atol = calls[-1]
+        self.assertIs(got_answer, answer)
+        self.assertEqual(atol, 1e-3)
+        self.assertEqual([r is None for r in gpu_result], [False, True, True, True])
+        numpy.testing.assert_array_equal(gpu_result[0], right)
+        self.assertEqual(gpu_result[0].dtype, numpy.float32)
+        wrong = right.copy()
+        wrong[5] = 1.0
+        self.assertIn("verify returned False", check({"arg0": wrong.tobytes()}))
+
+    def test_verify_without_an_answer_fetches_every_array(self):
+        k, _ = self.describe(verify=lambda answer, result, atol=None: True)
+        self.assertEqual(list(k["fetched"]), ["arg0", "arg1", "arg2"])
+        self.assertTrue(all(b["role"] == "inout" for b in k["buffers"]))
 
     def test_arrays_become_files_and_scalars_values(self):
         k, args = self.describe()

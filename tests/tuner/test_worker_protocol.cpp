@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/protocol.h"
+#include "ktune/error.h"
 
 namespace ktune::protocol {
 namespace {
@@ -82,6 +83,7 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   init.measure.seed = 42;
   init.measure.timeout_seconds = 3;
   init.measure.verify_on_device = false;
+  init.measure.fetch_outputs = {"out", "hist"};
   init.reference_lowered = "_Z3refv";
   const WorkerInit back = worker_init_from_json(nlohmann::json::parse(to_json(init).dump()));
   EXPECT_EQ(back.kernel, "reduce");
@@ -100,7 +102,22 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   EXPECT_EQ(back.measure.seed, 42u);
   EXPECT_EQ(back.measure.timeout_seconds, 3);
   EXPECT_FALSE(back.measure.verify_on_device);
+  EXPECT_EQ(back.measure.fetch_outputs, init.measure.fetch_outputs);
   EXPECT_EQ(back.reference_lowered, "_Z3refv");
+}
+
+// Fetched outputs (Kernel Tuner's verify) travel as the reply's blob, in the header's order.
+TEST(WorkerProtocol, FetchedOutputsTravelAsTheReplysData) {
+  Measurement m;
+  m.outputs = {{"b", std::string("\x01\x02\x03", 3)}, {"a", std::string(5, '\0')}};
+  const nlohmann::json header = nlohmann::json::parse(to_json(m).dump());
+  const std::string blob = outputs_blob(m);
+  EXPECT_EQ(blob.size(), 8u);
+  const Measurement back = measurement_from_message(header, blob);
+  EXPECT_EQ(back.outputs, m.outputs);
+  EXPECT_TRUE(measurement_from_message(to_json(Measurement{}), "").outputs.empty());
+  // A header that promises more than was sent is the tuner's error, not a silent truncation.
+  EXPECT_THROW(measurement_from_message(header, blob.substr(0, 7)), ktune::Error);
 }
 
 TEST(WorkerProtocol, RequestsAndRetimeRepliesRoundTrip) {

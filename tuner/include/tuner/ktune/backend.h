@@ -42,6 +42,10 @@ struct MeasureOptions {
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
   double timeout_seconds = 20;
   std::uint64_t seed = 1;  // input data
+  // Outputs the caller checks itself (Kernel Tuner's `verify`; CudaBackend::Options::host_check):
+  // these OUTPUT/INOUT buffers are not compared with a reference; their contents after each
+  // configuration's first run come back in Measurement::outputs.
+  std::vector<std::string> fetch_outputs;
 };
 
 // What one evaluation found.
@@ -74,6 +78,8 @@ struct Measurement {
   bool from_cache = false;  // answered from the database / a recording, not measured
   // Where the evaluation's wall time went (load, buffers, verify, time, ...), for diagnostics.
   std::map<std::string, double> phases_ms;
+  // MeasureOptions::fetch_outputs: each buffer's bytes after the first run (not stored).
+  std::map<std::string, std::string> outputs;
 };
 
 // One finalist for interleaved re-timing.

@@ -3,7 +3,10 @@
 // the tuning run. docs/measuring.md describes what is measured and how.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,10 @@ class CudaBackend final : public Backend {
     std::shared_ptr<CompileCache> cache;
     // Seconds a worker may take to start (CUDA context, buffers, inputs, reference).
     double start_timeout_seconds = 300;
+    // The caller's own check of a configuration's outputs (Kernel Tuner's `verify`): given the
+    // buffers of MeasureOptions::fetch_outputs after the first run (name -> bytes), it returns
+    // why they are wrong, or nothing. A configuration it rejects is a wrong_result trial.
+    std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check;
   };
 
   // Throws Error(kDevice) when there is no CUDA device.

@@ -202,7 +202,16 @@ Measurement CudaBackend::collect() {
   m.sent.pop_front();
   m.busy_since = Clock::now();
   if (rs == ipc::ReadStatus::kOk) {
-    out = protocol::measurement_from_json(reply.header);
+    out = protocol::measurement_from_message(reply.header, reply.blob);
+    if (!out.outputs.empty()) {
+      if (out.status == TrialStatus::kOk && m.options.host_check) {
+        if (auto wrong = m.options.host_check(out.outputs)) {
+          out.status = TrialStatus::kWrongResult;
+          out.error = *wrong;
+        }
+      }
+      out.outputs.clear();
+    }
     // A worker that reports a crash exits by itself (its context is poisoned): reap it and give
     // what it had not answered to a new one.
     if (out.status == TrialStatus::kCrashed) {

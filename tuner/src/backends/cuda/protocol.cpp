@@ -1,6 +1,8 @@
 // The CUDA backend's pipe protocol (protocol.h): every message to and from JSON.
 #include "backends/cuda/protocol.h"
 
+#include "ktune/error.h"
+
 namespace ktune::protocol {
 
 using nlohmann::json;
@@ -18,7 +20,8 @@ json measure_json(const MeasureOptions& m) {
               {"flush_l2", std::string(to_string(m.flush_l2))},
               {"timeout_seconds", m.timeout_seconds},
               {"verify_on_device", m.verify_on_device},
-              {"seed", m.seed}};
+              {"seed", m.seed},
+              {"fetch_outputs", m.fetch_outputs}};
 }
 
 MeasureOptions measure_from_json(const json& j) {
@@ -35,6 +38,7 @@ MeasureOptions measure_from_json(const json& j) {
   m.timeout_seconds = j.value("timeout_seconds", m.timeout_seconds);
   m.verify_on_device = j.value("verify_on_device", m.verify_on_device);
   m.seed = j.value("seed", m.seed);
+  m.fetch_outputs = j.value("fetch_outputs", std::vector<std::string>{});
   return m;
 }
 
@@ -140,7 +144,31 @@ json to_json(const Measurement& m) {
     j["time_mean_ms"] = m.time_mean_ms;
     j["time_spread"] = m.time_spread;
   }
+  if (!m.outputs.empty()) {
+    j["outputs"] = json::array();
+    for (const auto& [name, bytes] : m.outputs) j["outputs"].push_back({name, bytes.size()});
+  }
   return j;
+}
+
+std::string outputs_blob(const Measurement& m) {
+  std::string blob;
+  for (const auto& [name, bytes] : m.outputs) blob += bytes;
+  return blob;
+}
+
+Measurement measurement_from_message(const json& header, const std::string& blob) {
+  Measurement m = measurement_from_json(header);
+  std::size_t at = 0;
+  for (const auto& o : header.value("outputs", json::array())) {
+    const auto name = o.at(0).get<std::string>();
+    const auto size = o.at(1).get<std::size_t>();
+    if (at + size > blob.size())
+      throw Error(ErrorKind::kInternal, "worker reply: outputs larger than the data sent");
+    m.outputs[name] = blob.substr(at, size);
+    at += size;
+  }
+  return m;
 }
 
 Measurement measurement_from_json(const json& j) {

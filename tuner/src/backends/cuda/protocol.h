@@ -63,6 +63,10 @@ Request request_from_json(const nlohmann::json& j);
 // Answers: a Measurement per evaluation; per re-timing one per candidate, or an error.
 nlohmann::json to_json(const Measurement& m);
 Measurement measurement_from_json(const nlohmann::json& j);
+// An evaluation's reply carries the fetched outputs (Measurement::outputs) as its blob, one after
+// the other in the header's order ("outputs": [[name, bytes], ...]).
+std::string outputs_blob(const Measurement& m);
+Measurement measurement_from_message(const nlohmann::json& header, const std::string& blob);
 struct RetimeReply {
   std::vector<Measurement> results;
   double gpu_ms = 0;

@@ -70,8 +70,21 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     Buffer buf;
     buf.spec = b;
     buf.init = KernelSpec::parse_init(b);
+    buf.fetched = std::find(measure_.fetch_outputs.begin(), measure_.fetch_outputs.end(), b.name) !=
+                  measure_.fetch_outputs.end();
+    if (buf.fetched && b.role != BufferRole::kOutput && b.role != BufferRole::kInOut)
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}: buffer '{}' is fetched for the caller's check but is not an "
+                              "output or inout buffer",
+                              kernel.name, b.name));
     buffers_.push_back(std::move(buf));
   }
+  for (const auto& name : measure_.fetch_outputs)
+    if (std::none_of(buffers_.begin(), buffers_.end(),
+                     [&](const Buffer& b) { return b.spec.name == name; }))
+      throw Error(
+          ErrorKind::kInput,
+          fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
   if (measure_.flush_l2 != FlushL2::kNever) {
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
@@ -508,6 +521,7 @@ Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
       const auto v0 = Clock::now();
       double first_ms = 0;
       const bool right = verify_first_run(l, m, gpu_ms, first_ms);
+      if (right) fetch_outputs(m);
       // The first run is the kernel's own work (it also sets the launches per sample); what is
       // left is the cost of checking: poisoning the outputs and comparing them.
       phase("verify", v0);
@@ -593,6 +607,17 @@ bool Worker::verify_first_run(const Loaded& l, Measurement& m, double& gpu_ms, d
   m.status = TrialStatus::kWrongResult;
   m.error = *wrong;
   return false;
+}
+
+// The first run's outputs that the caller checks (MeasureOptions::fetch_outputs).
+void Worker::fetch_outputs(Measurement& m) {
+  for (const auto& b : buffers_) {
+    if (!b.fetched) continue;
+    std::string& bytes = m.outputs[b.spec.name];
+    bytes.resize(b.count * elem_size(b.spec.type));
+    check(cudaMemcpy(bytes.data(), b.device, bytes.size(), cudaMemcpyDeviceToHost),
+          "download of outputs for the caller's check");
+  }
 }
 
 // Launches per timed sample: one where each launch starts from a flushed L2 or from restored

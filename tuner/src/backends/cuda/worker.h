@@ -52,8 +52,9 @@ struct Buffer {
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
   std::vector<unsigned char> download;
+  bool fetched = false;  // MeasureOptions::fetch_outputs: the caller checks it, not the worker
   bool checked() const {
-    return spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut;
+    return !fetched && (spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut);
   }
   bool has_input() const {
     return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut ||
@@ -94,6 +95,7 @@ class Worker {
   // The steps of evaluate(); each records what it found in `m`, false when the trial ends there.
   bool check_resources(const Loaded& l, Measurement& m);
   bool verify_first_run(const Loaded& l, Measurement& m, double& gpu_ms, double& first_ms);
+  void fetch_outputs(Measurement& m);
   void time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms);
   void record_failure(const CudaFailure& f, Measurement& m);
 

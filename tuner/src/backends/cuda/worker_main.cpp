@@ -54,7 +54,9 @@ KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
   return kernel;
 }
 
-bool reply(const json& header) { return ipc::write_message(kReplyFd, {header, {}}); }
+bool reply(const json& header, std::string blob = {}) {
+  return ipc::write_message(kReplyFd, {header, std::move(blob)});
+}
 
 }  // namespace
 
@@ -84,11 +86,15 @@ int cuda_worker_main() {
     if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
     const protocol::Request request = protocol::request_from_json(msg.header);
     json answer;
+    std::string blob;
     switch (request.op) {
-      case protocol::Request::Op::kEvaluate:
-        answer = protocol::to_json(
-            w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob));
+      case protocol::Request::Op::kEvaluate: {
+        const Measurement m =
+            w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
+        answer = protocol::to_json(m);
+        blob = protocol::outputs_blob(m);
         break;
+      }
       case protocol::Request::Op::kRetime:
         answer = protocol::to_json(w->retime(request.retime, msg.blob));
         break;
@@ -99,7 +105,7 @@ int cuda_worker_main() {
         break;
     }
     answer["op"] = "result";
-    if (!reply(answer)) return 0;
+    if (!reply(answer, std::move(blob))) return 0;
     if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
   }
 }
