@@ -17,7 +17,8 @@
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial),
 #   kt-examples (Kernel Tuner's vector_add, reduction and matmul examples run by Kernel Tuner and,
-#   with the import line changed, by the ktune Python package; $KTUNE_KT_EXAMPLES names a subset)
+#   with the import line changed, by the ktune Python package; $KTUNE_KT_EXAMPLES names a subset,
+#   $KTUNE_KT_RUNNERS "kernel_tuner" or "ktune" one of the two)
 # A step starts only while less than $KTUNE_GPU_DEADLINE seconds (default 540) have passed, and
 # each tuning run is cut at $KTUNE_GPU_STEP_LIMIT seconds (default 150), so one slow or hanging
 # kernel costs its step, not the logs of the others. The build goes to $KTUNE_GPU_BUILD
@@ -136,7 +137,11 @@ for step in $steps; do
       for name in ${KTUNE_KT_EXAMPLES:-vector_add reduction matmul}; do
         sed -e 's/^from kernel_tuner import tune_kernel$/from ktune import tune_kernel/' \
           -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' "$ex/$name.py" >"$ex/${name}_ktune.py"
-        for variant in "$name" "${name}_ktune"; do
+        variants=""
+        for runner in ${KTUNE_KT_RUNNERS:-kernel_tuner ktune}; do
+          case $runner in kernel_tuner) variants+=" $name" ;; ktune) variants+=" ${name}_ktune" ;; esac
+        done
+        for variant in $variants; do
           t0=$(date +%s.%N)
           (cd "$ex" && timeout -s INT -k 20 $limit env PYTHONPATH="$pypath" KTUNE_DB=$db PYTHONUNBUFFERED=1 \
             python3 "$variant.py" >"$out/kt-$variant.log" 2>&1)

@@ -390,5 +390,23 @@ TEST(JobInputs, ManifestExpectedFileReplacesTheReferenceConfig) {
   EXPECT_NO_THROW(check_data_files(instance));
 }
 
+// `unchecked = true`: an output is compared with nothing, so it needs no reference (Kernel
+// Tuner's tune_kernel with a verify function checks it in the caller).
+TEST(JobInputs, AnUncheckedManifestKernelNeedsNoReference) {
+  test::TempDir tmp;
+  const fs::path& dir = tmp.path();
+  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.cu", dir / "vecscale.cu");
+  std::ifstream in(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = text.substr(0, text.find("[reference]")) + "[reference]\nunchecked = true\n";
+  std::ofstream(dir / "unchecked.toml") << text;
+  Registry r;
+  r.load_manifest((dir / "unchecked.toml").string());
+  const KernelSpec& k = r.get("vecscale");
+  EXPECT_TRUE(k.unchecked);
+  EXPECT_TRUE(k.reference_config.empty());
+  EXPECT_EQ(k.buffers[1].role, BufferRole::kOutput);
+}
+
 }  // namespace
 }  // namespace ktune

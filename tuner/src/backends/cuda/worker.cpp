@@ -72,6 +72,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     buf.init = KernelSpec::parse_init(b);
     buf.fetched = std::find(measure_.fetch_outputs.begin(), measure_.fetch_outputs.end(), b.name) !=
                   measure_.fetch_outputs.end();
+    buf.unchecked = kernel.unchecked;
     if (buf.fetched && b.role != BufferRole::kOutput && b.role != BufferRole::kInOut)
       throw Error(ErrorKind::kInput,
                   fmt::format("{}: buffer '{}' is fetched for the caller's check but is not an "

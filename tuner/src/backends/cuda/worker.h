@@ -52,9 +52,11 @@ struct Buffer {
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
   std::vector<unsigned char> download;
-  bool fetched = false;  // MeasureOptions::fetch_outputs: the caller checks it, not the worker
+  bool fetched = false;    // MeasureOptions::fetch_outputs: the caller checks it, not the worker
+  bool unchecked = false;  // the kernel's outputs are not checked (KernelSpec::unchecked)
   bool checked() const {
-    return !fetched && (spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut);
+    return !fetched && !unchecked &&
+           (spec.role == BufferRole::kOutput || spec.role == BufferRole::kInOut);
   }
   bool has_input() const {
     return spec.role == BufferRole::kInput || spec.role == BufferRole::kInOut ||
