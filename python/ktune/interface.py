@@ -184,32 +184,43 @@ def _positional(f, names):
     return call
 
 
-def _listed(tune_params, functions):
-    """The configurations the Python restrictions let through, as (names, rows of literals);
-    None without such restrictions. Kernel Tuner evaluates them the same way, over the
-    cartesian product; a division by zero in one rejects the configuration."""
-    if not functions:
+def _listed(tune_params, functions, derived, skip=frozenset()):
+    """The configurations the Python restrictions let through, with the per-configuration values
+    of `derived` ({hidden parameter: function}): (names, rows of literals, hidden parameters as
+    [(name, values)]); None without either. Kernel Tuner evaluates them the same way, over the
+    cartesian product; a division by zero in a restriction rejects the configuration."""
+    if not functions and not derived and not skip:
         return None
     names = list(tune_params)
     total = 1
     for v in tune_params.values():
         total *= len(v)
-    warnings.warn(f"ktune: {len(functions)} restriction(s) given as Python functions are "
-                  f"evaluated in Python for each of the {total} configurations of the cartesian "
-                  "product; strings in ktune's expression language (docs/expressions.md) are "
-                  "much faster", stacklevel=3)
-    rows = []
+    what = [f"{len(functions)} restriction(s)"] if functions else []
+    what += sorted(n[len(DERIVED_PREFIX):] for n in derived)
+    if what:
+        warnings.warn(f"ktune: {', '.join(what)} given as Python functions are evaluated in "
+                      f"Python for each of the {total} configurations of the cartesian product; "
+                      "strings in ktune's expression language (docs/expressions.md) are much "
+                      "faster", stacklevel=3)
+    rows, seen = [], {name: set() for name in derived}
     for values in itertools.product(*tune_params.values()):
         params = dict(zip(names, values))
         try:
             ok = all(f(params) for f in functions)
         except ZeroDivisionError:
             ok = False
-        if ok:
-            rows.append([_literal(v) for v in values])
-    if not rows:
+        if not ok or (skip and ",".join(str(v) for v in values) in skip):
+            continue
+        extra = []
+        for name, f in derived.items():
+            v = f(params)
+            seen[name].add(v)
+            extra.append(str(v))
+        rows.append([_literal(v) for v in values] + extra)
+    if not rows and not skip:
         raise KtuneError("ktune: no configuration satisfies the restrictions")
-    return names, rows
+    hidden = [(name, sorted(seen[name])) for name in derived]
+    return names + list(derived), rows, hidden
 
 
 def _literal(v):
@@ -223,11 +234,37 @@ def _literal(v):
     return json.dumps(str(v))
 
 
-def _problem(problem_size):
-    """problem_size as (problem parameters {name: int}, [expression per axis])."""
+# Values that Kernel Tuner computes per configuration with a Python function (problem_size, a
+# grid divisor, smem_args' size) become hidden parameters: one value per configuration, pinned by
+# the listed configurations (_listed), and named by the launch expressions.
+DERIVED_PREFIX = "ktune_"
+
+
+def _derived(derived, name, function, what):
+    """Registers a per-configuration value computed by `function(params)`; returns its name."""
+    def value(params):
+        v = function(params)
+        if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, (int, numpy.integer)):
+            raise KtuneError(f"ktune: {what} returned {v!r} for {params}; it must return an "
+                             "int")
+        return int(v)
+    derived[DERIVED_PREFIX + name] = value
+    return DERIVED_PREFIX + name
+
+
+def _problem(problem_size, derived):
+    """problem_size as (problem parameters {name: int}, [expression per axis]); a function of the
+    parameters (Kernel Tuner calls it with their dict; an int or a tuple) is evaluated for each
+    configuration."""
     if callable(problem_size):
-        raise KtuneError("ktune: problem_size as a function is not supported yet; give an int, "
-                         "a tuple, or strings that are expressions of the parameters")
+        exprs = []
+        for axis, suffix in enumerate("xyz"):
+            def size(params, axis=axis):
+                s = problem_size(params)
+                s = list(s) if isinstance(s, (list, tuple)) else [s]
+                return s[axis] if axis < len(s) else 1
+            exprs.append(_derived(derived, f"problem_size_{suffix}", size, "problem_size"))
+        return {}, exprs
     scalar = isinstance(problem_size, (int, numpy.integer, str))
     sizes = [problem_size] if scalar else list(problem_size)
     if not 1 <= len(sizes) <= 3:
@@ -247,9 +284,10 @@ def _problem(problem_size):
     return params, exprs
 
 
-def _divisor(div, default, tune_params):
+def _divisor(div, default, tune_params, derived=None, axis="x"):
     """A grid divisor as an expression: Kernel Tuner's rules (None: the block dimension's name
-    when it is tuned, else 1; a list: the product)."""
+    when it is tuned, else 1; a list: the product; a function of the parameters' dict: evaluated
+    for each configuration)."""
     if div is None:
         return default if default in tune_params else "1"
     if isinstance(div, (int, numpy.integer)):
@@ -257,19 +295,18 @@ def _divisor(div, default, tune_params):
     if isinstance(div, str):
         return f"({div})"
     if callable(div):
-        raise KtuneError("ktune: a grid divisor given as a function is not supported; give "
-                         "parameter names or expressions")
+        return _derived(derived, f"grid_div_{axis}", div, f"grid_div_{axis}")
     parts = [_divisor(d, "1", tune_params) for d in div]
     return " * ".join(parts) if parts else "1"
 
 
-def _launch(problem_exprs, grid_divs, block_names, tune_params):
+def _launch(problem_exprs, grid_divs, block_names, tune_params, derived):
     block = []
     for axis, name in enumerate(block_names):
         block.append(name if name in tune_params else ("256" if axis == 0 else "1"))
     grid = []
     for axis in range(3):
-        d = _divisor(grid_divs[axis], block_names[axis], tune_params)
+        d = _divisor(grid_divs[axis], block_names[axis], tune_params, derived, "xyz"[axis])
         grid.append(f"({problem_exprs[axis]} + {d} - 1) // ({d})")
     return grid, block
 
@@ -313,18 +350,20 @@ def _constant_buffers(cmem_args, folder):
     return buffers
 
 
-def _shared_memory(smem_args):
-    """smem_args={'size': N or 'expression'}: the dynamic shared memory of every launch."""
+def _shared_memory(smem_args, derived):
+    """smem_args={'size': N, 'expression' or a function of the parameters' dict}: the dynamic
+    shared memory of every launch."""
     if not smem_args:
         return None
     unknown = sorted(set(smem_args) - {"size"})
     if unknown:
         raise KtuneError(f"ktune: smem_args: only 'size' is supported, not {', '.join(unknown)}")
     size = smem_args.get("size")
-    if isinstance(size, (bool, numpy.bool_)) or callable(size):
-        raise KtuneError("ktune: smem_args['size'] as a function is not supported; give a number "
-                         "of bytes or an expression of the tunable parameters, such as "
-                         "'block_size_x * 4'")
+    if callable(size):
+        return _derived(derived, "shared_mem", size, "smem_args['size']")
+    if isinstance(size, (bool, numpy.bool_)):
+        raise KtuneError(f"ktune: smem_args['size'] must be a number of bytes or an expression, "
+                         f"not {size!r}")
     if isinstance(size, (int, numpy.integer)):
         if size < 0:
             raise KtuneError(f"ktune: smem_args['size'] is negative ({size})")
@@ -448,23 +487,30 @@ def _strategy(strategy, strategy_options, iterations):
 
 def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tune_params,
                         grid_div, restrictions, answer, atol, block_size_names,
-                        compiler_options, cmem_args, smem_args, folder, verify=None):
+                        compiler_options, cmem_args, smem_args, folder, verify=None,
+                        skip=frozenset()):
     source, file_name = _source_text(kernel_source)
     names = list(block_size_names or [])
     block_names = names + ["block_size_x", "block_size_y", "block_size_z"][len(names):]
-    problem, exprs = _problem(problem_size)
-    grid, block = _launch(exprs, grid_div, block_names, tune_params)
+    derived = {}
+    problem, exprs = _problem(problem_size, derived)
+    grid, block = _launch(exprs, grid_div, block_names, tune_params, derived)
+    shared_mem = _shared_memory(smem_args, derived)
     buffers, args, checked, fetched = _arguments(arguments, answer, atol, folder, cmem_args,
                                                  verify)
     strings, functions = _restrictions(restrictions, tune_params)
+    listed = _listed(tune_params, functions, derived, skip)
+    params = [(k, _values(k, v)) for k, v in tune_params.items()]
+    if listed is not None:
+        params += listed[2]
     return {
         "name": kernel_name, "entry": kernel_name, "source": source,
         "source_name": file_name or kernel_name + ".cu",
         "compile_options": list(compiler_options or []), "defines": "kernel_tuner",
         "block_names": block_names,
-        "params": [(k, _values(k, v)) for k, v in tune_params.items()],
-        "restrictions": strings, "listed": _listed(tune_params, functions), "problem": problem,
-        "grid": grid, "block": block, "shared_mem": _shared_memory(smem_args),
+        "params": params,
+        "restrictions": strings, "listed": listed and listed[:2], "problem": problem,
+        "grid": grid, "block": block, "shared_mem": shared_mem,
         "buffers": buffers, "args": args, "unchecked": checked == 0, "fetched": fetched,
     }
 
@@ -491,14 +537,21 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     mapped, options, budget_evals, budget_seconds = _strategy(strategy, strategy_options, iterations)
     tune_params = dict(tune_params)
     started = time.perf_counter()
+    reused = {}
+    if cache and os.path.exists(cache):
+        header = kt_cache.check_header(cache, kernel_name, tune_params, problem_size)
+        if not simulation_mode and mapped == "brute_force":
+            reused = _reusable(cache, header, device)
     folder = tempfile.mkdtemp(prefix="ktune-")
     try:
         kernel = _kernel_description(kernel_name, kernel_source, problem_size, arguments,
                                      tune_params, (grid_div_x, grid_div_y, grid_div_z),
                                      restrictions, answer, atol, block_size_names,
-                                     compiler_options, cmem_args, smem_args, folder, verify)
-        if cache and os.path.exists(cache):
-            kt_cache.check_header(cache, kernel_name, tune_params, problem_size)
+                                     compiler_options, cmem_args, smem_args, folder, verify,
+                                     frozenset(reused))
+        if kernel["listed"] is not None and not kernel["listed"][1]:
+            return _cached_only(reused, header, tune_params, metrics, iterations,
+                                compiler_options, problem_size, started, verbose, quiet)
         request = _ktune.TuneRequest()
         request.manifest = write_manifest(folder, kernel)
         request.kernel = kernel_name
@@ -527,12 +580,50 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         shutil.rmtree(folder, ignore_errors=True)
     results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)
     env = kt_env(summary, iterations, compiler_options, problem_size, time.perf_counter() - started)
+    if reused:
+        results = _with_metrics(list(reused.values()), metrics) + results
+        env["ktune_notes"].append(f"{len(reused)} configurations from the cache file {cache}")
     if results:
         ok = [r for r in results if not isinstance(r["time"], str)]
         if ok:
             env["best_config"] = min(ok, key=lambda r: r["time"])
     if cache:
         kt_cache.write(cache, kernel_name, tune_params, problem_size, env, results)
+    _report(results, env, tune_params, metrics, verbose, quiet)
+    return results, env
+
+
+def _reusable(cache, header, device):
+    """The cache's entries a brute-force call takes instead of measuring them again, as Kernel
+    Tuner does: {key: entry}. A cache of another GPU is refused, as Kernel Tuner refuses it."""
+    here = _ktune.device_name(int(device))
+    there = header.get("device_name")
+    if there and there != here:
+        raise KtuneError(f"ktune: {cache}: cache of device '{there}', this is '{here}'; give "
+                         "another cache file (or simulation_mode=True to replay it)")
+    return {key: dict(entry) for key, entry in header["cache"].items()}
+
+
+def _with_metrics(results, metrics):
+    for r in results:
+        for name, fn in (metrics or {}).items():
+            r[name] = r["time"] if isinstance(r["time"], str) else fn(r)
+    return results
+
+
+def _cached_only(reused, header, tune_params, metrics, iterations, compiler_options,
+                 problem_size, started, verbose, quiet):
+    """Every configuration is in the cache: Kernel Tuner's results from it, nothing measured."""
+    results = _with_metrics(list(reused.values()), metrics)
+    env = {"device_name": header.get("device_name", ""), "iterations": iterations,
+           "compiler_options": list(compiler_options or []),
+           "problem_size": problem_size if not callable(problem_size) else None,
+           "simulation": False, "ktune_version": _ktune.version(), "ktune_run_id": None,
+           "ktune_notes": ["every configuration came from the cache file; nothing was measured"],
+           "total_time": (time.perf_counter() - started) * 1e3}
+    ok = [r for r in results if not isinstance(r["time"], str)]
+    if ok:
+        env["best_config"] = min(ok, key=lambda r: r["time"])
     _report(results, env, tune_params, metrics, verbose, quiet)
     return results, env
 

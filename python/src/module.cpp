@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ktune/client.h"
+#include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
 #include "ktune/setup.h"
@@ -281,6 +282,9 @@ PYBIND11_MODULE(_ktune, m) {
         "fetched outputs of each configuration ({name: bytes}) and returns None or an error");
   m.def("trials", &trials, py::arg("db"), py::arg("run_id"));
   m.def("version", [] { return std::string(KTUNE_VERSION); });
+  m.def(
+      "device_name", [](int ordinal) { return ktune::require_device(ordinal).name; },
+      py::arg("ordinal") = 0, "the CUDA device's name (no context is created); Error without one");
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, const std::string&>(), py::arg("db"),
            py::arg("device") = "", py::arg("arch") = "")

@@ -1,6 +1,7 @@
 """tune_kernel on the GPU: constant memory (cmem_args) and dynamic shared memory (smem_args) reach
 the kernel, and `answer` is checked in every configuration. Skipped without a CUDA device."""
 
+import json
 import os
 import tempfile
 import unittest
@@ -28,17 +29,23 @@ class GpuTest(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def tune(self, coeff, answer_coeff, verify=None):
+    def tune(self, coeff, answer_coeff, verify=None, functions=False, cache=None):
         n = 100003
+        # Kernel Tuner's functions of the parameters for the same launch: the problem size, the
+        # grid divisor and the shared memory size, evaluated per configuration.
+        launch = dict(problem_size=n, smem_args={"size": "block_size_x * 4"})
+        if functions:
+            launch = dict(problem_size=lambda p: n, grid_div_x=lambda p: p["block_size_x"],
+                          smem_args={"size": lambda p: p["block_size_x"] * 4})
         x = numpy.random.default_rng(3).uniform(-2, 2, n).astype(numpy.float32)
         out = numpy.zeros_like(x)
         answer = [x * numpy.resize(answer_coeff, n), None, None]
         try:
             return ktune.tune_kernel(
-                "scale_by_constants", KERNEL, n, [out, x, numpy.int32(n)],
-                {"block_size_x": [64, 128, 256, 512]}, answer=answer, atol=1e-5,
-                cmem_args={"coeff": coeff}, smem_args={"size": "block_size_x * 4"},
-                verify=verify, db=os.path.join(self.dir.name, "gpu.db"), quiet=True)
+                "scale_by_constants", KERNEL, launch.pop("problem_size"),
+                [out, x, numpy.int32(n)], {"block_size_x": [64, 128, 256, 512]}, answer=answer,
+                atol=1e-5, cmem_args={"coeff": coeff}, verify=verify,
+                db=os.path.join(self.dir.name, "gpu.db"), quiet=True, cache=cache, **launch)
         except (ktune.KtuneError, ktune.Error) as e:
             if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
                 self.skipTest(f"no CUDA device: {e}")
@@ -82,6 +89,34 @@ class GpuTest(unittest.TestCase):
         results, _ = self.tune(coeff, coeff + 1,
                                lambda a, r, atol=None: numpy.allclose(a[0], r[0], atol=atol))
         self.assertEqual([r["ktune_status"] for r in results], ["wrong_result"] * 4)
+
+    def test_launch_functions_of_the_parameters_give_the_same_launch(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        with self.assertWarns(UserWarning):
+            results, _ = self.tune(coeff, coeff, functions=True)
+        self.assertEqual([r["ktune_status"] for r in results], ["ok"] * 4)
+        self.assertEqual(sorted(r["block_size_x"] for r in results), [64, 128, 256, 512])
+        self.assertNotIn("ktune_problem_size_x", results[0], "hidden from Kernel Tuner's results")
+
+    def test_a_cache_file_spares_measuring_its_configurations_again(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        cache = os.path.join(self.dir.name, "cache.json")
+        first, env = self.tune(coeff, coeff, cache=cache)
+        self.assertEqual(len(first), 4)
+        again, env = self.tune(coeff, coeff, cache=cache)
+        self.assertIsNone(env["ktune_run_id"], "nothing measured")
+        self.assertEqual(sorted(r["time"] for r in again), sorted(r["time"] for r in first))
+        with open(cache) as f:
+            c = json.load(f)
+        del c["cache"]["64"], c["cache"]["512"]
+        with open(cache, "w") as f:
+            json.dump(c, f)
+        third, env = self.tune(coeff, coeff, cache=cache)
+        measured = [t for t in ktune._ktune.trials(os.path.join(self.dir.name, "gpu.db"),
+                                                   env["ktune_run_id"]) if t["kind"] == 0]
+        self.assertEqual(sorted(json.loads(t["config_json"])["block_size_x"] for t in measured),
+                         [64, 512])
+        self.assertEqual(sorted(r["block_size_x"] for r in third), [64, 128, 256, 512])
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy
 
@@ -113,6 +114,23 @@ class ReplayTest(unittest.TestCase):
         with self.assertRaisesRegex(ktune.KtuneError, "not tuned: tile"):
             self.tune(restrictions=[(lambda t: t > 1, ["tile"])])
 
+    def test_a_cache_answers_its_configurations_outside_simulation_mode(self):
+        # Brute force takes the cache's entries instead of measuring them again (Kernel Tuner
+        # does the same); here all are cached, so no GPU is needed.
+        with mock.patch.object(interface._ktune, "device_name", lambda ordinal=0:
+                               "NVIDIA H100 80GB HBM3", create=True):
+            results, env = self.tune(simulation_mode=False,
+                                     metrics={"speed": lambda r: 1 / r["time"]})
+            self.assertEqual(sorted(r["block_size_x"] for r in results), SIZES)
+            self.assertEqual(env["best_config"]["block_size_x"], 512)
+            self.assertAlmostEqual(env["best_config"]["speed"], 4.0)
+            self.assertIn("nothing was measured", env["ktune_notes"][0])
+        with mock.patch.object(interface._ktune, "device_name", lambda ordinal=0:
+                               "NVIDIA A100-PCIE-40GB", create=True):
+            with self.assertRaisesRegex(ktune.KtuneError, "cache of device 'NVIDIA H100 80GB "
+                                        "HBM3', this is 'NVIDIA A100-PCIE-40GB'"):
+                self.tune(simulation_mode=False)
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -162,7 +180,6 @@ class UnsupportedTest(unittest.TestCase):
             (dict(restrictions=[42]), "neither a string nor a function"),
             (dict(strategy="pso"), "strategy 'pso'"),
             (dict(objective="GFLOP/s"), "objective"),
-            (dict(smem_args={"size": lambda p: 4 * p["block_size_x"]}), "as a function"),
             (dict(smem_args={"carveout": 1}), "only 'size'"),
             (dict(cmem_args={"not a name": numpy.zeros(4)}), "not the name of a __constant__"),
             (dict(simulation_mode=True), "simulation_mode needs a cache"),
@@ -223,6 +240,46 @@ class MappingTest(unittest.TestCase):
         wrong = right.copy()
         wrong[5] = 1.0
         self.assertIn("verify returned False", check({"arg0": wrong.tobytes()}))
+
+    def test_functions_of_the_parameters_become_hidden_parameters_per_configuration(self):
+        # problem_size, a grid divisor and the shared memory size as Kernel Tuner's functions
+        # of the parameters' dict: each configuration carries its values, pinned by the list.
+        with self.assertWarnsRegex(UserWarning, "grid_div_x, problem_size_x"):
+            k, _ = self.describe(problem_size=lambda p: (p["block_size_x"] * 10, 3),
+                                 grid_div=(lambda p: p["block_size_x"] * 2, None, None),
+                                 smem_args={"size": lambda p: 4 * p["block_size_x"]})
+        params = dict(k["params"])
+        self.assertEqual(params["ktune_problem_size_x"], [1280, 2560, 5120, 10240])
+        self.assertEqual(params["ktune_problem_size_y"], [3])
+        self.assertEqual(params["ktune_problem_size_z"], [1])
+        self.assertEqual(params["ktune_grid_div_x"], [256, 512, 1024, 2048])
+        self.assertEqual(params["ktune_shared_mem"], [512, 1024, 2048, 4096])
+        self.assertEqual(k["problem"], {})
+        self.assertIn("ktune_problem_size_x", k["grid"][0])
+        self.assertIn("ktune_grid_div_x", k["grid"][0])
+        self.assertEqual(k["shared_mem"], "ktune_shared_mem")
+        names, rows = k["listed"]
+        self.assertEqual(len(rows), len(SIZES))
+        for row in rows:
+            c = dict(zip(names, row))
+            bs = int(c["block_size_x"])
+            self.assertEqual(int(c["ktune_problem_size_x"]), bs * 10)
+            self.assertEqual(int(c["ktune_grid_div_x"]), bs * 2)
+            self.assertEqual(int(c["ktune_shared_mem"]), bs * 4)
+        with self.assertRaisesRegex(interface.KtuneError, "problem_size returned 2.5"):
+            with self.assertWarns(UserWarning):
+                self.describe(problem_size=lambda p: 2.5)
+
+    def test_cached_configurations_are_left_out_of_the_space(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        k = interface._kernel_description(
+            "vector_add", KERNEL, 10000, arguments(), {"block_size_x": SIZES},
+            (None, None, None), None, None, 1e-6, None, [], None, None, self.dir.name, None,
+            frozenset({"256", "1024"}))
+        names, rows = k["listed"]
+        self.assertEqual(names, ["block_size_x"])
+        self.assertEqual(rows, [["128"], ["512"]])
 
     def test_verify_without_an_answer_fetches_every_array(self):
         k, _ = self.describe(verify=lambda answer, result, atol=None: True)
