@@ -15,7 +15,8 @@
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
-#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial),
+#   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
+#   storages from $KTUNE_SCALE_TRIALS and $KTUNE_SCALE_STORAGES),
 #   kt-examples (Kernel Tuner's vector_add, reduction and matmul examples run by Kernel Tuner and,
 #   with the import line changed, by the ktune Python package; $KTUNE_KT_EXAMPLES names a subset,
 #   $KTUNE_KT_RUNNERS "kernel_tuner" or "ktune" one of the two)
@@ -267,8 +268,8 @@ for step in $steps; do
       $ktune tune --replay db/recordings/cn_pnpoly-NVIDIA_GeForce_RTX_3060_Laptop_GPU-problem_size=20000000.json.gz \
         --strategy optuna:random --budget-evals 1 --retime-top 0 --db /tmp/scale-start.db -q 2>/dev/null
       log "scale-out: a one-trial optuna:random run takes $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)") s"
-      for storage in journal journal:/dev/shm; do
-        timeout -k 10 300 bench/scale_out.sh $ktune $storage 800 20 >>"$out/scale-out.txt" 2>&1
+      for storage in ${KTUNE_SCALE_STORAGES:-journal journal:/dev/shm}; do
+        timeout -k 10 300 bench/scale_out.sh $ktune $storage ${KTUNE_SCALE_TRIALS:-800} 20 >>"$out/scale-out.txt" 2>&1
         log "scale-out $storage: rc=$? $(grep -E '^ +[124] ' "$out/scale-out.txt" | tail -3 | tr -s ' ' | paste -sd'|')"
       done ;;
     *) log "unknown step $step" ;;
