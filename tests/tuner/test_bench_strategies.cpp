@@ -203,6 +203,39 @@ TEST(BenchStrategies, BadOptionsAreUsageErrors) {
   test::expect_error(ErrorKind::kUsage, {"budgets"}, [&] { bench_strategies(spaces, options); });
 }
 
+TEST(BenchStrategies, ASpaceAStrategyFailsOnIsLeftOutOfEveryResult) {
+  // The middle space stands for one a strategy cannot run on: it has outcomes but no search
+  // space, which the native strategies refuse in start().
+  std::vector<BenchSpace> spaces;
+  spaces.push_back(fixture_space("pnpoly_small.json.gz"));
+  spaces.push_back(fixture_space("pnpoly_small.json.gz"));
+  spaces.push_back(fixture_space("gemm_small.json"));
+  spaces[1].name = "broken";
+  spaces[1].space.reset();
+  BenchOptions options;
+  options.strategies = {"greedy_ils", "genetic_algorithm"};
+  options.seeds = 2;
+  options.budgets = {5, 10};
+  const BenchReport report = bench_strategies(spaces, options);
+  ASSERT_EQ(report.failed.size(), 1u);
+  EXPECT_EQ(report.failed[0].space, "broken");
+  EXPECT_EQ(report.failed[0].error, "greedy_ils: no search space");
+  ASSERT_EQ(report.spaces.size(), 2u);
+  EXPECT_EQ(report.spaces[0].name, "pnpoly_small.json.gz");
+  EXPECT_EQ(report.spaces[1].name, "gemm_small.json");
+  // Both strategies on the same two spaces, and overall.
+  ASSERT_EQ(report.results.size(), 2u * 3u);
+  for (const auto& r : report.results) EXPECT_NE(r.space, "broken") << r.strategy;
+  const auto j = nlohmann::json::parse(bench_report_json(report));
+  ASSERT_EQ(j.at("failed").size(), 1u);
+  EXPECT_EQ(j.at("failed").at(0).at("space"), "broken");
+
+  // When every space fails, the failure is the benchmark's.
+  const std::vector<BenchSpace> only = {spaces[1]};
+  test::expect_error(ErrorKind::kInternal, {"greedy_ils: no search space"},
+                     [&] { bench_strategies(only, options); });
+}
+
 class BenchCli : public ::testing::Test {
  protected:
   test::CliResult run(const std::vector<std::string>& args) {
@@ -237,19 +270,44 @@ TEST_F(BenchCli, RunsAndWritesJson) {
 }
 
 TEST_F(BenchCli, ASpaceThatFailsIsReportedAndTheOthersRun) {
-  // A missing file and a damaged one among good ones: both named, both left out, exit 0.
+  // Among good recordings: a missing file, a damaged one, a directory, and a cache of a
+  // registered kernel that cannot be replayed as it (its problem is not the kernel's). Each is
+  // named with its error and left out; the others are benchmarked and written; exit code 1.
   test::write_file(dir_ / "broken.json", "{\"kernel_name\": \"k\"");
-  const auto r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets",
-                      "5", "--replay", "missing.json", fixture("pnpoly_small.json.gz"),
-                      "broken.json", fixture("convolution_no_shmem_small.json"), "-o", "o.json"});
-  ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, "error: missing.json: ")) << r;
-  EXPECT_TRUE(contains(r.err, "error: broken.json: ")) << r;
-  EXPECT_TRUE(contains(r.err, "warning: 2 of 4 recordings left out")) << r;
+  fs::create_directories(dir_ / "adir");
+  test::write_file(dir_ / "reduce_other.json",
+                   R"({"device_name": "GPU", "kernel_name": "reduce", "problem_size": 1024,
+                       "tune_params_keys": ["block_size"], "tune_params": {"block_size": [64, 128]},
+                       "cache": {"64": {"block_size": 64, "time": 1.5, "times": [1.5]},
+                                 "128": {"block_size": 128, "time": 1.0, "times": [1.0]}}})");
+  const auto r =
+      run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets", "5",
+           "--replay", "missing.json", fixture("pnpoly_small.json.gz"), "broken.json", "adir",
+           "reduce_other.json", fixture("convolution_no_shmem_small.json"), "-o", "o.json"});
+  ASSERT_EQ(r.code, 1) << r;
+  EXPECT_TRUE(contains(r.err, "error: missing: missing.json: no such file (space left out)")) << r;
+  EXPECT_TRUE(contains(r.err, "error: broken: broken.json: ")) << r;
+  EXPECT_TRUE(contains(r.err, "error: adir: adir: is a directory")) << r;
+  EXPECT_TRUE(
+      contains(r.err, "error: reduce_other: reduce: unknown problem parameter 'problem_size'"))
+      << r;
+  EXPECT_TRUE(contains(r.err, "warning: 4 of 6 recordings left out")) << r;
   EXPECT_TRUE(contains(r.err, "does not fit this recording")) << r;
+  EXPECT_TRUE(contains(r.out, "pnpoly_small")) << r;
+  EXPECT_TRUE(contains(r.out, "convolution_no_shmem_small")) << r;
   const auto j = nlohmann::json::parse(test::read_file(dir_ / "o.json"));
-  EXPECT_EQ(j.at("spaces").size(), 2u);
+  ASSERT_EQ(j.at("spaces").size(), 2u);
   EXPECT_EQ(j.at("spaces").at(1).at("configs"), 170);
+  EXPECT_EQ(j.at("results").size(), 3u);  // random on both spaces, and overall
+  ASSERT_EQ(j.at("failed").size(), 4u);
+  EXPECT_EQ(j.at("failed").at(0).at("space"), "missing");
+  EXPECT_EQ(j.at("failed").at(3).at("space"), "reduce_other");
+  // -q: the errors still, no warning; the exit code says some were left out.
+  const auto quiet = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets",
+                          "5", "--replay", "adir", fixture("pnpoly_small.json.gz"), "-q"});
+  EXPECT_EQ(quiet.code, 1) << quiet;
+  EXPECT_TRUE(quiet.out.empty()) << quiet;
+  EXPECT_EQ(quiet.err, "error: adir: adir: is a directory, not a file (space left out)\n") << quiet;
 }
 
 TEST_F(BenchCli, ErrorsHaveTheirExitCodes) {

@@ -15,6 +15,7 @@
 #include "ktune/instance.h"
 #include "ktune/registry.h"
 #include "ktune/replay.h"
+#include "ktune/store.h"
 #include "ktune/tuner.h"
 #include "tuner/cli_test_util.h"
 
@@ -555,14 +556,168 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
       << r;
 }
 
-TEST_F(ReplayTuning, ARecordingOfAnotherKernelVersionTunesOverItsOwnConfigurations) {
-  const std::string old = fixture("convolution_no_shmem_small.json");
-  auto r = test::run_ktune({"tune", "--replay", old, "--budget-evals", "500", "--db", "x.db"},
-                           dir_.path(), dir_ / "cache");
+// `best`, `report` and `export` of a kernel that only the database knows (replayed from a Kernel
+// Tuner cache of CLBlast's Xgemm): its problem parameters come from the stored spec, a name
+// that is neither registered nor stored is refused naming what the database holds, and a
+// replayed best is never exported for the run-time client.
+TEST_F(ReplayTuning, BestReportAndExportServeAKernelOnlyTheDatabaseKnows) {
+  const auto run = [&](const std::vector<std::string>& args) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache");
+  };
+  auto r = run({"tune", "--replay", fixture("gemm_small.json"), "--strategy", "brute_force", "--db",
+                "x.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, "does not fit this recording")) << r;
+  const std::string key = "problem_size_x=4096,problem_size_y=4096";
+  r = run({"best", "Xgemm", "--db", "x.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const auto best = nlohmann::json::parse(r.out);
+  EXPECT_EQ(best.at("problem"), key);
+  ASSERT_EQ(best.at("results").size(), 1u);
+  EXPECT_EQ(best.at("results").at(0).at("device"), "NVIDIA GeForce RTX 3090");
+  r = run({"best", "Xgemm", "-p", "problem_size_y=4096", "--arch", "sm_86", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "Xgemm [" + key + "] on NVIDIA GeForce RTX 3090 (sm_86)")) << r;
+  r = run({"report", "Xgemm", "--db", "x.db", "--format", "md"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "Xgemm")) << r;
+  r = run({"export", "Xgemm", "-p", "problem_size_x=4096", "--kt-cache", "g.json", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(read_kt_cache((dir_ / "g.json").string()).trials.size(), 65u);
+  // Problem names are checked against the stored kernel's, as a registered kernel's are.
+  r = run({"export", "Xgemm", "-p", "n=4096", "--kt-cache", "g.json", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err,
+                       "Xgemm: unknown problem parameter 'n'; known: problem_size_x, "
+                       "problem_size_y"))
+      << r;
+  // The best was replayed: it never answers the client, so the header holds no table, and
+  // says why.
+  r = run({"export", "Xgemm", "--header", "g.h", "--best-json", "g-best.json", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err,
+                       "note: x.db holds no best configuration of Xgemm that answers the "
+                       "run-time client"))
+      << r;
+  EXPECT_FALSE(contains(test::read_file(dir_ / "g.h"), "Xgemm"));
+  EXPECT_TRUE(nlohmann::json::parse(test::read_file(dir_ / "g-best.json")).at("kernels").empty());
+
+  // Neither registered nor stored: every command says so and names what the database holds.
+  const std::string held =
+      "unknown kernel 'Xgem': not registered and not in x.db; it holds Xgemm "
+      "(1 run)";
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"best", "Xgem"},
+                                               {"export", "Xgem", "--kt-cache", "n.json"},
+                                               {"export", "Xgem", "--header", "n.h"},
+                                               {"export", "Xgem", "--best-json", "n.json"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--db", "x.db"});
+    r = run(full);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_TRUE(contains(r.err, held)) << r;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "n.h"));
+  EXPECT_FALSE(fs::exists(dir_ / "n.json"));
+  r = run({"report", "Xgem", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "it holds Xgemm (1 run)")) << r;
+  // A registered kernel the database does not hold behaves as before.
+  r = run({"best", "reduce", "--db", "x.db"});
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_TRUE(contains(r.err, "no best configuration of reduce")) << r;
+  r = run({"export", "reduce", "--kt-cache", "n.json", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "no runs of kernel 'reduce'")) << r;
+}
+
+// A kernel version written through the Store API with a spec that lists no problem parameters:
+// `best` takes them from the stored problem key, in its order.
+TEST_F(ReplayTuning, BestOfAStoredKernelWithoutProblemParametersUsesItsProblemKey) {
+  {
+    Store store = Store::open(dir_ / "lib.db");
+    RunRecord run;
+    run.kernel_id = store.upsert_kernel(KernelRecord{0, "lib_kernel", "s", "p", "", "",
+                                                     R"({"parameters": [{"name": "bs", )"
+                                                     R"("values": ["32", "64"]}]})"});
+    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+    run.problem_id =
+        store.upsert_problem(ProblemRecord{0, "lib_kernel", "n=8,m=4", R"({"m": 4, "n": 8})"});
+    run.backend = "cuda";
+    run.strategy = "brute_force";
+    const std::int64_t run_id = store.begin_run(run);
+    TrialRecord t;
+    t.run_id = run_id;
+    t.kernel_id = run.kernel_id;
+    t.device_id = run.device_id;
+    t.problem_id = run.problem_id;
+    t.config_key = "bs=64";
+    t.config_json = R"({"bs": 64})";
+    t.time_ms = t.time_min_ms = t.time_mean_ms = 1.25;
+    t.sample_count = 1;
+    t.samples_ms = {1.25};
+    t.gbps = t.gflops = NAN;
+    store.set_best(store.add_trial(t));
+    store.finish_run(run_id, RunStatus::kFinished, "{}");
+  }
+  auto r = test::run_ktune({"best", "lib_kernel", "--db", "lib.db"}, dir_.path(), dir_ / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "lib_kernel [n=8,m=4] on GPU (sm_90)\n  bs=64\n  1.2500 ms")) << r;
+  r = test::run_ktune({"best", "lib_kernel", "-p", "m=4", "--db", "lib.db"}, dir_.path(),
+                      dir_ / "cache");
+  EXPECT_EQ(r.code, 0) << r;
+  r = test::run_ktune({"best", "lib_kernel", "-p", "m=5", "--db", "lib.db"}, dir_.path(),
+                      dir_ / "cache");
+  EXPECT_EQ(r.code, 1) << r;
+  EXPECT_TRUE(contains(r.err, "no best configuration of lib_kernel for [n=8,m=5]")) << r;
+}
+
+TEST_F(ReplayTuning, ARecordingOfAnotherKernelVersionTunesOverItsOwnConfigurations) {
+  // An older convolution_kernel without use_shmem, which the shipped replay job's restrictions
+  // name: `tune --replay` and `bench-strategies` both search exactly the recorded configurations
+  // and say why.
+  const auto run = [&](const std::vector<std::string>& args) {
+    return test::run_ktune(args, dir_.path(), dir_ / "cache");
+  };
+  const std::string old = fixture("convolution_no_shmem_small.json");
+  const Recording recording = read_kt_cache(old);
+  const std::string note = "configs/replay/convolution_kernel.toml does not fit this recording (";
+  auto r = run({"tune", "--replay", old, "--budget-evals", "500", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "note: " + old + ": the replay job ")) << r;
+  EXPECT_TRUE(contains(r.err, note)) << r;
+  EXPECT_TRUE(contains(r.err, "restriction 3: expression 'use_padding == 0 or use_shmem != 0'"))
+      << r;
+  EXPECT_TRUE(contains(r.err, "unknown name 'use_shmem'")) << r;
+  EXPECT_TRUE(contains(r.err, "its 170 recorded configurations define the space")) << r;
   EXPECT_TRUE(contains(r.out, "170 trials (170 measured")) << r;
   EXPECT_FALSE(contains(r.err, "not in the recording")) << r;
+  // Every trial is a recorded configuration with its recorded outcome, the best the optimum.
+  r = run({"export", "convolution_kernel", "--kt-cache", "back.json", "--db", "x.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  const Recording back = read_kt_cache((dir_ / "back.json").string());
+  ASSERT_EQ(back.trials.size(), recording.trials.size());
+  double optimum = INFINITY;
+  for (const auto& t : recording.trials)
+    if (t.status == TrialStatus::kOk) optimum = std::min(optimum, t.time_ms);
+  for (const auto& t : back.trials) {
+    const RecordedTrial* o = recording.find(t.values);
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(o->status, t.status);
+  }
+  r = run({"best", "convolution_kernel", "--db", "x.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out).at("results").at(0).at("time_ms"), optimum);
+
+  r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets", "10",
+           "--replay", old, "-o", "bench.json"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, note)) << r;
+  EXPECT_TRUE(contains(r.err, "unknown name 'use_shmem'")) << r;
+  EXPECT_FALSE(contains(r.err, "not in the recording")) << r;
+  EXPECT_FALSE(contains(r.err, "outside the space")) << r;
+  const auto space = nlohmann::json::parse(test::read_file(dir_ / "bench.json")).at("spaces").at(0);
+  EXPECT_EQ(space.at("configs"), recording.trials.size());
+  EXPECT_EQ(space.at("ok"), recording.count(TrialStatus::kOk));
+  EXPECT_DOUBLE_EQ(space.at("optimum_ms").get<double>(), optimum);
 }
 
 TEST_F(ReplayTuning, AKernelKnownOnlyFromAShippedRecordingIsReplayed) {

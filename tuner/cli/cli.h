@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "ktune/device.h"
+#include "ktune/error.h"
 #include "ktune/instance.h"
 #include "ktune/registry.h"
+#include "ktune/store.h"
 
 namespace ktune::cli {
 
@@ -76,6 +78,17 @@ KernelInstance job_instance(const po::variables_map& vm, const Registry& registr
 // when its expressions cannot be evaluated.
 std::string geometry_text(const KernelInstance& instance, const Config& config);
 nlohmann::json geometry_json(const KernelInstance& instance, const Config& config);
+
+// The kernel a database query names, as far as the query needs it (its name and problem
+// parameters): the registered kernel, else the latest version of a kernel of that name the
+// database holds (one known only from a recording, or from a plugin not loaded now), its problem
+// parameters from the stored spec and, where the spec has none, from its latest run's problem.
+// Error(kUsage) when it is neither, naming the kernels the database holds.
+KernelSpec query_kernel(const std::string& name, const Registry& registry, const Store& store);
+// Whether the database holds runs or bests of a kernel of that name.
+bool stored_kernel(const Store& store, const std::string& name);
+// Error(kUsage) "unknown kernel 'X': not registered and not in DB; it holds a (2 runs), b (1 run)".
+Error unknown_kernel(const std::string& name, const Store& store);
 
 bool json_output(const po::variables_map& vm);
 void print_json(const nlohmann::json& j);

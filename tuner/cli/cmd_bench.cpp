@@ -129,12 +129,17 @@ std::string space_name(const std::string& path) {
 
 // The recordings as spaces, each named by its file name without the extensions, and as
 // transfer sources (same order). A recording that cannot be read or made a space is reported
-// and left out; `failed` counts them.
+// and left out (`failed`).
 struct Spaces {
   std::vector<BenchSpace> spaces;
   std::vector<TransferSource> sources;
-  std::size_t failed = 0;
+  std::vector<SpaceFailure> failed;
 };
+
+// "error: SPACE: ERROR (space left out)", printed even with -q (only errors).
+void report_failure(const SpaceFailure& f) {
+  std::cerr << fmt::format("error: {}: {} (space left out)\n", f.space, f.error);
+}
 
 Spaces read_spaces(const po::variables_map& vm, bool quiet) {
   auto registry = make_registry(vm);
@@ -142,12 +147,14 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
   for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
     try {
       const Recording recording = read_recording(path);
-      out.spaces.push_back(bench_space_from_recording(recording, registry.get(), space_name(path)));
-      out.sources.push_back(transfer_source(recording));
-    } catch (const Error& e) {
+      BenchSpace space = bench_space_from_recording(recording, registry.get(), space_name(path));
+      TransferSource source = transfer_source(recording);
+      out.spaces.push_back(std::move(space));
+      out.sources.push_back(std::move(source));
+    } catch (const std::exception& e) {
       // One bad recording must not cost the benchmark of the others.
-      std::cerr << fmt::format("error: {}: {} (space left out)\n", path, e.what());
-      ++out.failed;
+      out.failed.push_back({space_name(path), e.what()});
+      report_failure(out.failed.back());
       continue;
     }
     if (!quiet && !json_output(vm))
@@ -158,8 +165,10 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
 }
 
 // Leave one GPU out: each space is warm-started from the other recordings of its kernel and
-// named after them; a space whose kernel has no other recording is left out.
-std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) {
+// named after them; a space whose kernel has no other recording is left out, one whose
+// warm start cannot be made is reported and left out (`failed`).
+std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose,
+                                        std::vector<SpaceFailure>& failed) {
   std::vector<BenchSpace> out;
   // Kernels and names first: each space is moved out below.
   std::vector<std::string> kernels, spaces;
@@ -182,8 +191,14 @@ std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) 
                                  space.name, space.kernel);
       continue;
     }
-    space.warm_start = consensus_top(*space.space, from, k);
     space.name = fmt::format("{} <- {}", space.name, fmt::join(names, "+"));
+    try {
+      space.warm_start = consensus_top(*space.space, from, k);
+    } catch (const std::exception& e) {
+      failed.push_back({space.name, e.what()});
+      report_failure(failed.back());
+      continue;
+    }
     out.push_back(std::move(space));
   }
   return out;
@@ -223,21 +238,30 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
   const bool quiet = vm.count("quiet") > 0;
   const BenchOptions options = read_bench_options(vm, quiet);
   Spaces read = read_spaces(vm, quiet);
-  const std::size_t failed = read.failed;
+  std::vector<SpaceFailure> failed = std::move(read.failed);
+  const std::size_t recordings = vm["replay"].as<std::vector<std::string>>().size();
   if (read.spaces.empty())
     throw Error(ErrorKind::kInput, "bench-strategies: none of the recordings could be read");
+  const std::size_t unread = failed.size();
   std::vector<BenchSpace> spaces =
       vm.count("transfer")
-          ? transfer_spaces(std::move(read), vm["transfer"].as<std::size_t>(), !quiet)
+          ? transfer_spaces(std::move(read), vm["transfer"].as<std::size_t>(), !quiet, failed)
           : std::move(read.spaces);
-  if (spaces.empty())
+  if (spaces.empty() && failed.size() == unread)
     throw Error(ErrorKind::kUsage,
                 "bench-strategies --transfer: no kernel has two recordings to transfer between");
-  write_results(vm, bench_strategies(spaces, options), quiet);
-  if (failed > 0 && !quiet)
+  if (spaces.empty())
+    throw Error(ErrorKind::kInput, "bench-strategies --transfer: no space could be warm-started");
+  BenchReport report = bench_strategies(spaces, options);
+  for (const auto& f : report.failed) report_failure(f);
+  failed.insert(failed.end(), report.failed.begin(), report.failed.end());
+  report.failed = failed;
+  write_results(vm, report, quiet);
+  if (failed.empty()) return 0;
+  if (!quiet)
     std::cerr << fmt::format("warning: {} of {} recordings left out (see the errors above)\n",
-                             failed, vm["replay"].as<std::vector<std::string>>().size());
-  return 0;  // the spaces that could be read were benchmarked; none at all is an error above
+                             failed.size(), recordings);
+  return 1;  // the other spaces were benchmarked; none at all is an error above
 }
 
 }  // namespace ktune::cli

@@ -9,7 +9,6 @@
 #include "cli.h"
 #include "ktune/error.h"
 #include "ktune/store.h"
-#include "ktune/stored_spec.h"
 
 namespace ktune::cli {
 
@@ -100,27 +99,6 @@ void print_best_text(const Store& store, const std::string& kernel, const std::s
     std::cout << fmt::format("\n  run {} ({}), trial {}, {}\n", b.trial.run_id,
                              run_status(store, b.trial.run_id), b.trial_id, b.updated_at);
   }
-}
-
-// The kernel as far as a query needs it (its name and problem parameters): the registered
-// kernel, else the latest version of a kernel of that name stored in the database (a kernel
-// known only from a recording), else a usage error naming both places.
-KernelSpec query_kernel(const std::string& name, const Registry& registry, const Store& store) {
-  if (registry.contains(name)) return registry.get(name);
-  std::optional<KernelRecord> stored;
-  for (const auto& run : store.runs(name))
-    if (auto k = store.kernel(run.kernel_id)) stored = std::move(k);
-  if (!stored) {
-    for (const auto& b : store.bests(name)) stored = b.kernel;
-  }
-  if (!stored)
-    throw Error(ErrorKind::kUsage, fmt::format("unknown kernel '{}': not registered and not in {}",
-                                               name, store.path().string()));
-  KernelSpec k;
-  k.name = name;
-  const StoredSpec spec = StoredSpec::parse(stored->spec_json, "kernel " + name);
-  for (const auto& p : spec.problem) k.problem.push_back({p.name, p.default_value, ""});
-  return k;
 }
 
 }  // namespace

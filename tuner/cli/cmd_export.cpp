@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli.h"
 #include "ktune/client.h"
 #include "ktune/error.h"
 #include "ktune/replay.h"
+#include "ktune/store.h"
 
 namespace ktune::cli {
 
@@ -68,11 +70,27 @@ po::options_description export_options() {
   return opts;
 }
 
+// Whether an export of the best configurations holds a table for `kernel`: only bests the
+// run-time client would answer with are exported (docs/client.md).
+bool exports_kernel(const std::string& db, const std::string& kernel) {
+  ExportOptions options;
+  options.kernel = kernel;
+  std::ostringstream out;
+  export_json(db, out, options);
+  return nlohmann::json::parse(out.str()).at("kernels").contains(kernel);
+}
+
 // --header and --best-json; with no format as well (`formats_too` false), the JSON summary.
-void export_bests(const po::variables_map& vm, bool formats_too) {
+// The database is read as the run-time client reads it; a kernel that is not registered must be
+// one it holds.
+void export_bests(const po::variables_map& vm, const Registry& registry, bool formats_too) {
   ExportOptions best;
   best.kernel = vm["kernel"].as<std::string>();
   const std::string db = vm["db"].as<std::string>();
+  if (!registry.contains(*best.kernel)) {
+    const Store store = Store::open(db, Store::Mode::kReadOnly);
+    if (!stored_kernel(store, *best.kernel)) throw unknown_kernel(*best.kernel, store);
+  }
   for (const char* flag : {"header", "best-json"}) {
     if (!vm.count(flag)) continue;
     const std::string path = vm[flag].as<std::string>();
@@ -83,22 +101,28 @@ void export_bests(const po::variables_map& vm, bool formats_too) {
     if (!json_output(vm) && !vm.count("quiet"))
       std::cout << fmt::format("wrote the best configurations of {} to {}\n", *best.kernel, path);
   }
+  if (!vm.count("quiet") && !exports_kernel(db, *best.kernel))
+    std::cerr << fmt::format(
+        "note: {} holds no best configuration of {} that answers the run-time client (those of "
+        "replayed runs never do), so the export holds none\n",
+        db, *best.kernel);
   if (!formats_too && json_output(vm))
     print_json({{"kernel", *best.kernel},
                 {"header", vm.count("header") ? vm["header"].as<std::string>() : ""},
                 {"best_json", vm.count("best-json") ? vm["best-json"].as<std::string>() : ""}});
 }
 
-RecordingQuery recording_query(const po::variables_map& vm) {
+// The kernel's runs to export: a registered kernel or one the database holds (its problem
+// parameters then from the stored spec), else a usage error naming the kernels it holds.
+RecordingQuery recording_query(const po::variables_map& vm, const Registry& registry,
+                               const Store& store) {
   RecordingQuery query;
   query.kernel = vm["kernel"].as<std::string>();
+  const KernelSpec kernel = query_kernel(query.kernel, registry, store);
   if (vm.count("problem")) {
+    // The names given must be the kernel's; their values select among what the database holds.
     query.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
-    // A registered kernel checks the names; an unregistered one (a replayed recording) matches
-    // what the database holds.
-    auto registry = make_registry(vm);
-    if (registry->contains(query.kernel))
-      (void)registry->get(query.kernel).make_problem(query.problem);
+    (void)kernel.make_problem(query.problem);
   }
   if (vm.count("device-name")) query.device = vm["device-name"].as<std::string>();
   return query;
@@ -147,13 +171,15 @@ int cmd_export(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage,
                 fmt::format("export: name an output ({}, --header FILE, --best-json FILE)", flags));
   }
+  const auto registry = make_registry(vm);
   if (best_outputs) {
-    export_bests(vm, any);
+    export_bests(vm, *registry, any);
     if (!any) return 0;
   }
 
-  const RecordingQuery query = recording_query(vm);
   const std::string db = vm["db"].as<std::string>();
+  const RecordingQuery query =
+      recording_query(vm, *registry, Store::open(db, Store::Mode::kReadOnly));
   export_formats(vm, read_db_recording(db, query));
   return 0;
 }

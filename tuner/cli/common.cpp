@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
@@ -11,6 +12,8 @@
 #include "ktune/error.h"
 #include "ktune/expr.h"
 #include "ktune/job.h"
+#include "ktune/problem.h"
+#include "ktune/stored_spec.h"
 
 namespace ktune::cli {
 
@@ -180,6 +183,60 @@ Target resolve_target(const po::variables_map& vm, bool need_arch) {
   t.note =
       fmt::format("no CUDA device ({}); assuming sm_90 limits, pass --arch to choose", q.problem);
   return t;
+}
+
+bool stored_kernel(const Store& store, const std::string& name) {
+  return !store.runs(name).empty() || !store.bests(name).empty();
+}
+
+Error unknown_kernel(const std::string& name, const Store& store) {
+  std::map<std::string, std::size_t> runs;
+  for (const auto& r : store.runs())
+    if (auto k = store.kernel(r.kernel_id)) ++runs[k->name];
+  for (const auto& b : store.bests()) runs.emplace(b.kernel_name, 0);
+  std::string held;
+  for (const auto& [kernel, n] : runs)
+    held += fmt::format("{}{} ({} run{})", held.empty() ? "" : ", ", kernel, n, n == 1 ? "" : "s");
+  return Error(ErrorKind::kUsage,
+               fmt::format("unknown kernel '{}': not registered and not in {}; it holds {}", name,
+                           store.path().string(), held.empty() ? "no kernels" : held));
+}
+
+KernelSpec query_kernel(const std::string& name, const Registry& registry, const Store& store) {
+  if (registry.contains(name)) return registry.get(name);
+  // The latest version: that of the latest run, else of the newest best (a database whose runs
+  // of the kernel are gone).
+  std::optional<KernelRecord> stored;
+  std::optional<ProblemRecord> problem;
+  const std::vector<RunRecord> runs = store.runs(name);
+  if (!runs.empty()) {
+    stored = store.kernel(runs.back().kernel_id);
+    problem = store.problem(runs.back().problem_id);
+  } else {
+    for (const auto& b : store.bests(name))
+      if (!stored || b.kernel.id > stored->id) {
+        stored = b.kernel;
+        problem = store.problem(b.problem_id);
+      }
+  }
+  if (!stored) throw unknown_kernel(name, store);
+  KernelSpec k;
+  k.name = name;
+  const StoredSpec spec = StoredSpec::parse(stored->spec_json, "kernel " + name);
+  for (const auto& p : spec.problem) k.problem.push_back({p.name, p.default_value, ""});
+  if (k.problem.empty() && problem) {
+    // A spec without problem parameters: those of the stored problem, in its key's order.
+    if (const auto values = parse_problem_key(problem->key)) {
+      std::size_t start = 0;
+      while (start < problem->key.size()) {
+        const std::size_t end = std::min(problem->key.find(',', start), problem->key.size());
+        const std::string p = problem->key.substr(start, problem->key.find('=', start) - start);
+        k.problem.push_back({p, values->at(p), ""});
+        start = end + 1;
+      }
+    }
+  }
+  return k;
 }
 
 bool json_output(const po::variables_map& vm) { return vm.count("json") > 0; }

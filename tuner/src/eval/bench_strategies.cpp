@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -240,6 +241,7 @@ void check_options(const BenchOptions& options) {
 
 struct Prepared {
   const BenchSpace* space;
+  std::size_t summary;  // its index in BenchReport::spaces
   double optimum, worst;
   std::vector<double> random;  // random[b - 1]: expected random best after b evaluations
   std::uint64_t cutoff_budget;
@@ -261,7 +263,7 @@ SpaceSummary prepare_space(const BenchSpace& s, const BenchOptions& options,
     sum.notes.push_back(fmt::format("{}: skipped, no configuration has a time", s.name));
     return sum;
   }
-  Prepared p{&s, ok.front(), ok.back(), {}, 0};
+  Prepared p{&s, 0, ok.front(), ok.back(), {}, 0};
   sum.optimum_ms = p.optimum;
   sum.median_ms = s.median();
   sum.cutoff_ms = sum.median_ms - options.cutoff * (sum.median_ms - p.optimum);
@@ -375,16 +377,47 @@ BenchReport bench_strategies(const std::vector<BenchSpace>& spaces, const BenchO
       *std::max_element(options.budgets.begin(), options.budgets.end());
 
   std::vector<Prepared> prepared;
-  for (const BenchSpace& s : spaces) report.spaces.push_back(prepare_space(s, options, prepared));
+  for (const BenchSpace& s : spaces) {
+    const std::size_t before = prepared.size();
+    report.spaces.push_back(prepare_space(s, options, prepared));
+    if (prepared.size() > before) prepared.back().summary = report.spaces.size() - 1;
+  }
 
-  for (const std::string& name : options.strategies) {
-    std::vector<StrategyResult> per_space;
-    for (const Prepared& p : prepared)
-      per_space.push_back(bench_on_space(name, p, options, max_budget));
-    StrategyResult all = overall(name, per_space, options);
-    for (auto& r : per_space) report.results.push_back(std::move(r));
+  // per_space[strategy][prepared space]; a space a strategy fails on is left out of all.
+  std::vector<std::vector<StrategyResult>> per_space(options.strategies.size());
+  std::vector<bool> failed(prepared.size(), false);
+  std::exception_ptr first_failure;
+  for (std::size_t k = 0; k < options.strategies.size(); ++k) {
+    per_space[k].resize(prepared.size());
+    for (std::size_t i = 0; i < prepared.size(); ++i) {
+      if (failed[i]) continue;
+      try {
+        per_space[k][i] = bench_on_space(options.strategies[k], prepared[i], options, max_budget);
+      } catch (const std::exception& e) {
+        // One space a strategy cannot run on must not cost the benchmark of the others.
+        failed[i] = true;
+        if (!first_failure) first_failure = std::current_exception();
+        const std::string& name = options.strategies[k];
+        const std::string what = e.what();
+        report.failed.push_back(
+            {prepared[i].space->name, what.rfind(name, 0) == 0 ? what : name + ": " + what});
+      }
+    }
+  }
+  if (!prepared.empty() && std::all_of(failed.begin(), failed.end(), [](bool f) { return f; }))
+    std::rethrow_exception(first_failure);
+
+  for (std::size_t k = 0; k < options.strategies.size(); ++k) {
+    std::vector<StrategyResult> kept;
+    for (std::size_t i = 0; i < prepared.size(); ++i)
+      if (!failed[i]) kept.push_back(std::move(per_space[k][i]));
+    StrategyResult all = overall(options.strategies[k], kept, options);
+    for (auto& r : kept) report.results.push_back(std::move(r));
     report.results.push_back(std::move(all));
   }
+  for (std::size_t i = prepared.size(); i-- > 0;)
+    if (failed[i])
+      report.spaces.erase(report.spaces.begin() + static_cast<std::ptrdiff_t>(prepared[i].summary));
   return report;
 }
 
@@ -515,6 +548,9 @@ std::string bench_report_json(const BenchReport& report) {
                             {"capped_runs", r.capped},
                             {"seconds", r.seconds}});
   }
+  j["failed"] = json::array();
+  for (const auto& f : report.failed)
+    j["failed"].push_back({{"space", f.space}, {"error", f.error}});
   return j.dump(2);
 }
 

@@ -106,12 +106,24 @@ struct StrategyResult {
   double seconds = 0;
 };
 
+// A space left out of the benchmark: it could not be read (the caller's) or a strategy failed on
+// it, with the error.
+struct SpaceFailure {
+  std::string space;
+  std::string error;
+};
+
 struct BenchReport {
   BenchOptions options;
   std::vector<SpaceSummary> spaces;
   std::vector<StrategyResult> results;  // per strategy: each space, then "overall"
+  std::vector<SpaceFailure> failed;     // spaces left out, not in `spaces` nor `results`
 };
 
+// A space on which a strategy fails (throws) is left out of every strategy's results and the
+// overall means, so they cover the same spaces, and is listed in `failed`; the others are
+// benchmarked. When every space fails, the first failure is thrown (a strategy option that a
+// strategy refuses, say, fails everywhere).
 BenchReport bench_strategies(const std::vector<BenchSpace>& spaces, const BenchOptions& options);
 
 // Readable tables and the JSON document of `ktune bench-strategies`.
