@@ -324,6 +324,53 @@ class Misbehaving final : public Strategy {
   bool done_ = false;
 };
 
+// A strategy whose ask has a fixed cost (a shared Optuna study) asks for a batch: once work is
+// queued, the loop waits for room for ask_batch() configurations before asking again; the run
+// still measures every configuration once.
+class Batched final : public Strategy {
+ public:
+  std::string name() const override { return "batched"; }
+  void start(const StrategyContext& c) override { inner_->start(c); }
+  std::vector<Config> ask(std::size_t n) override {
+    std::vector<Config> out = inner_->ask(n);
+    if (!out.empty()) sizes.push_back(out.size());
+    return out;
+  }
+  void tell(const Config& c, const Outcome& o) override { inner_->tell(c, o); }
+  bool exhausted() const override { return inner_->exhausted(); }
+  std::size_t ask_batch() const override { return batch; }
+  std::size_t batch = 4;
+  std::vector<std::size_t> sizes;
+
+ private:
+  std::unique_ptr<Strategy> inner_ = make_strategy("brute_force");
+};
+
+TEST_F(TunerLoop, AStrategyThatPrefersBatchesIsAskedForBatches) {
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{4}}) {
+    FakeBackend backend(*instance_);
+    Batched strategy;
+    strategy.batch = batch;
+    TuneOptions options;
+    options.retime_top = 0;
+    options.reuse = false;
+    options.lookahead = 8;
+    const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
+    EXPECT_EQ(s.trials, valid_count());
+    EXPECT_EQ(std::set<std::string>(backend.evaluated.begin(), backend.evaluated.end()).size(),
+              valid_count());
+    ASSERT_GE(strategy.sizes.size(), 2u);
+    EXPECT_EQ(strategy.sizes.front(), 8u);  // an empty queue is filled
+    // After the first, every ask but the space's last is for at least a batch; with a batch of
+    // 1 the loop asks as each slot frees.
+    const auto smallest = *std::min_element(strategy.sizes.begin() + 1, strategy.sizes.end() - 1);
+    if (batch == 1)
+      EXPECT_EQ(smallest, 1u);
+    else
+      EXPECT_GE(smallest, batch);
+  }
+}
+
 TEST_F(TunerLoop, InvalidProposalsAreRecordedWithoutRunning) {
   KernelInstance full(registry_.get("reduce"), {{"n", 1 << 20}}, DeviceLimits::for_arch(90));
   FakeBackend backend(full);

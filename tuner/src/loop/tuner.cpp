@@ -264,6 +264,9 @@ class TuningRun {
   // compilations; true when the strategy has nothing to propose for now.
   bool fill_queue(std::size_t lookahead) {
     bool starved = strategy_.exhausted();
+    // Room for fewer than a batch while work is queued: wait for more room.
+    const std::size_t batch = std::min(strategy_.ask_batch(), lookahead);
+    if (!queue_.empty() && lookahead - std::min(lookahead, queue_.size()) < batch) return starved;
     while (queue_.size() < lookahead && !strategy_.exhausted()) {
       const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
       const std::uint64_t left =

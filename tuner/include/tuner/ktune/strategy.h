@@ -51,6 +51,11 @@ class Strategy {
   virtual void tell(const Config& config, const Outcome& outcome) = 0;
   // True when the strategy will propose nothing more (brute force has visited every config).
   virtual bool exhausted() const = 0;
+  // The fewest configurations worth one ask() once the loop's queue holds some: a strategy
+  // whose ask has a fixed cost (a shared study's lock and read of the other workers' trials)
+  // is asked for several at a time rather than one as each slot frees. 1: ask whenever there
+  // is room, so the strategy proposes from the newest results.
+  virtual std::size_t ask_batch() const { return 1; }
 };
 
 // Creates a strategy by name ("brute_force", "random", ...); throws Error(kUsage) listing the

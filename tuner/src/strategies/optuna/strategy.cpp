@@ -657,6 +657,8 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
   return out;
 }
 
+std::size_t OptunaStrategy::ask_batch() const { return impl_->shared ? 4 : 1; }
+
 void OptunaStrategy::tell(const Config& config, const Outcome& outcome) {
   Impl& m = *impl_;
   Impl::Slot* s = m.slot(config);
