@@ -118,6 +118,31 @@ class GpuTest(unittest.TestCase):
                          [64, 512])
         self.assertEqual(sorted(r["block_size_x"] for r in third), [64, 128, 256, 512])
 
+    def test_a_kernel_that_faults_costs_its_trial_not_the_python_process(self):
+        faulty = """
+__global__ void faulty(float *out, const float *in, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+#if block_size_x == 128
+    if (i == 0) *(volatile float *)(out + (1ll << 40)) = 1.0f;  /* far outside: a fault */
+#endif
+    if (i < n) out[i] = 2.0f * in[i];
+}
+"""
+        n = 4096
+        x = numpy.arange(n, dtype=numpy.float32)
+        try:
+            results, env = ktune.tune_kernel(
+                "faulty", faulty, n, [numpy.zeros_like(x), x, numpy.int32(n)],
+                {"block_size_x": [64, 128, 256]}, answer=[2 * x, None, None],
+                db=os.path.join(self.dir.name, "gpu.db"), quiet=True)
+        except (ktune.KtuneError, ktune.Error) as e:
+            if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
+                self.skipTest(f"no CUDA device: {e}")
+            raise
+        status = {r["block_size_x"]: r["ktune_status"] for r in results}
+        self.assertEqual(status, {64: "ok", 128: "crashed", 256: "ok"})
+        self.assertIn(env["best_config"]["block_size_x"], (64, 256))
+
 
 if __name__ == "__main__":
     unittest.main()
