@@ -2,14 +2,14 @@
 
 A script written for Kernel Tuner switches with its import line:
 
-    from ktune import tune_kernel
+    from ktune import tune_kernel          # and run_kernel
 
 Results also go to ktune's SQLite database (db=, default $KTUNE_DB or ./ktune.db), which
 ktune.best() and ktune.Client read as the C++ run-time client does.
 """
 
 from ._ktune import Error, version
-from .interface import Client, KtuneError, best, default_db, tune_kernel
+from .interface import Client, KtuneError, best, default_db, run_kernel, tune_kernel
 
 __version__ = version()
-__all__ = ["tune_kernel", "best", "Client", "Error", "KtuneError", "default_db"]
+__all__ = ["tune_kernel", "run_kernel", "best", "Client", "Error", "KtuneError", "default_db"]

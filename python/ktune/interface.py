@@ -593,6 +593,43 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     return results, env
 
 
+def run_kernel(kernel_name, kernel_source, problem_size, arguments, params, grid_div_x=None,
+               grid_div_y=None, grid_div_z=None, lang=None, device=0, smem_args=None,
+               cmem_args=None, compiler_options=None, block_size_names=None, quiet=False,
+               **unsupported):
+    """Runs the kernel once with `params`, as Kernel Tuner's run_kernel does: returns a list with
+    each array argument's contents after the run (restored to the given contents before it) and
+    each scalar as given. The run goes through ktune's engine in a throwaway database: compiled
+    by a compile process, run by the GPU worker (a fault costs the call, never Python)."""
+    captured = {}
+
+    def keep(answer, gpu_result, atol=None):
+        captured["result"] = gpu_result
+        return True
+
+    folder = tempfile.mkdtemp(prefix="ktune-run-")
+    try:
+        results, _ = tune_kernel(kernel_name, kernel_source, problem_size, arguments,
+                                 {name: [value] for name, value in params.items()},
+                                 grid_div_x=grid_div_x, grid_div_y=grid_div_y,
+                                 grid_div_z=grid_div_z, verify=keep, lang=lang, device=device,
+                                 smem_args=smem_args, cmem_args=cmem_args,
+                                 compiler_options=compiler_options, iterations=1,
+                                 block_size_names=block_size_names, quiet=True,
+                                 db=os.path.join(folder, "run_kernel.db"), **unsupported)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if not results:
+        raise KtuneError(f"ktune: run_kernel: {kernel_name} with {params} is not a valid "
+                         "configuration (a restriction or a limit of the device)")
+    r = results[0]
+    if r["ktune_status"] != "ok" or "result" not in captured:
+        raise KtuneError(f"ktune: run_kernel: {kernel_name} with {params}: {r['ktune_status']}: "
+                         f"{r.get('ktune_error', '')}")
+    out = captured["result"]
+    return [out[i] if out[i] is not None else a for i, a in enumerate(arguments)]
+
+
 def _reusable(cache, header, device):
     """The cache's entries a brute-force call takes instead of measuring them again, as Kernel
     Tuner does: {key: entry}. A cache of another GPU is refused, as Kernel Tuner refuses it."""

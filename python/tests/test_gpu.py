@@ -143,6 +143,27 @@ __global__ void faulty(float *out, const float *in, int n) {
         self.assertEqual(status, {64: "ok", 128: "crashed", 256: "ok"})
         self.assertIn(env["best_config"]["block_size_x"], (64, 256))
 
+    def test_run_kernel_returns_every_argument_after_one_run(self):
+        n = 1000
+        x = numpy.random.default_rng(5).uniform(-1, 1, n).astype(numpy.float32)
+        coeff = numpy.arange(16, dtype=numpy.float32)
+        out = numpy.full_like(x, 7.0)
+        try:
+            got = ktune.run_kernel("scale_by_constants", KERNEL, n, [out, x, numpy.int32(n)],
+                                   {"block_size_x": 128}, cmem_args={"coeff": coeff},
+                                   smem_args={"size": "block_size_x * 4"})
+        except (ktune.KtuneError, ktune.Error) as e:
+            if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
+                self.skipTest(f"no CUDA device: {e}")
+            raise
+        numpy.testing.assert_allclose(got[0], x * numpy.resize(coeff, n), rtol=1e-6)
+        numpy.testing.assert_array_equal(got[1], x)
+        self.assertEqual(got[2], n)
+        numpy.testing.assert_array_equal(out, 7.0)  # the caller's array is left as it was
+        with self.assertRaisesRegex(ktune.KtuneError, "not a valid configuration"):
+            ktune.run_kernel("scale_by_constants", KERNEL, n, [out, x, numpy.int32(n)],
+                             {"block_size_x": 4096}, cmem_args={"coeff": coeff})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -195,6 +195,40 @@ class UnsupportedTest(unittest.TestCase):
             ktune.tune_kernel("f", lambda: None, 10, [], {"x": [1]})
 
 
+class RunKernelTest(unittest.TestCase):
+    """run_kernel is tune_kernel over the one configuration, every array fetched by a verify
+    that keeps it (the engine itself is mocked here: it needs a GPU)."""
+
+    def test_one_configuration_and_every_argument_back(self):
+        args = arguments(8)
+        after = [numpy.full(8, 3.0, numpy.float32), args[1], args[2], None]
+        seen = {}
+
+        def fake_tune(name, source, problem_size, arguments, tune_params, **kw):
+            seen.update(kw, tune_params=tune_params)
+            self.assertTrue(kw["verify"](None, after, atol=1e-6))
+            return [{"block_size_x": 256, "ktune_status": "ok"}], {}
+
+        with mock.patch.object(interface, "tune_kernel", fake_tune):
+            got = ktune.run_kernel("vector_add", KERNEL, 8, args, {"block_size_x": 256},
+                                   compiler_options=["-O3"])
+        self.assertEqual(seen["tune_params"], {"block_size_x": [256]})
+        self.assertEqual(seen["iterations"], 1)
+        self.assertEqual(seen["compiler_options"], ["-O3"])
+        self.assertTrue(seen["db"].endswith("run_kernel.db"), "a throwaway database")
+        numpy.testing.assert_array_equal(got[0], after[0])
+        self.assertIs(got[3], args[3], "a scalar comes back as given")
+
+    def test_a_failed_run_is_an_error_naming_it(self):
+        def failed(*a, **kw):
+            return [{"block_size_x": 256, "ktune_status": "crashed",
+                     "ktune_error": "cudaErrorIllegalAddress"}], {}
+
+        with mock.patch.object(interface, "tune_kernel", failed):
+            with self.assertRaisesRegex(ktune.KtuneError, "crashed: cudaErrorIllegalAddress"):
+                ktune.run_kernel("vector_add", KERNEL, 8, arguments(8), {"block_size_x": 256})
+
+
 class MappingTest(unittest.TestCase):
     """The manifest tune_kernel's arguments become."""
 
