@@ -209,7 +209,7 @@ def _listed(tune_params, functions, derived, skip=frozenset()):
             ok = all(f(params) for f in functions)
         except ZeroDivisionError:
             ok = False
-        if not ok or (skip and ",".join(str(v) for v in values) in skip):
+        if not ok or (skip and kt_cache.entry_key(params, tune_params) in skip):
             continue
         extra = []
         for name, f in derived.items():
@@ -583,10 +583,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if reused:
         results = _with_metrics(list(reused.values()), metrics) + results
         env["ktune_notes"].append(f"{len(reused)} configurations from the cache file {cache}")
-    if results:
-        ok = [r for r in results if not isinstance(r["time"], str)]
-        if ok:
-            env["best_config"] = min(ok, key=lambda r: r["time"])
+    _best(results, env)
     if cache:
         kt_cache.write(cache, kernel_name, tune_params, problem_size, env, results)
     _report(results, env, tune_params, metrics, verbose, quiet)
@@ -642,10 +639,21 @@ def _reusable(cache, header, device):
 
 
 def _with_metrics(results, metrics):
+    """Each metric of each result; a failed configuration's is its failure name, as its time."""
     for r in results:
         for name, fn in (metrics or {}).items():
-            r[name] = r["time"] if isinstance(r["time"], str) else fn(r)
+            if isinstance(r["time"], str):
+                r[name] = r["time"]
+            else:
+                r[name] = fn(r) if callable(fn) else _metric_expression(fn, r)
     return results
+
+
+def _best(results, env):
+    """env's best_config: the fastest configuration that ran right, if any."""
+    ok = [r for r in results if not isinstance(r["time"], str)]
+    if ok:
+        env["best_config"] = min(ok, key=lambda r: r["time"])
 
 
 def _cached_only(reused, header, tune_params, metrics, iterations, compiler_options,
@@ -658,9 +666,7 @@ def _cached_only(reused, header, tune_params, metrics, iterations, compiler_opti
            "simulation": False, "ktune_version": _ktune.version(), "ktune_run_id": None,
            "ktune_notes": ["every configuration came from the cache file; nothing was measured"],
            "total_time": (time.perf_counter() - started) * 1e3}
-    ok = [r for r in results if not isinstance(r["time"], str)]
-    if ok:
-        env["best_config"] = min(ok, key=lambda r: r["time"])
+    _best(results, env)
     _report(results, env, tune_params, metrics, verbose, quiet)
     return results, env
 
@@ -690,13 +696,8 @@ def kt_results(trials, tune_params, metrics):
         r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
         if t["status"] != "ok":
             r["ktune_error"] = t["error"]
-        for name, fn in (metrics or {}).items():
-            if isinstance(r["time"], str):
-                r[name] = r["time"]
-                continue
-            r[name] = fn(r) if callable(fn) else _metric_expression(fn, r)
         results.append(r)
-    return results
+    return _with_metrics(results, metrics)
 
 
 def _metric_expression(text, r):
