@@ -213,7 +213,8 @@ class ReplayBackend final : public Backend {
 
  private:
   using Clock = std::chrono::steady_clock;
-  Measurement look_up(const Config& config) const;  // evaluate() without the delay
+  // evaluate() without the delay; `recorded`: the recording has it (only those take the delay).
+  Measurement look_up(const Config& config, bool& recorded) const;
 
   std::shared_ptr<const Recording> recording_;
   double delay_ms_ = 0;

@@ -544,21 +544,19 @@ const RecordedTrial* ReplayBackend::find(const Config& config) const {
   return recording_->find(values);
 }
 
-namespace {
-constexpr const char* kNotRecorded = "not in the recording";
-}  // namespace
-
 Measurement ReplayBackend::evaluate(const Config& config, const CompileResult*) {
-  Measurement m = look_up(config);
-  if (delay_ms_ > 0 && m.error != kNotRecorded)
+  bool recorded = false;
+  Measurement m = look_up(config, recorded);
+  if (delay_ms_ > 0 && recorded)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
   return m;
 }
 
 void ReplayBackend::submit(const Config& config, const CompileResult*) {
-  Measurement m = look_up(config);
+  bool recorded = false;
+  Measurement m = look_up(config, recorded);
   Clock::time_point done = Clock::now();
-  if (delay_ms_ > 0 && m.error != kNotRecorded) {
+  if (delay_ms_ > 0 && recorded) {
     done = std::max(done, device_free_) + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double, std::milli>(delay_ms_));
     device_free_ = done;
@@ -575,13 +573,14 @@ Measurement ReplayBackend::collect() {
   return m;
 }
 
-Measurement ReplayBackend::look_up(const Config& config) const {
+Measurement ReplayBackend::look_up(const Config& config, bool& recorded) const {
   Measurement m;
   m.from_cache = true;
   const RecordedTrial* t = find(config);
+  recorded = t != nullptr;
   if (t == nullptr) {
     m.status = TrialStatus::kInvalid;
-    m.error = kNotRecorded;
+    m.error = "not in the recording";
     return m;
   }
   m.status = t->status;
