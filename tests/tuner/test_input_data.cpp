@@ -362,13 +362,18 @@ TEST(JobInputs, UnknownBufferSuggestsTheClosest) {
                [&] { load_job((dir / "bad.toml").string()); });
 }
 
+// The vecscale test manifest's text up to its [reference] table, its source copied into `dir`.
+std::string vecscale_without_reference(const fs::path& dir) {
+  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.cu", dir / "vecscale.cu");
+  std::ifstream in(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.toml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.substr(0, text.find("[reference]"));
+}
+
 TEST(JobInputs, ManifestExpectedFileReplacesTheReferenceConfig) {
   test::TempDir tmp;
   const fs::path& dir = tmp.path();
-  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.cu", dir / "vecscale.cu");
-  std::ifstream in(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.toml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text = text.substr(0, text.find("[reference]"));  // no reference config ...
+  std::string text = vecscale_without_reference(dir);  // no reference config ...
   const auto out = text.find("name = \"out\"");
   ASSERT_NE(out, std::string::npos);
   std::ofstream(dir / "no_reference.toml") << text;
@@ -395,10 +400,7 @@ TEST(JobInputs, ManifestExpectedFileReplacesTheReferenceConfig) {
 TEST(JobInputs, AnUncheckedManifestKernelNeedsNoReference) {
   test::TempDir tmp;
   const fs::path& dir = tmp.path();
-  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.cu", dir / "vecscale.cu");
-  std::ifstream in(fs::path(KTUNE_TEST_DATA_DIR) / "manifests/vecscale.toml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text = text.substr(0, text.find("[reference]")) + "[reference]\nunchecked = true\n";
+  const std::string text = vecscale_without_reference(dir) + "[reference]\nunchecked = true\n";
   std::ofstream(dir / "unchecked.toml") << text;
   Registry r;
   r.load_manifest((dir / "unchecked.toml").string());
