@@ -17,6 +17,8 @@
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
 #   storages from $KTUNE_SCALE_TRIALS and $KTUNE_SCALE_STORAGES),
+#   two-gpu (bench/two_gpu.sh: `--devices all` against one device, a shared journal study of two
+#   processes then merged, a worker killed; $KTUNE_TWO_GPU_STEPS names a subset),
 #   kt-examples (Kernel Tuner's vector_add, reduction and matmul examples run by Kernel Tuner and,
 #   with the import line changed, by the ktune Python package; $KTUNE_KT_EXAMPLES names a subset,
 #   $KTUNE_KT_RUNNERS "kernel_tuner" or "ktune" one of the two)
@@ -272,6 +274,12 @@ for step in $steps; do
         timeout -k 10 300 bench/scale_out.sh $ktune $storage ${KTUNE_SCALE_TRIALS:-800} 20 >>"$out/scale-out.txt" 2>&1
         log "scale-out $storage: rc=$? $(grep -E '^ +[124] ' "$out/scale-out.txt" | tail -3 | tr -s ' ' | paste -sd'|')"
       done ;;
+    two-gpu)
+      # Two GPUs of this host (bench/two_gpu.sh): --devices all against one device, two
+      # processes on one journal study then merged, a worker killed mid-run.
+      timeout -k 10 $((deadline - ($(date +%s) - start) + 30)) bench/two_gpu.sh $ktune "$out/two-gpu" \
+        ${KTUNE_TWO_GPU_STEPS:-} >"$out/two-gpu.log" 2>&1
+      log "two-gpu: rc=$?"; cat "$out/two-gpu/two-gpu.txt" | tee -a "$out/summary.txt" ;;
     *) log "unknown step $step" ;;
   esac
 done

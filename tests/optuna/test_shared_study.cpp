@@ -397,25 +397,33 @@ class TuneDevices : public ::testing::Test {
     const std::string why = optuna_missing();
     if (!why.empty()) GTEST_SKIP() << why;
   }
-  std::vector<std::string> args(const std::string& devices) {
+  std::vector<std::string> args(const std::string& devices, const std::string& delay = "10") {
     return {"tune",           "convolution_kernel",
             "--replay",       conv(),
             "--devices",      devices,
-            "--replay-delay", "10",
+            "--replay-delay", delay,
             "--db",           "devices.db",
             "--budget-evals", "1000"};
   }
-  // Search trials per run of the database, and the brute-force best of one process.
-  void expect_split_space(std::size_t max_duplicates) {
+  // Search trials of every run in the database, and how many were measured twice.
+  std::map<std::int64_t, std::size_t> search_trials(std::size_t& duplicates,
+                                                    std::set<std::string>& all) {
     Store store = Store::open(dir_ / "devices.db", Store::Mode::kReadOnly);
-    std::set<std::string> all;
-    std::size_t duplicates = 0, runs = 0;
-    for (const RunRecord& run : store.runs()) {
-      ++runs;
+    std::map<std::int64_t, std::size_t> per_run;
+    duplicates = 0;
+    for (const RunRecord& run : store.runs())
       for (const TrialRecord& t : store.trials_of_run(run.id))
-        if (t.kind == TrialKind::kSearch) duplicates += all.insert(t.config_key).second ? 0 : 1;
-    }
-    EXPECT_GE(runs, 3u);
+        if (t.kind == TrialKind::kSearch) {
+          ++per_run[run.id];
+          duplicates += all.insert(t.config_key).second ? 0 : 1;
+        }
+    return per_run;
+  }
+  // The workers measured the whole space between them, and their best is one process's.
+  void expect_split_space(std::size_t max_duplicates) {
+    std::size_t duplicates = 0;
+    std::set<std::string> all;
+    EXPECT_GE(search_trials(duplicates, all).size(), 3u);
     EXPECT_LE(duplicates, max_duplicates);
     const test::CliResult single =
         test::run_ktune({"tune", "convolution_kernel", "--replay", conv(), "--strategy",
@@ -425,25 +433,50 @@ class TuneDevices : public ::testing::Test {
     EXPECT_EQ(all.size(), searched(dir_ / "single.db").size());
     EXPECT_EQ(best_time(dir_ / "devices.db"), best_time(dir_ / "single.db"));
   }
+  nlohmann::json run_json(std::vector<std::string> a, int expect_code = 0) {
+    a.push_back("--json");
+    const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
+    EXPECT_EQ(r.code, expect_code) << r;
+    return r.out.empty() ? nlohmann::json() : nlohmann::json::parse(r.out);
+  }
   TempDir dir_;
 };
 
 TEST_F(TuneDevices, OneWorkerPerDeviceSplitsTheSpace) {
-  auto a = args("0,1,2");
-  a.push_back("--json");
-  const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
-  ASSERT_EQ(r.code, 0) << r;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j.at("workers").size(), 3u) << r.out;
+  // auto: the space fits the budget, so random search, split in three parts of its order.
+  const auto j = run_json(args("0,1,2"));
+  ASSERT_EQ(j.at("workers").size(), 3u) << j;
+  std::size_t measured = 0;
   for (const auto& w : j.at("workers")) {
     EXPECT_EQ(w.at("worker_exit"), 0);
-    EXPECT_EQ(w.at("strategy"), "optuna:grid");  // brute force, split
+    EXPECT_EQ(w.at("strategy"), "auto (random)");
+    measured += w.at("measured").get<std::size_t>();
   }
   expect_split_space(0);
+  std::size_t duplicates = 0;
+  std::set<std::string> all;
+  search_trials(duplicates, all);
+  EXPECT_EQ(measured, all.size());       // each configuration measured by one worker
+  for (const auto& w : j.at("workers"))  // and each worker measured a share
+    EXPECT_GE(w.at("measured").get<std::size_t>(), all.size() / 6) << j;
+}
+
+TEST_F(TuneDevices, TheEvaluationBudgetIsTheJobsSharedByTheWorkers) {
+  auto a = args("0,1,2");
+  a.back() = "90";  // --budget-evals
+  a.insert(a.end(), {"--strategy", "random"});
+  const auto j = run_json(a);
+  std::size_t duplicates = 0;
+  std::set<std::string> all;
+  const auto per_run = search_trials(duplicates, all);
+  EXPECT_EQ(duplicates, 0u);
+  EXPECT_EQ(all.size(), 90u);
+  for (const auto& [run, n] : per_run) EXPECT_EQ(n, 30u) << "run " << run;
+  for (const auto& w : j.at("workers")) EXPECT_EQ(w.at("measured"), 30) << j;
 }
 
 TEST_F(TuneDevices, AWorkerThatDiesCostsItsTrialNotTheRun) {
-  Worker parent = start(args("0,1,2"), dir_.path(), 0);
+  Worker parent = start(args("0,1,2", "30"), dir_.path(), 0);
   // The parent names each worker's process on stderr; kill device 1's once it has measured.
   pid_t victim = -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -464,14 +497,50 @@ TEST_F(TuneDevices, AWorkerThatDiesCostsItsTrialNotTheRun) {
   expect_split_space(2);  // at most the killed worker's trials in flight, measured again
 }
 
-TEST_F(TuneDevices, NativeStrategiesAreRefusedNamingTheShareableOnes) {
+TEST_F(TuneDevices, ANativeSearchRunsSeededApartOnTheSharedDatabase) {
   auto a = args("0,1");
+  a.back() = "120";  // --budget-evals
   a.insert(a.end(), {"--strategy", "genetic_algorithm"});
+  const auto j = run_json(a);
+  for (const auto& w : j.at("workers")) {
+    EXPECT_EQ(w.at("worker_exit"), 0);
+    EXPECT_EQ(w.at("strategy"), "genetic_algorithm");
+  }
+  std::size_t duplicates = 0;
+  std::set<std::string> all;
+  EXPECT_EQ(search_trials(duplicates, all).size(), 2u);
+  EXPECT_EQ(duplicates, 0u);  // the database's claims: a configuration is measured once
+  EXPECT_LE(all.size(), 120u);
+  EXPECT_GT(all.size(), 60u);  // two searches, not one repeated
+}
+
+TEST_F(TuneDevices, AStudyStorageIsForOptunaStrategies) {
+  auto a = args("0,1");
+  a.insert(a.end(), {"--strategy", "genetic_algorithm", "--study-storage", "journal:s.log"});
   const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
   EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(test::contains(r.err, "optuna:grid")) << r;
+  EXPECT_TRUE(test::contains(r.err, "Optuna strategies")) << r;
   EXPECT_TRUE(test::contains(r.err, "genetic_algorithm")) << r;
   EXPECT_FALSE(fs::exists(dir_ / "devices.db"));
+  const test::CliResult p = test::run_ktune(
+      {"tune", "convolution_kernel", "--replay", conv(), "--part", "3/2", "--db", "p.db"},
+      dir_.path(), dir_ / "cache");
+  EXPECT_EQ(p.code, 2) << p;
+  EXPECT_TRUE(test::contains(p.err, "--part '3/2'")) << p;
+}
+
+TEST_F(TuneDevices, AnOptunaSamplerSharesOneStudy) {
+  auto a = args("0,1");
+  a.back() = "60";
+  a.insert(a.end(), {"--strategy", "optuna:random"});
+  const auto j = run_json(a);
+  for (const auto& w : j.at("workers")) EXPECT_EQ(w.at("strategy"), "optuna:random");
+  std::size_t duplicates = 0;
+  std::set<std::string> all;
+  search_trials(duplicates, all);
+  EXPECT_EQ(duplicates, 0u);
+  EXPECT_EQ(all.size(), 60u);
+  EXPECT_TRUE(fs::exists(dir_ / "devices.db.study.log"));
 }
 
 }  // namespace

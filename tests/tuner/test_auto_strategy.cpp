@@ -147,6 +147,50 @@ TEST(AutoStrategy, WarmStartComesFirstWhicheverItChooses) {
   }
 }
 
+// --part I/K (what `tune --devices` gives each worker): brute force and random search start at
+// the part's share of their order and go round, so K parts first measure disjoint shares that
+// cover the space; a native search is seeded apart per part.
+std::vector<Config> proposals(const std::string& name, std::uint32_t part, std::uint32_t parts,
+                              std::size_t count) {
+  auto s = make_strategy(name);
+  StrategyContext c;
+  c.space = &subset().space;
+  c.seed = 7;
+  c.part = part;
+  c.parts = parts;
+  s->start(c);
+  std::vector<Config> out;
+  while (out.size() < count && !s->exhausted()) {
+    const std::vector<Config> got = s->ask(1);
+    if (got.empty()) break;
+    out.push_back(got[0]);
+    s->tell(got[0], Outcome{});
+  }
+  return out;
+}
+
+TEST(StrategyParts, ListStrategiesStartAtTheirShareAndGoRound) {
+  const std::size_t valid = subset().valid_count();
+  for (const std::string name : {"brute_force", "random"}) {
+    const std::vector<Config> whole = proposals(name, 0, 1, valid);
+    ASSERT_EQ(whole.size(), valid) << name;
+    EXPECT_EQ(proposals(name, 0, 3, valid), whole) << name;  // part 1 of K: the order itself
+    for (std::uint32_t part = 1; part < 3; ++part) {
+      const std::vector<Config> mine = proposals(name, part, 3, valid);
+      const std::size_t at = valid * part / 3;
+      ASSERT_EQ(mine.size(), valid) << name;
+      EXPECT_EQ(mine.front(), whole[at]) << name << " part " << part + 1;
+      EXPECT_EQ(mine[valid - at], whole.front()) << name << " goes round";
+    }
+  }
+}
+
+TEST(StrategyParts, ASearchIsSeededApartPerPart) {
+  const auto a = proposals(kAutoSearchStrategy, 0, 2, 30);
+  EXPECT_EQ(a, proposals(kAutoSearchStrategy, 0, 1, 30));  // part 1 keeps the seed's search
+  EXPECT_NE(a, proposals(kAutoSearchStrategy, 1, 2, 30));
+}
+
 class AutoStrategyCli : public ::testing::Test {
  protected:
   test::TempDir dir_;

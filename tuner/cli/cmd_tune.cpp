@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "cli.h"
 #include "ktune/cuda_backend.h"
@@ -129,6 +131,10 @@ po::options_description tune_options() {
       "devices", po::value<std::string>()->value_name("all|N,N,..."),
       "tune on several GPUs of this host at once: one worker process per device; the workers "
       "of one device model share the search (docs/scale-out.md)")(
+      "part", po::value<std::string>()->value_name("I/K"),
+      "this process is part I of K sharing one search through the results database: brute "
+      "force and random search start at the I-th K-th of their order, a search strategy is "
+      "seeded apart (what --devices gives each worker)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
       "2 s elsewhere)");
@@ -186,6 +192,18 @@ std::optional<T> optional_value(const po::variables_map& vm, const char* name) {
   return vm.count(name) ? std::optional<T>(vm[name].as<T>()) : std::nullopt;
 }
 
+// --part I/K, 1 <= I <= K: returns (I - 1, K).
+std::pair<std::uint32_t, std::uint32_t> parse_part(const std::string& text) {
+  unsigned i = 0, k = 0;
+  char slash = 0, extra = 0;
+  std::istringstream in(text);
+  if (!(in >> i >> slash >> k) || slash != '/' || in >> extra || i < 1 || k < 1 || i > k ||
+      k > 1u << 20)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--part '{}': expected I/K with 1 <= I <= K, such as 1/2", text));
+  return {i - 1, k};
+}
+
 JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::string>& args) {
   JobOverrides o;
   if (vm.count("kernel")) o.kernel = vm["kernel"].as<std::string>();
@@ -212,6 +230,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   if (vm.count("warm-start-from"))
     o.warm_start_from = vm["warm-start-from"].as<std::vector<std::string>>();
   o.retime_top = vm["retime-top"].as<int>();
+  if (vm.count("part")) std::tie(o.part, o.parts) = parse_part(vm["part"].as<std::string>());
   o.samples = optional_value<int>(vm, "samples");
   o.warmup = optional_value<int>(vm, "warmup");
   o.max_samples = optional_value<int>(vm, "max-samples");

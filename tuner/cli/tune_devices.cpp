@@ -20,11 +20,13 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "cli.h"
 #include "ktune/error.h"
+#include "ktune/job.h"
 
 namespace ktune::cli {
 
@@ -83,29 +85,33 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
   return out;
 }
 
-// The strategy the workers share: brute force (and auto) split the valid space through
-// optuna:grid; an Optuna strategy is shared as it is; a native one cannot be.
-std::string shared_strategy(const po::variables_map& vm) {
-  const std::string s = vm.count("strategy") ? vm["strategy"].as<std::string>() : "auto";
-  if (s == "auto" || s == "brute_force") return "optuna:grid";
-  if (s.rfind("optuna", 0) == 0) return s;
-  throw Error(ErrorKind::kUsage,
-              fmt::format("--devices shares one search between the devices' workers through an "
-                          "Optuna study: use brute_force (split as optuna:grid), optuna:tpe, "
-                          "optuna:cmaes, optuna:nsgaii, optuna:qmc or optuna:random; not '{}', "
-                          "which keeps its state in one process",
-                          s));
+std::string strategy_of(const po::variables_map& vm) {
+  return vm.count("strategy") ? vm["strategy"].as<std::string>() : "auto";
 }
 
-// The worker's command line: this one without --devices, --strategy, --study-storage,
-// --device and --progress, then the worker's own.
+// How the workers of one device model share the search. An Optuna strategy shares one study
+// (a journal beside the database, or --study-storage): one sampler, proposals drawn under the
+// study's lock. Every other strategy runs as parts of one search on the shared results
+// database (--part): brute force and random search split their order, a native search runs
+// seeded apart per worker; the database's claims keep any configuration from being measured
+// twice and answer what another worker measured.
+bool shares_a_study(const po::variables_map& vm) {
+  return strategy_of(vm).rfind("optuna:", 0) == 0;
+}
+
+// The worker's command line: this one without --devices, --study-storage, --device,
+// --progress and --budget-evals, then the worker's own. `part`: its rank among the workers
+// of its device model, and their number; `budget`: its share of the job's evaluation budget,
+// if the job has one.
 std::vector<std::string> worker_argv(const std::vector<std::string>& args, const std::string& exe,
-                                     const po::variables_map& vm, int device, int workers) {
-  static const char* kDropped[] = {"--devices", "--strategy", "--study-storage",
-                                   "--device",  "--progress", "--json",
-                                   "-q",        "--quiet"};
-  static const char* kTakesValue[] = {"--devices", "--strategy", "--study-storage", "--device",
-                                      "--progress"};
+                                     const po::variables_map& vm, int device, int workers,
+                                     std::pair<int, int> part,
+                                     std::optional<std::uint64_t> budget) {
+  static const char* kDropped[] = {"--devices",  "--study-storage", "--device",
+                                   "--progress", "--json",          "-q",
+                                   "--quiet",    "--budget-evals",  "--part"};
+  static const char* kTakesValue[] = {"--devices",  "--study-storage", "--device",
+                                      "--progress", "--budget-evals",  "--part"};
   std::vector<std::string> out = {exe, "tune"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -122,15 +128,44 @@ std::vector<std::string> worker_argv(const std::vector<std::string>& args, const
     }
     if (!dropped) out.push_back(a);
   }
-  const std::string db = vm["db"].as<std::string>();
-  const std::string storage = vm.count("study-storage") ? vm["study-storage"].as<std::string>()
-                                                        : "journal:" + db + ".study.log";
-  out.insert(out.end(), {"--strategy", shared_strategy(vm), "--study-storage", storage, "--device",
-                         std::to_string(device), "--progress", "always", "--json"});
+  out.insert(out.end(), {"--device", std::to_string(device), "--progress", "always", "--json"});
+  if (shares_a_study(vm)) {
+    const std::string db = vm["db"].as<std::string>();
+    out.insert(out.end(),
+               {"--study-storage", vm.count("study-storage") ? vm["study-storage"].as<std::string>()
+                                                             : "journal:" + db + ".study.log"});
+  } else if (part.second > 1) {
+    out.insert(out.end(), {"--part", fmt::format("{}/{}", part.first + 1, part.second)});
+  }
+  if (budget) out.insert(out.end(), {"--budget-evals", std::to_string(*budget)});
   if (vm["compile-threads"].defaulted()) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     out.insert(out.end(), {"--compile-threads",
                            std::to_string(std::max(1u, cores / static_cast<unsigned>(workers)))});
+  }
+  return out;
+}
+
+// The job's evaluation budget (--budget-evals, else the job file's [budget] evaluations) is
+// the job's, not each worker's: the workers of one device model share it, the first ones taking
+// the remainder; each model gets the whole budget, as it is tuned as its own device.
+std::vector<std::optional<std::uint64_t>> budget_shares(const po::variables_map& vm,
+                                                        const std::vector<std::string>& models) {
+  std::optional<std::uint64_t> total;
+  if (vm.count("budget-evals"))
+    total = vm["budget-evals"].as<Unsigned>().value;
+  else if (vm.count("config"))
+    total = load_job(vm["config"].as<std::string>()).budget_evaluations;
+  std::vector<std::optional<std::uint64_t>> out(models.size());
+  if (!total) return out;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const auto peers =
+        static_cast<std::uint64_t>(std::count(models.begin(), models.end(), models[i]));
+    const auto rank = static_cast<std::uint64_t>(
+        std::count(models.begin(), models.begin() + static_cast<std::ptrdiff_t>(i), models[i]));
+    const std::uint64_t share = *total / peers + (rank < *total % peers ? 1 : 0);
+    // A worker needs a budget of at least one; one beyond the total is better than none.
+    out[i] = std::max<std::uint64_t>(share, 1);
   }
   return out;
 }
@@ -254,13 +289,32 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
   o.progress = !o.quiet && !o.json && vm["progress"].as<std::string>() != "never";
   std::vector<DeviceWorker> workers(devices.size());
   const DeviceQuery q = vm.count("replay") ? DeviceQuery{} : list_devices();
+  std::vector<std::string> models(devices.size());  // "" for replay workers: one model
   for (std::size_t i = 0; i < devices.size(); ++i) {
     DeviceWorker& w = workers[i];
     w.device = devices[i];
     w.label = fmt::format("device {}", w.device);
-    if (static_cast<std::size_t>(w.device) < q.devices.size())
-      w.label += " (" + q.devices[static_cast<std::size_t>(w.device)].name + ")";
-    w.argv = worker_argv(args, exe, vm, w.device, static_cast<int>(devices.size()));
+    if (static_cast<std::size_t>(w.device) < q.devices.size()) {
+      models[i] = q.devices[static_cast<std::size_t>(w.device)].name;
+      w.label += " (" + models[i] + ")";
+    }
+  }
+  if (vm.count("study-storage") && !shares_a_study(vm))
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--study-storage is for the Optuna strategies, whose study the "
+                            "workers share; '{}' shares its search through the results database "
+                            "(drop --study-storage)",
+                            strategy_of(vm)));
+  if (vm.count("part"))
+    throw Error(ErrorKind::kUsage, "--part and --devices: --devices gives each worker its part");
+  const auto budgets = budget_shares(vm, models);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const auto peers = std::count(models.begin(), models.end(), models[i]);
+    const auto rank =
+        std::count(models.begin(), models.begin() + static_cast<std::ptrdiff_t>(i), models[i]);
+    workers[i].argv =
+        worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()),
+                    {static_cast<int>(rank), static_cast<int>(peers)}, budgets[i]);
   }
   struct sigaction action {};
   action.sa_handler = on_interrupt_while_waiting;

@@ -103,6 +103,8 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   options.reuse = o.reuse;
   options.warm_start = o.warm_start || !o.warm_start_from.empty();
   options.retime_top = o.retime_top;
+  options.part = o.part;
+  options.parts = o.parts;
   MeasureOptions& m = options.measure;
   m.samples = pick(o.samples, job.samples, m.samples);
   m.warmup = pick(o.warmup, job.warmup, m.warmup);

@@ -125,6 +125,8 @@ class TuningRun {
     context.budget = options_.budget.evaluations;
     context.budget_seconds = options_.budget.seconds;
     context.options = options_.strategy_options;
+    context.part = options_.part;
+    context.parts = options_.parts;
     if (options_.warm_start) context.warm_start = warm_start_configs();
     for (const Config& c : context.warm_start) warm_keys_.insert(space_.key(c));
     strategy_.start(context);  // rejects bad options before the run is registered

@@ -25,6 +25,14 @@ class ListStrategy : public Strategy {
     order_ = context.warm_start;
     std::vector<Config> rest = context.space->enumerate();
     arrange(rest, context.seed);
+    // Part I of K starts at the I-th K-th of the order and goes round to its start: the parts
+    // first measure disjoint shares; a part that finishes early goes on into the others', where
+    // the database answers what they measured and it takes what they have not reached.
+    if (context.parts > 1 && !rest.empty())
+      std::rotate(
+          rest.begin(),
+          rest.begin() + static_cast<std::ptrdiff_t>(rest.size() * context.part / context.parts),
+          rest.end());
     for (auto& c : rest)
       if (std::find(context.warm_start.begin(), context.warm_start.end(), c) ==
           context.warm_start.end())

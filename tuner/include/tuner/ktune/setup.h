@@ -37,6 +37,7 @@ struct JobOverrides {
   bool reuse = true;
   bool warm_start = false;
   std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
+  std::uint32_t part = 0, parts = 1;         // --part I/K: part = I - 1
   int retime_top = 5;
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds;

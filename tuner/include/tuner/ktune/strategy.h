@@ -38,6 +38,10 @@ struct StrategyContext {
   double budget_seconds = std::numeric_limits<double>::infinity();  // wall time it will allow
   std::map<std::string, std::string> options;                       // --strategy-option key=value
   std::vector<Config> warm_start;                                   // to be proposed first
+  // This process's part of a search that `parts` processes share through one results database
+  // (`--part`, `tune --devices`): brute force and random search start their order at the
+  // part's share of it; a search strategy seeds itself apart from the other parts.
+  std::uint32_t part = 0, parts = 1;
 };
 
 class Strategy {

@@ -42,6 +42,7 @@ struct TuneOptions {
   bool warm_start = false;
   std::vector<TransferSource> transfer;  // recordings given with --warm-start-from
   std::size_t warm_start_top = kTransferTopK;
+  std::uint32_t part = 0, parts = 1;  // StrategyContext::part
   int retime_top = 5;  // finalists re-timed at the end (0: keep the search's ranking)
   int retime_rounds = 10;
   std::size_t lookahead = 0;  // configs compiled ahead of the backend; 0: 4 x compile threads

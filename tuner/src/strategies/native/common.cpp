@@ -124,7 +124,8 @@ double Random::uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-
 void NativeStrategy::start(const StrategyContext& context) {
   if (context.space == nullptr) throw Error(ErrorKind::kInternal, name() + ": no search space");
   space_ = context.space;
-  rng_ = Random(context.seed);
+  // Parts of one shared search draw apart (part 0 keeps the seed's own sequence).
+  rng_ = Random(context.seed + context.part * 0x9e3779b97f4a7c15ull);
   budget_ = context.budget;
   results_.clear();
   warm_.clear();
