@@ -5,7 +5,7 @@
 #
 #   bench/two_gpu.sh KTUNE OUT_DIR [STEPS...]
 #     steps (default all): reduce (the README's job, configs/reduce.toml: one device, both
-#     devices), matmul (configs/matmul.toml's space, optuna:grid,
+#     devices), matmul (configs/matmul.toml's space, random search,
 #     $KTUNE_MATMUL_EVALS evaluations (default 400): one device, both devices), shared (two
 #     `ktune tune --device N` processes on one journal study, merged), kill (SIGKILL of device
 #     1's GPU worker, then of its tune worker, during `--devices all`). The shared study is
@@ -69,11 +69,11 @@ for step in $steps; do
       summary rate reduce-one reduce-two
       summary same-best "$work/one.db" "$work/two.db" reduce n=268435456 ;;
     matmul)
-      # Cold compile cache for both (other seeds draw other configurations): compile-bound.
+      # Cold compile cache for both (other seeds draw other configurations).
       evals=${KTUNE_MATMUL_EVALS:-400}
-      run matmul-one --config configs/matmul.toml --strategy optuna:grid --budget-evals "$evals" \
+      run matmul-one --config configs/matmul.toml --strategy random --budget-evals "$evals" \
         --seed 11 --db "$work/mm-one.db" --device 0 --progress never
-      run matmul-two --config configs/matmul.toml --strategy optuna:grid --budget-evals "$evals" \
+      run matmul-two --config configs/matmul.toml --strategy random --budget-evals "$evals" \
         --seed 12 --db "$work/mm-two.db" --devices $devices
       summary rate matmul-one matmul-two ;;
     shared)
