@@ -54,6 +54,17 @@ run() {
   return $rc
 }
 
+# dmon NAME: each GPU's utilisation every second into OUT/NAME.dmon until the next dmon call.
+dmon_pid=""
+dmon() {
+  [ -n "$dmon_pid" ] && kill "$dmon_pid" 2>/dev/null
+  dmon_pid=""
+  if [ -n "${1:-}" ] && [ -z "${KTUNE_TWO_GPU_REPLAY:-}" ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi dmon -s u -d 1 >"$out/$1.dmon" 2>&1 &
+    dmon_pid=$!
+  fi
+}
+
 summary() { python3 "$(dirname "$0")/two_gpu_summary.py" "$out" "$@" | tee -a "$table"; }
 
 for step in $steps; do
@@ -64,17 +75,24 @@ for step in $steps; do
       [ -n "${KTUNE_TWO_GPU_REPLAY:-}" ] ||
         run reduce-warm --config configs/reduce.toml --problem n=2**20 --db "$work/warm.db" \
           --device 0 --progress never
+      dmon reduce-one
       run reduce-one --config configs/reduce.toml --db "$work/one.db" --device 0 --progress never
+      dmon reduce-two
       run reduce-two --config configs/reduce.toml --db "$work/two.db" --devices $devices
+      dmon
       summary rate reduce-one reduce-two
+      summary halves "$work/one.db"
       summary same-best "$work/one.db" "$work/two.db" reduce n=268435456 ;;
     matmul)
       # Cold compile cache for both (other seeds draw other configurations).
       evals=${KTUNE_MATMUL_EVALS:-400}
+      dmon matmul-one
       run matmul-one --config configs/matmul.toml --strategy random --budget-evals "$evals" \
         --seed 11 --db "$work/mm-one.db" --device 0 --progress never
+      dmon matmul-two
       run matmul-two --config configs/matmul.toml --strategy random --budget-evals "$evals" \
         --seed 12 --db "$work/mm-two.db" --devices $devices
+      dmon
       summary rate matmul-one matmul-two ;;
     shared)
       # Two processes, one per GPU, one study in a journal file; then one database of both.

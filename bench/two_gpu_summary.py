@@ -5,6 +5,7 @@ usage: two_gpu_summary.py OUT_DIR rate NAME...            rate, GPU share per de
        two_gpu_summary.py OUT_DIR same-best DB1 DB2 KERNEL PROBLEM_KEY
        two_gpu_summary.py OUT_DIR shared DB0 DB1 FLEET_DB
        two_gpu_summary.py OUT_DIR kill NAME DB SPACE_JSON
+       two_gpu_summary.py OUT_DIR halves DB
 """
 import json
 import os
@@ -40,6 +41,8 @@ def rate(out, names):
             f"dev {w.get('device', '-')}: {w.get('measured', 0)} measured, "
             f"{w.get('measured', 0) / max(w.get('wall_seconds', 0), 1e-9):.1f} cfg/s, "
             f"GPU {100 * w.get('gpu_share', 0):.0f}%, "
+            f"backend {w.get('backend_seconds', 0):.1f} s, store {w.get('store_seconds', 0):.1f} s, "
+            f"claim waits {w.get('wait_claim_seconds', 0):.1f} s, "
             f"{(w.get('best') or {}).get('time_ms', float('nan')):.4f} ms"
             + (f", {w['worker_restarts']} restarts" if w.get("worker_restarts") else "")
             for w in ws)
@@ -113,6 +116,15 @@ def kill(out, name, db, space):
           f"{[(w.get('device'), (w.get('best') or {}).get('key')) for w in ws]}")
 
 
+def halves(db):
+    """Work in the two halves of a one-device brute force's order: what two parts split."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute("SELECT eval_ms FROM trials WHERE kind = 0 ORDER BY id").fetchall()
+    h = len(rows) // 2
+    a, b = (sum(r[0] or 0 for r in part) / 1e3 for part in (rows[:h], rows[h:]))
+    print(f"one device's evaluation time: first half of the order {a:.1f} s, second half {b:.1f} s")
+
+
 def main():
     out, mode, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     if mode == "rate":
@@ -121,6 +133,8 @@ def main():
         same_best(*rest)
     elif mode == "shared":
         shared(*rest)
+    elif mode == "halves":
+        halves(*rest)
     elif mode == "kill":
         kill(out, *rest)
     else:

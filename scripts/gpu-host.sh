@@ -279,7 +279,8 @@ for step in $steps; do
       # processes on one journal study then merged, a worker killed mid-run.
       timeout -k 10 $((deadline - ($(date +%s) - start) + 30)) bench/two_gpu.sh $ktune "$out/two-gpu" \
         ${KTUNE_TWO_GPU_STEPS:-} >"$out/two-gpu.log" 2>&1
-      log "two-gpu: rc=$?"; cat "$out/two-gpu/two-gpu.txt" | tee -a "$out/summary.txt" ;;
+      log "two-gpu: rc=$?"; cat "$out/two-gpu/two-gpu.txt" | tee -a "$out/summary.txt"
+      tar czf "$out/two-gpu.tgz" -C "$out" two-gpu && rm -rf "$out/two-gpu" ;;
     *) log "unknown step $step" ;;
   esac
 done

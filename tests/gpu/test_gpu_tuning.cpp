@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "ktune/cuda_backend.h"
 #include "ktune/gpu_evaluator.h"
@@ -120,6 +121,31 @@ TEST_F(Gpu, OnePassReduceVerifiesLaunchAfterLaunch) {
     }
     EXPECT_EQ(checked, 3 * 3 * 4) << "n=" << n;
   }
+}
+
+// A finalist is re-timed on a library loaded afresh when its search trial's was evicted, or when
+// another worker of `tune --devices` measured it (answered from the database): a kernel above
+// 48 KiB of dynamic shared memory must opt in there too, or it does not launch
+// (cudaErrorInvalidValue, seen on two H100s). Re-timed here without any search trial.
+TEST_F(Gpu, RetimesAFinalistAbove48KiBOfSharedMemoryWithoutItsSearchTrial) {
+  CudaBackend backend(backend_options());
+  KernelInstance instance(registry_.get("matmul"), {{"m", 300}, {"n", 260}, {"k", 196}},
+                          backend.device().limits);
+  MeasureOptions m;
+  m.samples = 3;
+  backend.prepare(instance, m);
+  std::optional<Config> big;
+  instance.space().for_each_valid([&](const Config& c) {
+    if (instance.geometry(c).shared_mem > 48 * 1024) big = c;
+    return !big;
+  });
+  ASSERT_TRUE(big.has_value()) << "no matmul configuration above 48 KiB of shared memory";
+  const CompileResult r =
+      compile_cached(render(instance, *big, backend.device().arch), cache_.get());
+  ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+  const std::vector<Measurement> re = backend.retime({{*big, &r}}, 2);
+  ASSERT_EQ(re.size(), 1u) << instance.space().key(*big);
+  EXPECT_GT(re[0].time_ms, 0) << instance.space().key(*big);
 }
 
 // Each fault costs one trial, with outputs checked on the GPU (the default) and on the host:

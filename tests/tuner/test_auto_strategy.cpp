@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "cli_test_util.h"
 #include "ktune/error.h"
@@ -147,9 +148,9 @@ TEST(AutoStrategy, WarmStartComesFirstWhicheverItChooses) {
   }
 }
 
-// --part I/K (what `tune --devices` gives each worker): brute force and random search start at
-// the part's share of their order and go round, so K parts first measure disjoint shares that
-// cover the space; a native search is seeded apart per part.
+// --part I/K (what `tune --devices` gives each worker): brute force and random search take every
+// K-th configuration of their order from the I-th first, then the other parts' stripes, so K
+// parts first measure disjoint shares that cover the space; a native search is seeded apart.
 std::vector<Config> proposals(const std::string& name, std::uint32_t part, std::uint32_t parts,
                               std::size_t count) {
   auto s = make_strategy(name);
@@ -169,19 +170,26 @@ std::vector<Config> proposals(const std::string& name, std::uint32_t part, std::
   return out;
 }
 
-TEST(StrategyParts, ListStrategiesStartAtTheirShareAndGoRound) {
+TEST(StrategyParts, ListStrategiesTakeTheirStripeFirstThenTheOthers) {
   const std::size_t valid = subset().valid_count();
   for (const std::string name : {"brute_force", "random"}) {
     const std::vector<Config> whole = proposals(name, 0, 1, valid);
     ASSERT_EQ(whole.size(), valid) << name;
-    EXPECT_EQ(proposals(name, 0, 3, valid), whole) << name;  // part 1 of K: the order itself
-    for (std::uint32_t part = 1; part < 3; ++part) {
+    std::set<std::string> firsts;  // what the parts measure before going into the others'
+    for (std::uint32_t part = 0; part < 3; ++part) {
       const std::vector<Config> mine = proposals(name, part, 3, valid);
-      const std::size_t at = valid * part / 3;
       ASSERT_EQ(mine.size(), valid) << name;
-      EXPECT_EQ(mine.front(), whole[at]) << name << " part " << part + 1;
-      EXPECT_EQ(mine[valid - at], whole.front()) << name << " goes round";
+      std::set<std::string> all;
+      for (const Config& c : mine) all.insert(subset().space.key(c));
+      EXPECT_EQ(all.size(), valid) << name << ": every configuration once";
+      const std::size_t share = (valid - part + 2) / 3;  // positions part, part + 3, ...
+      for (std::size_t i = 0; i < share; ++i) {
+        EXPECT_EQ(mine[i], whole[part + 3 * i]) << name << " part " << part + 1 << " at " << i;
+        firsts.insert(subset().space.key(mine[i]));
+      }
+      EXPECT_EQ(mine[share], whole[(part + 1) % 3]) << name << ": then the next part's stripe";
     }
+    EXPECT_EQ(firsts.size(), valid) << name << ": the stripes cover the space";
   }
 }
 

@@ -133,8 +133,8 @@ po::options_description tune_options() {
       "of one device model share the search (docs/scale-out.md)")(
       "part", po::value<std::string>()->value_name("I/K"),
       "this process is part I of K sharing one search through the results database: brute "
-      "force and random search start at the I-th K-th of their order, a search strategy is "
-      "seeded apart (what --devices gives each worker)")(
+      "force and random search take every K-th configuration of their order from the I-th "
+      "first, a search strategy is seeded apart (what --devices gives each worker)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
       "2 s elsewhere)");
@@ -285,6 +285,8 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["compile_seconds"] = s.compile_seconds;
   j["wait_compile_seconds"] = s.wait_compile_seconds;
   j["backend_seconds"] = s.backend_seconds;
+  j["store_seconds"] = s.store_seconds;
+  j["wait_claim_seconds"] = s.wait_claim_seconds;
   j["phases_seconds"] = s.phases_seconds;
   if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
   j["strategy"] = setup.job.options.strategy;

@@ -297,8 +297,10 @@ class TuningRun {
   // process measures it.
   void claim(Pending& p) {
     if (options_.reuse) {
+      const auto s0 = Clock::now();
       const Store::Claim c =
           store_.claim(ids_.kernel, ids_.device, ids_.problem, p.key, backend_.replays());
+      summary_.store_seconds += seconds_since(s0);
       p.busy = c.state == Store::Claim::State::kBusy;
       p.cached = c.trial;
     }
@@ -321,7 +323,11 @@ class TuningRun {
       std::rotate(queue_.begin(), ready, queue_.end());
       return true;
     }
-    if (in_flight_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (in_flight_.empty()) {
+      const auto w0 = Clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      summary_.wait_claim_seconds += seconds_since(w0);
+    }
     return false;
   }
 
@@ -399,9 +405,12 @@ class TuningRun {
     record(p, &m, p.has_compile ? &p.compiled.get() : nullptr);
   }
 
-  std::optional<TrialRecord> lookup(const std::string& key) const {
+  std::optional<TrialRecord> lookup(const std::string& key) {
     if (!options_.reuse) return std::nullopt;
-    return store_.find_trial(ids_.kernel, ids_.device, ids_.problem, key, backend_.replays());
+    const auto s0 = Clock::now();
+    auto found = store_.find_trial(ids_.kernel, ids_.device, ids_.problem, key, backend_.replays());
+    summary_.store_seconds += seconds_since(s0);
+    return found;
   }
 
   // Stores a trial (unless it came from the database), tells the strategy, reports progress.
@@ -416,7 +425,9 @@ class TuningRun {
                                                                    : TrialKind::kSearch;
       ensure_registered();
       ids_.stamp(t);
+      const auto s0 = Clock::now();
       t.id = store_.add_trial(t);
+      summary_.store_seconds += seconds_since(s0);
       ++summary_.measured;
       for (const auto& [phase, ms] : m->phases_ms) summary_.phases_seconds[phase] += ms * 1e-3;
       summary_.gpu_seconds += m->gpu_ms * 1e-3;
@@ -563,6 +574,8 @@ class TuningRun {
     s["compile_seconds"] = m.compile_seconds;
     s["backend_seconds"] = m.backend_seconds;
     s["wait_compile_seconds"] = m.wait_compile_seconds;
+    s["store_seconds"] = m.store_seconds;
+    s["wait_claim_seconds"] = m.wait_claim_seconds;
     s["phases_seconds"] = m.phases_seconds;
     if (m.clocks.readings > 0) s["gpu_clocks"] = clocks_json(m.clocks);
     if (m.best)

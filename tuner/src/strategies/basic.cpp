@@ -16,6 +16,21 @@ namespace ktune {
 
 namespace {
 
+// Part I of K (0-based `part`) of an order: its stripe first (positions I, I + K, I + 2K, ...),
+// then the other parts' stripes, I + 1 first. The parts first measure disjoint shares; a part
+// that finishes early goes on into the others', where the database answers what they measured
+// and it takes what they have not reached. Stripes rather than blocks: an enumeration order
+// puts costly configurations together (brute force of reduce: the first half of the order
+// takes 1.7 times the GPU time of the second), and stripes give every part its share of them.
+std::vector<Config> part_order(std::vector<Config> order, std::uint32_t part, std::uint32_t parts) {
+  std::vector<Config> out;
+  out.reserve(order.size());
+  for (std::uint32_t j = 0; j < parts; ++j)
+    for (std::size_t i = (part + j) % parts; i < order.size(); i += parts)
+      out.push_back(std::move(order[i]));
+  return out;
+}
+
 // Proposes the warm-start configurations first, then a fixed order of the valid space.
 class ListStrategy : public Strategy {
  public:
@@ -25,14 +40,7 @@ class ListStrategy : public Strategy {
     order_ = context.warm_start;
     std::vector<Config> rest = context.space->enumerate();
     arrange(rest, context.seed);
-    // Part I of K starts at the I-th K-th of the order and goes round to its start: the parts
-    // first measure disjoint shares; a part that finishes early goes on into the others', where
-    // the database answers what they measured and it takes what they have not reached.
-    if (context.parts > 1 && !rest.empty())
-      std::rotate(
-          rest.begin(),
-          rest.begin() + static_cast<std::ptrdiff_t>(rest.size() * context.part / context.parts),
-          rest.end());
+    if (context.parts > 1) rest = part_order(std::move(rest), context.part, context.parts);
     for (auto& c : rest)
       if (std::find(context.warm_start.begin(), context.warm_start.end(), c) ==
           context.warm_start.end())

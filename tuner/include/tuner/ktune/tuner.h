@@ -97,6 +97,8 @@ struct TuneSummary {
   double compile_seconds = 0;       // summed over compile threads (cache hits excluded)
   double backend_seconds = 0;       // wall time inside backend.evaluate()
   double wait_compile_seconds = 0;  // wall time the loop waited for a compilation
+  double store_seconds = 0;         // wall time in the results database: claims, look-ups, trials
+  double wait_claim_seconds = 0;    // waiting for configurations another process is measuring
   std::map<std::string, double> phases_seconds;  // the backend's evaluation phases, summed
   std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
   std::vector<TrialRecord> finalists;            // re-timed leaders, fastest first

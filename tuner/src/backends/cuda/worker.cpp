@@ -714,6 +714,12 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       loaded.emplace_back();
       load(loaded.back(), c.config, c.lowered_name, blob.substr(offset, c.size));
       offset += c.size;
+      // As for a search trial: a kernel above 48 KiB of dynamic shared memory must opt in, on
+      // a library this load may have loaded afresh (its search trial's was evicted, or another
+      // process measured it: a finalist answered from the database).
+      Measurement resources;
+      if (!check_resources(loaded.back(), resources))
+        throw Error(ErrorKind::kInternal, c.config + ": " + resources.error);
     }
     // Rounds interleave the candidates (a slow phase of the GPU hits them all alike). Within a
     // round a candidate is timed as the search times it: warm-up launches, then samples queued
