@@ -146,28 +146,30 @@ std::vector<std::string> worker_argv(const std::vector<std::string>& args, const
   return out;
 }
 
+// Each worker's part of its device model's search: (rank among the workers of its model, their
+// number). Workers of one model split the search; each model is tuned as its own device.
+std::vector<std::pair<int, int>> parts_of(const std::vector<std::string>& models) {
+  std::vector<std::pair<int, int>> out;
+  for (auto it = models.begin(); it != models.end(); ++it)
+    out.emplace_back(static_cast<int>(std::count(models.begin(), it, *it)),
+                     static_cast<int>(std::count(models.begin(), models.end(), *it)));
+  return out;
+}
+
 // The job's evaluation budget (--budget-evals, else the job file's [budget] evaluations) is
 // the job's, not each worker's: the workers of one device model share it, the first ones taking
 // the remainder; each model gets the whole budget, as it is tuned as its own device.
-std::vector<std::optional<std::uint64_t>> budget_shares(const po::variables_map& vm,
-                                                        const std::vector<std::string>& models) {
+std::optional<std::uint64_t> budget_share(const po::variables_map& vm, std::pair<int, int> part) {
   std::optional<std::uint64_t> total;
   if (vm.count("budget-evals"))
     total = vm["budget-evals"].as<Unsigned>().value;
   else if (vm.count("config"))
     total = load_job(vm["config"].as<std::string>()).budget_evaluations;
-  std::vector<std::optional<std::uint64_t>> out(models.size());
-  if (!total) return out;
-  for (std::size_t i = 0; i < models.size(); ++i) {
-    const auto peers =
-        static_cast<std::uint64_t>(std::count(models.begin(), models.end(), models[i]));
-    const auto rank = static_cast<std::uint64_t>(
-        std::count(models.begin(), models.begin() + static_cast<std::ptrdiff_t>(i), models[i]));
-    const std::uint64_t share = *total / peers + (rank < *total % peers ? 1 : 0);
-    // A worker needs a budget of at least one; one beyond the total is better than none.
-    out[i] = std::max<std::uint64_t>(share, 1);
-  }
-  return out;
+  if (!total) return std::nullopt;
+  const auto [rank, peers] = part;
+  const std::uint64_t share = *total / static_cast<std::uint64_t>(peers) +
+                              (static_cast<std::uint64_t>(rank) < *total % peers ? 1 : 0);
+  return std::max<std::uint64_t>(share, 1);  // at least one: one beyond the total beats none
 }
 
 struct Options {
@@ -307,15 +309,11 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
                             strategy_of(vm)));
   if (vm.count("part"))
     throw Error(ErrorKind::kUsage, "--part and --devices: --devices gives each worker its part");
-  const auto budgets = budget_shares(vm, models);
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const auto peers = std::count(models.begin(), models.end(), models[i]);
-    const auto rank =
-        std::count(models.begin(), models.begin() + static_cast<std::ptrdiff_t>(i), models[i]);
+  const auto parts = parts_of(models);
+  for (std::size_t i = 0; i < devices.size(); ++i)
     workers[i].argv =
-        worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()),
-                    {static_cast<int>(rank), static_cast<int>(peers)}, budgets[i]);
-  }
+        worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()), parts[i],
+                    budget_share(vm, parts[i]));
   struct sigaction action {};
   action.sa_handler = on_interrupt_while_waiting;
   ::sigaction(SIGINT, &action, nullptr);
