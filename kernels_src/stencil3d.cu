@@ -15,10 +15,6 @@
 //              multiple of 4, the point, the planes above and below and the y neighbours move as
 //              float4 (one 16-byte access for four points; only the x neighbours at the ends are
 //              single floats), else one float at a time. A quarter of the memory instructions.
-//   vector_shared  as vector, and the current plane goes through a shared-memory tile with a
-//              one-row (and one-point) halo, so the y and x neighbours come from shared memory:
-//              per four points one 16-byte load and one 16-byte store of global memory, the
-//              tile's edge rows and points loaded by the threads on the tile's edge.
 // Plane offsets are 64-bit: nx * ny * nz may exceed 2^31.
 
 #ifndef KTUNE_LAUNCH_BOUNDS
@@ -146,75 +142,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
 #pragma unroll
     for (int j = 0; j < 4; ++j) below[j] = here[j], here[j] = above[j];
   }
-#elif VARIANT_VECTOR_SHARED
-  // The tile's row: [3] the west halo point, [4, 4 + 4 * BLOCK_SIZE_X) the block's points,
-  // [4 + 4 * BLOCK_SIZE_X] the east halo point; 16-byte aligned at 4. Every thread takes part
-  // in the barriers; only those inside the grid load or store.
-  constexpr int kRow = 4 * BLOCK_SIZE_X + 8;
-  __shared__ __align__(16) float tile[BLOCK_SIZE_Y + 2][kRow];
-  const int x0 = (blockIdx.x * BLOCK_SIZE_X + threadIdx.x) * 4;
-  const bool in_grid = x0 < nx && y < ny;
-  const bool fast = nx % 4 == 0;
-  const bool row_interior = y > 0 && y < ny - 1;
-  const int tx = 4 + 4 * threadIdx.x, ty = threadIdx.y + 1;
-  const auto load4 = [&](long long at, float(&r)[4]) {
-    if (fast) {
-      const float4 t = *reinterpret_cast<const float4*>(in + at);
-      r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) r[j] = x0 + j < nx ? in[at + j] : 0.0f;
-    }
-  };
-  const auto put4 = [&](int row, const float(&r)[4]) {
-    *reinterpret_cast<float4*>(&tile[row][tx]) = make_float4(r[0], r[1], r[2], r[3]);
-  };
-  long long i = z_begin * plane + static_cast<long long>(y) * nx + x0;
-  float below[4] = {0.0f, 0.0f, 0.0f, 0.0f}, here[4] = {0.0f, 0.0f, 0.0f, 0.0f}, above[4];
-  if (in_grid && z_begin > 0) load4(i - plane, below);
-  if (in_grid && z_begin < nz) load4(i, here);
-  for (int z = z_begin; z < z_end; ++z, i += plane) {
-    if (in_grid && z + 1 < nz) {
-      load4(i + plane, above);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) above[j] = 0.0f;
-    }
-    const bool compute = in_grid && row_interior && z > 0 && z < nz - 1;
-    __syncthreads();  // the previous plane's tile is no longer read
-    put4(ty, here);
-    if (compute) {  // the halo this thread's tile edge needs, where it lies in the grid
-      float edge[4];
-      if (threadIdx.y == 0) load4(i - nx, edge), put4(0, edge);
-      if (threadIdx.y == BLOCK_SIZE_Y - 1) load4(i + nx, edge), put4(BLOCK_SIZE_Y + 1, edge);
-      if (threadIdx.x == 0 && x0 > 0) tile[ty][tx - 1] = in[i - 1];
-      if (threadIdx.x == BLOCK_SIZE_X - 1 && x0 + 4 < nx) tile[ty][tx + 4] = in[i + 4];
-    }
-    __syncthreads();
-    if (in_grid) {
-      float v[4] = {here[0], here[1], here[2], here[3]};
-      if (compute) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int xj = x0 + j;
-          if (xj > 0 && xj < nx - 1)
-            v[j] = c0 * here[j] +
-                   c1 * (tile[ty][tx + j - 1] + tile[ty][tx + j + 1] + tile[ty - 1][tx + j] +
-                         tile[ty + 1][tx + j] + below[j] + above[j]);
-        }
-      }
-      if (fast) {
-        *reinterpret_cast<float4*>(out + i) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (x0 + j < nx) out[i + j] = v[j];
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) below[j] = here[j], here[j] = above[j];
-  }
 #else
-#error "VARIANT must be naive, registers, shared, vector or vector_shared"
+#error "VARIANT must be naive, registers, shared or vector"
 #endif
 }

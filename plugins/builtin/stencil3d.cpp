@@ -1,7 +1,6 @@
 // Built-in kernel `stencil3d`: one sweep of a 7-point stencil over an fp32 3-D grid with the
 // lectures' z-marching kernels (kernels_src/stencil3d.cu): naive, register-pipelined, and
-// register-pipelined with a shared-memory plane or with four points per thread as float4 (with
-// or without a shared-memory plane).
+// register-pipelined with a shared-memory plane or with four points per thread as float4.
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -62,10 +61,9 @@ int stencil3d_reference(const ktune_reference_ctx* ctx, char* error, std::size_t
 const ktune_param_desc kParams[] = {
     {"block_size_x", "32, 64, 128, 256", "64", "threads per block along x"},
     {"block_size_y", "1, 2, 4, 8, 16", "4", "threads per block along y"},
-    {"variant", "\"naive\", \"registers\", \"shared\", \"vector\", \"vector_shared\"", "\"shared\"",
+    {"variant", "\"naive\", \"registers\", \"shared\", \"vector\"", "\"shared\"",
      "naive: 7 global loads per point; registers: z-1/z/z+1 in registers; shared: and the plane in "
-     "shared memory; vector: as registers, 4 points along x per thread moved as float4; "
-     "vector_shared: as vector, the plane in shared memory"},
+     "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
     {"z_chunk", "16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
 };
@@ -73,8 +71,6 @@ const ktune_param_desc kParams[] = {
 const char* const kRestrictions[] = {
     // Chunks of nz or more planes are one chunk: keep only the smallest such value.
     "z_chunk == 16 or z_chunk // 2 < nz",
-    // vector_shared's static tile: (block_size_y + 2) rows of 4 * block_size_x + 8 floats.
-    "variant != 'vector_shared' or (block_size_y + 2) * (4 * block_size_x + 8) * 4 <= 49152",
 };
 
 const ktune_problem_desc kProblem[] = {
@@ -104,15 +100,13 @@ const ktune_kernel_desc kStencil3d =
     KernelDesc("stencil3d", ktune_kernel_src_stencil3d, "stencil3d.cu", "stencil3d")
         .description(
             "7-point 3-D stencil, fp32, z-marching: naive, register pipelining, shared-memory "
-            "plane, float4 rows, float4 rows with a shared-memory plane")
+            "plane, float4 rows")
         .options(kOptions)
         .params(kParams)
         .restrictions(kRestrictions)
         .problem(kProblem)
-        .grid(
-            "div_up(nx, block_size_x * (4 if variant == 'vector' or variant == 'vector_shared' "
-            "else 1))",
-            "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector*: 4 points a thread
+        .grid("div_up(nx, block_size_x * (4 if variant == 'vector' else 1))",
+              "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector: 4 points a thread
         .block("block_size_x", "block_size_y")
         .buffers(kBuffers)
         .args(kArgs)

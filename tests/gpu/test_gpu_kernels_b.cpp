@@ -157,7 +157,7 @@ TEST_F(GpuKernelsB, ConvolutionFromABatchedCompilation) {
 
 TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
   std::vector<Assignments> sets;
-  for (const char* variant : {"naive", "registers", "shared", "vector", "vector_shared"}) {
+  for (const char* variant : {"naive", "registers", "shared", "vector"}) {
     for (const auto& [bx, by] : std::vector<std::pair<const char*, const char*>>{
              {"32", "1"}, {"32", "16"}, {"64", "4"}, {"256", "4"}}) {
       for (const char* chunk : {"16", "64"}) {
