@@ -527,6 +527,12 @@ TEST_F(TuneDevices, AStudyStorageIsForOptunaStrategies) {
       dir_.path(), dir_ / "cache");
   EXPECT_EQ(p.code, 2) << p;
   EXPECT_TRUE(test::contains(p.err, "--part '3/2'")) << p;
+  const test::CliResult o =
+      test::run_ktune({"tune", "convolution_kernel", "--replay", conv(), "--part", "1/2",
+                       "--strategy", "optuna:random", "--db", "o.db"},
+                      dir_.path(), dir_ / "cache");
+  EXPECT_EQ(o.code, 2) << o;
+  EXPECT_TRUE(test::contains(o.err, "--study-storage")) << o;
 }
 
 TEST_F(TuneDevices, AnOptunaSamplerSharesOneStudy) {

@@ -562,6 +562,10 @@ void OptunaStrategy::start(const StrategyContext& context) {
     m.api->destroy_study(m.study);
     m.study = nullptr;
   }
+  if (context.parts > 1)
+    throw Error(ErrorKind::kUsage,
+                "--part is for strategies that share a results database; an Optuna strategy's "
+                "processes share its study instead (--study-storage)");
   m.space = context.space;
   m.stats = Stats{};
   m.rng.seed(context.seed ^ 0x9e3779b97f4a7c15ull);
