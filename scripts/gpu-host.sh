@@ -33,6 +33,9 @@ mkdir -p "$out"
 # shellcheck disable=SC1091
 # The prefix is passed explicitly: without one, setup.sh would take this script's arguments.
 source "$kit/setup.sh" "${KTUNE_DEPS_PREFIX:-${TMPDIR:-/tmp}/ktune-deps}" >/dev/null
+# The kit's Python packages (Optuna, SQLAlchemy, ...) arrive without byte code: compiled once
+# here, instead of by every process that imports them (about a second of each Optuna start).
+python3 -m compileall -q -j 0 "$GPU_KIT_PREFIX/usr/lib/python3/dist-packages" >/dev/null 2>&1 || true
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
 build=${KTUNE_GPU_BUILD:-build-gpu}
 limit=${KTUNE_GPU_STEP_LIMIT:-150}

@@ -325,6 +325,24 @@ TEST(Optuna, TpeIsDeterministicUnderASeed) {
   EXPECT_NE(a, c);
 }
 
+// optuna:tpe's sampler (ktune_optuna.py's CachedTPESampler, which fits once per set of finished
+// trials) proposes what Optuna's own TPESampler (cached=false) does for the same seed, through
+// the strategy: projection, duplicates and their neighbours included.
+TEST(Optuna, CachedTpeProposesWhatOptunasTpeDoes) {
+  SKIP_WITHOUT_OPTUNA();
+  const SearchSpace space = restricted_space();
+  const auto run = [&](const std::string& cached) {
+    auto s = make("optuna:tpe");
+    s->start(context_for(space, 7, {{"cached", cached}}));
+    const Drive r = drive(*s, space, 80, timed(space));
+    EXPECT_GT(s->stats().neighbours, 0u) << "the run should meet duplicates";
+    return r.proposed;
+  };
+  const std::vector<Config> cached = run("true"), optuna = run("false");
+  ASSERT_EQ(cached.size(), 80u);
+  EXPECT_EQ(cached, optuna);
+}
+
 TEST(Optuna, FailuresAreToldAsFailNeverAsTimes) {
   SKIP_WITHOUT_OPTUNA();
   const SearchSpace space = restricted_space();

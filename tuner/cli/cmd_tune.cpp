@@ -287,6 +287,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["backend_seconds"] = s.backend_seconds;
   j["store_seconds"] = s.store_seconds;
   j["wait_claim_seconds"] = s.wait_claim_seconds;
+  j["strategy_seconds"] = s.strategy_seconds;
   j["phases_seconds"] = s.phases_seconds;
   if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
   j["strategy"] = setup.job.options.strategy;

@@ -276,7 +276,9 @@ class TuningRun {
       const auto want =
           static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue_.size(), left));
       if (want == 0) break;
+      const auto a0 = Clock::now();
       const std::vector<Config> configs = strategy_.ask(want);
+      summary_.strategy_seconds += seconds_since(a0);
       if (configs.empty()) {
         starved = true;
         break;
@@ -437,7 +439,9 @@ class TuningRun {
     // A strategy that only repeats configurations told before would never end a run without a
     // budget; after max_repeats_ repeats in a row the run ends.
     repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
+    const auto t1 = Clock::now();
     strategy_.tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
+    summary_.strategy_seconds += seconds_since(t1);
     if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
     ++summary_.trials;
     ++summary_.by_status[std::string(to_string(t.status))];
@@ -576,6 +580,7 @@ class TuningRun {
     s["wait_compile_seconds"] = m.wait_compile_seconds;
     s["store_seconds"] = m.store_seconds;
     s["wait_claim_seconds"] = m.wait_claim_seconds;
+    s["strategy_seconds"] = m.strategy_seconds;
     s["phases_seconds"] = m.phases_seconds;
     if (m.clocks.readings > 0) s["gpu_clocks"] = clocks_json(m.clocks);
     if (m.best)

@@ -99,6 +99,7 @@ struct TuneSummary {
   double wait_compile_seconds = 0;  // wall time the loop waited for a compilation
   double store_seconds = 0;         // wall time in the results database: claims, look-ups, trials
   double wait_claim_seconds = 0;    // waiting for configurations another process is measuring
+  double strategy_seconds = 0;      // wall time inside the strategy's ask() and tell()
   std::map<std::string, double> phases_seconds;  // the backend's evaluation phases, summed
   std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
   std::vector<TrialRecord> finalists;            // re-timed leaders, fastest first
