@@ -71,6 +71,12 @@ inline RecordedSpace load_recorded_space(const std::string& file) {
   return r;
 }
 
+// A subset of the convolution space on the A100 (tests/data/strategies), loaded once.
+inline const RecordedSpace& convolution_subset() {
+  static const RecordedSpace r = load_recorded_space("convolution_a100_subset.json");
+  return r;
+}
+
 // A synthetic space without restrictions: `dims` parameters of `values` integers each; time
 // and failure are functions of the configuration.
 inline RecordedSpace synthetic_space(

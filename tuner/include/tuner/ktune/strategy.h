@@ -71,7 +71,7 @@ std::vector<std::string> strategy_names();
 // search without replacement (every configuration, in a seeded random order) when every valid
 // configuration of the space fits within its evaluation budget; otherwise the search strategy
 // that did best on the recorded spaces (docs/strategies.md#measurements).
-inline constexpr const char* kAutoSearchStrategy = "genetic_algorithm";
+inline constexpr const char* kAutoSearchStrategy = "bayes";
 struct AutoChoice {
   std::string strategy;  // brute_force, random or kAutoSearchStrategy
   std::string

@@ -91,8 +91,15 @@ class NativeStrategy : public Strategy {
   Random& rng() { return rng_; }
   std::uint64_t budget() const { return budget_; }
   std::size_t dimensions() const { return space_->size(); }
-  // How many warm-start configurations come first (before propose() is asked).
+  // How many warm-start configurations come first (before propose() is asked), and which.
   std::size_t warm_count() const { return warm_.size(); }
+  const std::vector<Config>& warm_configs() const { return warm_; }
+  // The valid configurations, when they were few enough to keep in memory (at most 2^19): how
+  // many, and the i-th in enumeration order. valid_listed() is 0 for a larger space.
+  std::size_t valid_listed() const {
+    return valid_list_.empty() ? 0 : valid_list_.size() / space_->size();
+  }
+  Config valid_at(std::size_t i) const { return list_config(i); }
 
   bool seen(const Config& c) const { return results_.count(c) != 0; }
   // The told value of c; nullopt when c was never proposed or its tell is outstanding.

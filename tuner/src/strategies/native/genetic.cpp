@@ -50,7 +50,7 @@ class Genetic final : public NativeStrategy {
         space().for_each_valid([&](const Config&) { return ++valid < 2 * popsize_; });
         popsize_ = std::max<std::uint64_t>(1, std::min<std::uint64_t>(popsize_, (valid + 1) / 2));
       }
-      seed_population(/*keep_best=*/true);
+      seed_population(/*keep_best=*/true, /*with_warm=*/true);
     }
     for (int round = 0; round < 4 * kStaleGenerations; ++round) {
       bool fresh = false;
@@ -85,14 +85,25 @@ class Genetic final : public NativeStrategy {
  private:
   static constexpr std::uint64_t kDefaultPopulation = 30;
 
-  // A random population; with keep_best, the best configuration seen so far joins it.
-  void seed_population(bool keep_best) {
+  // A random population; with keep_best, the best configuration seen so far joins it, and with
+  // with_warm the working warm-start configurations, fastest first.
+  void seed_population(bool keep_best, bool with_warm = false) {
     population_.clear();
     next_ = 0;
     std::unordered_set<Config, ConfigHash> members;
     if (keep_best && best() && best_value() < kFailed) {
       population_.push_back(*best());
       members.insert(*best());
+    }
+    if (with_warm) {
+      std::vector<std::pair<double, Config>> warm;
+      for (const Config& c : warm_configs())
+        if (const auto v = known(c); v && *v < kFailed) warm.emplace_back(*v, c);
+      std::stable_sort(warm.begin(), warm.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto& [v, c] : warm)
+        if (population_.size() < popsize_ && members.insert(c).second)
+          population_.push_back(std::move(c));
     }
     while (population_.size() < popsize_) {
       std::optional<Config> c = random_unseen();

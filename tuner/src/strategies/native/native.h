@@ -18,5 +18,7 @@ std::unique_ptr<Strategy> make_local_search(LocalSearchKind kind);
 std::unique_ptr<Strategy> make_annealing();
 // Genetic algorithm (native_genetic.cpp).
 std::unique_ptr<Strategy> make_genetic_algorithm();
+// Bayesian optimisation, then another native strategy from its best (bayes.cpp).
+std::unique_ptr<Strategy> make_bayes();
 
 }  // namespace ktune::native

@@ -12,6 +12,10 @@ void add_native_strategies(std::vector<StrategyEntry>& table) {
       {"genetic_algorithm",
        "genetic algorithm: rank selection, uniform crossover, neighbour mutation, elitism",
        [] { return native::make_genetic_algorithm(); }});
+  table.push_back({"bayes",
+                   "Bayesian optimisation (Gaussian process, expected improvement), then a "
+                   "genetic algorithm from its best",
+                   [] { return native::make_bayes(); }});
   table.push_back({"annealing", "simulated annealing over valid neighbours, cooled over the budget",
                    [] { return native::make_annealing(); }});
   table.push_back(
