@@ -42,8 +42,8 @@ Trace run(const RecordedSpace& r, const DriveOptions& o) {
 }
 
 TEST(BayesStrategy, HandsOverToEverySecondStageWithoutProposingAnythingTwice) {
-  for (const std::string then : {"genetic_algorithm", "greedy_ils", "greedy_mls", "mls",
-                                 "annealing"}) {
+  for (const std::string then :
+       {"genetic_algorithm", "greedy_ils", "greedy_mls", "mls", "annealing"}) {
     for (const TellOrder order : {TellOrder::kFifo, TellOrder::kShuffled}) {
       DriveOptions o;
       o.budget = 120;
@@ -93,6 +93,28 @@ TEST(BayesStrategy, TheSecondStageStartsFromTheBestOfTheFirst) {
   }
 }
 
+TEST(BayesStrategy, AWarmStartIsFollowedByItsOwnRandomSample) {
+  // The warm start's configurations come first and join the model; the random sample still
+  // follows them, so two seeds go on differently (fed the warm start alone, the model would
+  // make the same proposals for every seed, around the other GPUs' favourites only).
+  DriveOptions o;
+  o.budget = 20;
+  o.lookahead = 1;
+  const std::vector<Config> all = subset().space.enumerate();
+  o.warm_start = {all[3], all[40], all[77], all[120], all[200], all[333]};
+  std::vector<Trace> traces;
+  for (const std::uint64_t seed : {1, 2}) {
+    o.seed = seed;
+    traces.push_back(run(subset(), o));
+    const Trace& t = traces.back();
+    ASSERT_GE(t.asked.size(), o.warm_start.size() + 5);
+    EXPECT_TRUE(std::equal(o.warm_start.begin(), o.warm_start.end(), t.asked.begin())) << seed;
+  }
+  const auto after = static_cast<std::ptrdiff_t>(o.warm_start.size());
+  EXPECT_FALSE(std::equal(traces[0].asked.begin() + after, traces[0].asked.begin() + after + 5,
+                          traces[1].asked.begin() + after));
+}
+
 TEST(BayesStrategy, TheModelFindsTheOptimumOfASmoothSpaceQuickly) {
   // 4,096 configurations; random search would need about 2,000 evaluations on average.
   // Asked ahead, the outstanding proposals join the model at their predicted times.
@@ -112,10 +134,8 @@ TEST(BayesStrategy, TheModelFindsTheOptimumOfASmoothSpaceQuickly) {
 
 TEST(BayesStrategy, RefusesBadOptionsByName) {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
-      {{{"then", "bayes"}}, "then"},
-      {{{"switch", "0"}}, "switch"},
-      {{{"additive", "1.5"}}, "additive"},
-      {{{"lengthscale", "-1"}}, "lengthscale"},
+      {{{"then", "bayes"}}, "then"},       {{{"switch", "0"}}, "switch"},
+      {{{"additive", "1.5"}}, "additive"}, {{{"lengthscale", "-1"}}, "lengthscale"},
       {{{"kernel", "cubic"}}, "kernel"},
   };
   for (const auto& [options, name] : cases) {

@@ -87,6 +87,7 @@ class GaussianProcessSearch final : public NativeStrategy {
     elite_ = options.count("elite", 30, 1, 1u << 20);
 
     ready_ = false;
+    own_ = 0;
     configs_.clear();
     y_.clear();
     told_.clear();
@@ -107,7 +108,9 @@ class GaussianProcessSearch final : public NativeStrategy {
     while (out.size() < max_count && configs_.size() < capacity_) {
       std::optional<Config> c;
       double believed = std::numeric_limits<double>::quiet_NaN();
-      if (configs_.size() >= sample_ && have_success()) {
+      // The random sample comes on top of a warm start: the model fed on other GPUs'
+      // favourites alone would search around them only (every seed the same proposals).
+      if (own_ >= sample_ && have_success()) {
         if (const auto pick = best_candidate()) {
           c = cand_[pick->first].config;
           believed = pick->second;
@@ -116,10 +119,12 @@ class GaussianProcessSearch final : public NativeStrategy {
       if (!c) c = random_unseen();
       if (!c) break;
       if (!propose_if_new(*c, out)) {
-        if (auto it = cand_index_.find(*c); it != cand_index_.end()) cand_[it->second].active = false;
+        if (auto it = cand_index_.find(*c); it != cand_index_.end())
+          cand_[it->second].active = false;
         continue;
       }
       add_point(*c, believed, /*told=*/false);
+      ++own_;
     }
     return out;
   }
@@ -160,15 +165,16 @@ class GaussianProcessSearch final : public NativeStrategy {
       if (n < 2) continue;
       ++tunable_;
       for (std::size_t k = 0; k < n; ++k) {
-        const double d = params[p].categorical() ? (k ? 1.0 : 0.0)
-                                                 : static_cast<double>(k) / static_cast<double>(n - 1);
+        const double d = params[p].categorical()
+                             ? (k ? 1.0 : 0.0)
+                             : static_cast<double>(k) / static_cast<double>(n - 1);
         d2_table_[p].push_back(d * d);
         add_table_[p].push_back(base_kernel(d * d / (add_lengthscale_ * add_lengthscale_)));
       }
     }
     // The candidates: every valid configuration when they fit, else a random sample of them.
-    const std::uint64_t limit = std::max<std::uint64_t>(
-        16, std::min<std::uint64_t>(pool_limit_, kColumnLimit / capacity_));
+    const std::uint64_t limit =
+        std::max<std::uint64_t>(16, std::min<std::uint64_t>(pool_limit_, kColumnLimit / capacity_));
     std::vector<Config> pool;
     const std::size_t listed = valid_listed();
     if (listed > 0 && listed <= limit) {
@@ -316,8 +322,10 @@ class GaussianProcessSearch final : public NativeStrategy {
       }
     }
     for (std::size_t r = 0; r < ranked.size() && r < local_; ++r)
-      for (const Config& c : space().neighbours(configs_[ranked[r].second], Neighbourhood::kHamming))
-        if (const auto it = cand_index_.find(c); it != cand_index_.end() && cand_[it->second].active)
+      for (const Config& c :
+           space().neighbours(configs_[ranked[r].second], Neighbourhood::kHamming))
+        if (const auto it = cand_index_.find(c);
+            it != cand_index_.end() && cand_[it->second].active)
           in[it->second] = true;
     for (std::size_t i = 0; i < cand_.size(); ++i)
       if (in[i]) subset.push_back(i);
@@ -374,6 +382,7 @@ class GaussianProcessSearch final : public NativeStrategy {
   // Model.
   bool ready_ = false;
   std::uint64_t capacity_ = 0;  // points the model takes at most
+  std::uint64_t own_ = 0;       // points it proposed (the warm start's are not)
   std::vector<std::vector<double>> d2_table_, add_table_;
   std::size_t tunable_ = 0;
   std::vector<Config> configs_;  // the points, in the order they joined
@@ -412,7 +421,8 @@ class TwoStage final : public Strategy {
     if (!second_) {
       const std::uint64_t limit = first_->switch_after() + first_->warm();
       if (proposed_ < limit) {
-        out = first_->ask(static_cast<std::size_t>(std::min<std::uint64_t>(max_count, limit - proposed_)));
+        out = first_->ask(
+            static_cast<std::size_t>(std::min<std::uint64_t>(max_count, limit - proposed_)));
         for (const Config& c : out) {
           results_.emplace(c, std::nullopt);
           ++outstanding_;
