@@ -33,7 +33,8 @@ TransferSource transfer_source(const Recording& recording);
 std::vector<Config> consensus_top(const SearchSpace& space,
                                   const std::vector<TransferSource>& sources, std::size_t count);
 
-// How many configurations a transfer warm start proposes by default.
-constexpr std::size_t kTransferTopK = 10;
+// How many configurations a transfer warm start proposes by default (chosen leaving one GPU out:
+// docs/strategies.md#transfer-between-gpus).
+constexpr std::size_t kTransferTopK = 20;
 
 }  // namespace ktune
