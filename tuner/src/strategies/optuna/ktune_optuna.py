@@ -971,6 +971,7 @@ class Study:
         }
         self.shared = bool(storage)
         self.lock_ = StudyLock(storage, study_name) if storage else None
+        self.study = None  # until created, under the lock
         try:
             # Several workers starting at once would race to create the study (and an RDB
             # storage's tables): the first creates, the others load.
@@ -1052,7 +1053,7 @@ class Study:
 
     def unlock(self):
         # What this worker drew under the lock is written before another worker may draw.
-        flush = getattr(self.study._storage, "flush", None) if hasattr(self, "study") else None
+        flush = getattr(getattr(self.study, "_storage", None), "flush", None)
         if flush is not None:
             flush()
         if self.lock_ is not None:
