@@ -21,6 +21,8 @@ def row(label, path):
         "statuses": " ".join(f"{k}={v}" for k, v in sorted(d["by_status"].items())),
         "wall_s": round(wall, 2),
         "first_s": round(d.get("first_result_seconds", float("nan")), 2),
+        "prepare_s": round(d.get("prepare_seconds", float("nan")), 2),
+        "wait_prepare_s": round(d.get("wait_prepare_seconds", float("nan")), 2),
         "search_s": round(d.get("search_seconds", float("nan")), 2),
         "cfg_per_s": round(d["configs_per_second"], 1),
         "gpu_share": f'{100 * d["gpu_share"]:.0f}%',

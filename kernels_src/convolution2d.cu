@@ -13,6 +13,15 @@
 // USE_PADDING (shared memory only) sets the tile's row stride to S = W_tile + pad with
 // S = BLOCK_SIZE_X (mod 32): a warp that spans several rows then reads 32 different banks.
 //
+// REG_ROWS > 1 (shared memory only) blocks in registers: each of a thread's TILE_SIZE_Y groups
+// is REG_ROWS adjacent output rows. For each filter column j the thread walks down one column of
+// the tile, REG_ROWS + F - 1 values, and adds each value to every output row of its group that
+// it reaches: REG_ROWS * F FMAs for REG_ROWS + F - 1 shared-memory loads (one load per FMA with
+// REG_ROWS = 1), so the multiprocessor's FMA issue rate, not its shared-memory bandwidth, sets
+// the pace. With it the padding makes S * REG_ROWS = BLOCK_SIZE_X (mod 32). FULL_UNROLL = 1
+// unrolls the loop over filter columns too: every filter value becomes an operand of its FMAs
+// (no constant-memory loads), for F times the code.
+//
 // The filter lives in `__constant__` memory, filled by the run hook with cudaMemcpyAsync on the
 // timed stream before each launch (plugins/builtin/convolution2d.cpp). Its name spells out the
 // configuration: batched compilation puts many configurations into one program, each in its
@@ -23,23 +32,46 @@
 #define KTUNE_LAUNCH_BOUNDS
 #endif
 
+#ifndef REG_ROWS
+#define REG_ROWS 1
+#endif
+#ifndef FULL_UNROLL
+#define FULL_UNROLL 0
+#endif
+
+// The name of a configuration with REG_ROWS = 1 is the one it had before REG_ROWS existed.
 #define CONV_FILTER_NAME_(a, b, c, d, e, f, g) conv_filter_##a##_##b##_##c##_##d##_##e##_##f##_##g
 #define CONV_FILTER_NAME(a, b, c, d, e, f, g) CONV_FILTER_NAME_(a, b, c, d, e, f, g)
+#define CONV_FILTER_RNAME_(n, r, u) n##_r##r##_u##u
+#define CONV_FILTER_RNAME(n, r, u) CONV_FILTER_RNAME_(n, r, u)
+#if REG_ROWS == 1
 #define CONV_FILTER                                                                              \
   CONV_FILTER_NAME(BLOCK_SIZE_X, BLOCK_SIZE_Y, TILE_SIZE_X, TILE_SIZE_Y, USE_SHMEM, USE_PADDING, \
                    FILTER_SIZE)
+#else
+#define CONV_FILTER                                                                        \
+  CONV_FILTER_RNAME(CONV_FILTER_NAME(BLOCK_SIZE_X, BLOCK_SIZE_Y, TILE_SIZE_X, TILE_SIZE_Y, \
+                                     USE_SHMEM, USE_PADDING, FILTER_SIZE),                 \
+                    REG_ROWS, FULL_UNROLL)
+#endif
 
 __constant__ float CONV_FILTER[FILTER_SIZE * FILTER_SIZE];
 
 namespace conv2d {
 
 constexpr int kBx = BLOCK_SIZE_X, kBy = BLOCK_SIZE_Y;
-constexpr int kTx = TILE_SIZE_X, kTy = TILE_SIZE_Y;
+constexpr int kTx = TILE_SIZE_X, kTy = TILE_SIZE_Y, kRr = REG_ROWS;
 constexpr int kF = FILTER_SIZE, kR = (FILTER_SIZE - 1) / 2;
-constexpr int kTileW = kBx * kTx + kF - 1;  // input columns a block reads
-constexpr int kTileH = kBy * kTy + kF - 1;  // input rows a block reads
-constexpr int kPad = USE_PADDING ? ((kBx - kTileW) % 32 + 32) % 32 : 0;
+constexpr int kTileW = kBx * kTx + kF - 1;        // input columns a block reads
+constexpr int kTileH = kBy * kTy * kRr + kF - 1;  // input rows a block reads
+// Rows a warp's threads read at once lie kRr rows apart: the stride makes kRr * S = kBx (mod 32)
+// (the space allows padding only where kBx = 16 (mod 32), and 16 / kRr is whole).
+constexpr int kPadMod = 32 / kRr;
+constexpr int kPad = !USE_PADDING ? 0
+                     : kRr == 1   ? ((kBx - kTileW) % 32 + 32) % 32
+                                  : ((16 / kRr - kTileW) % kPadMod + kPadMod) % kPadMod;
 constexpr int kStride = kTileW + kPad;  // shared-memory row stride
+static_assert(kRr == 1 || USE_SHMEM, "register blocking reads the shared-memory tile");
 
 // Adds filter row i's taps to a thread's outputs, reading the input through `load(r, c)` (r, c
 // relative to the thread's first output). The row loop stays rolled: unrolling all F * F taps
@@ -57,16 +89,75 @@ __device__ __forceinline__ void accumulate_row(int i, float (&sum)[kTy][kTx], Lo
   }
 }
 
+// Register blocking (kRr > 1): adds filter column j's taps to the thread's groups of kRr
+// adjacent output rows. `col` points at the tile element of the group's first output row, shifted
+// up by R rows and left by R columns (the top-left tap), of group (ty, tx).
+__device__ __forceinline__ void accumulate_column(int j, float (&sum)[kTy][kTx][kRr],
+                                                  const float* base) {
+#pragma unroll
+  for (int ty = 0; ty < kTy; ++ty) {
+#pragma unroll
+    for (int tx = 0; tx < kTx; ++tx) {
+      const float* col = base + ty * kBy * kRr * kStride + tx * kBx + j;
+#pragma unroll
+      for (int r = 0; r < kRr + kF - 1; ++r) {
+        const float v = col[r * kStride];
+        // Input row r reaches output rows t with 0 <= r - t < F, through filter row r - t.
+#pragma unroll
+        for (int t = 0; t < kRr; ++t) {
+          if (r - t >= 0 && r - t < kF) sum[ty][tx][t] += CONV_FILTER[(r - t) * kF + j] * v;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace conv2d
 
 __global__ void KTUNE_LAUNCH_BOUNDS convolution2d(const float* __restrict__ image,
                                                   float* __restrict__ out, int h, int w) {
   using namespace conv2d;
   const int block_x0 = blockIdx.x * (kBx * kTx);  // first output column of the block
-  const int block_y0 = blockIdx.y * (kBy * kTy);
+  const int block_y0 = blockIdx.y * (kBy * kTy * kRr);
   const int x0 = block_x0 + threadIdx.x;  // this thread's first output
-  const int y0 = block_y0 + threadIdx.y;
+  const int y0 = block_y0 + threadIdx.y * kRr;
 
+#if USE_SHMEM && REG_ROWS > 1
+  float rsum[kTy][kTx][kRr];
+#pragma unroll
+  for (int ty = 0; ty < kTy; ++ty)
+#pragma unroll
+    for (int tx = 0; tx < kTx; ++tx)
+#pragma unroll
+      for (int t = 0; t < kRr; ++t) rsum[ty][tx][t] = 0.0f;
+  extern __shared__ float tile[];  // kTileH rows of kStride floats
+  const int tid = threadIdx.y * kBx + threadIdx.x;
+  for (int k = tid; k < kTileH * kTileW; k += kBx * kBy) {
+    const int r = k / kTileW, c = k % kTileW;
+    const int gy = block_y0 - kR + r, gx = block_x0 - kR + c;
+    tile[r * kStride + c] = (gy >= 0 && gy < h && gx >= 0 && gx < w) ? image[gy * w + gx] : 0.0f;
+  }
+  __syncthreads();
+  const float* base = tile + threadIdx.y * kRr * kStride + threadIdx.x;
+#if FULL_UNROLL
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+  for (int j = 0; j < kF; ++j) accumulate_column(j, rsum, base);
+#pragma unroll
+  for (int ty = 0; ty < kTy; ++ty) {
+#pragma unroll
+    for (int t = 0; t < kRr; ++t) {
+      const int y = y0 + ty * kBy * kRr + t;
+#pragma unroll
+      for (int tx = 0; tx < kTx; ++tx) {
+        const int x = x0 + tx * kBx;
+        if (y < h && x < w) out[y * w + x] = rsum[ty][tx][t];
+      }
+    }
+  }
+#else
   float sum[kTy][kTx];
 #pragma unroll
   for (int ty = 0; ty < kTy; ++ty)
@@ -116,4 +207,5 @@ __global__ void KTUNE_LAUNCH_BOUNDS convolution2d(const float* __restrict__ imag
       if (y < h && x < w) out[y * w + x] = sum[ty][tx];
     }
   }
+#endif
 }

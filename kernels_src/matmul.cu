@@ -18,6 +18,10 @@
 //      4 x 4 pieces a quarter-tile apart (rows ty*4 + g*(BLOCK_M/(THREAD_M/4)), likewise for
 //      columns), so a warp reads B's row as consecutive 16-byte vectors without bank conflicts
 //      while its threads share A's vectors. Needs THREAD_M, THREAD_N and PADDING multiples of 4.
+//      WARP_ROWS > 0 lays each warp's threads out as WARP_ROWS rows of 32 / WARP_ROWS threads
+//      (0: the block's rows in order, so a warp spans 32 / threads-per-row rows): a squarer warp
+//      reads fewer distinct values of A and B per k, and shared memory serves fewer bytes per
+//      FMA.
 // All variants add the products of one element in increasing k with one accumulator, and guard
 // every access, so m, n and k need not be multiples of any tile. Shared memory is dynamic (the
 // tuner opts in above 48 KiB): the tile of A, then the tile of B 16-byte aligned, each row
@@ -30,6 +34,9 @@
 #endif
 #ifndef UNROLL
 #define UNROLL 1
+#endif
+#ifndef WARP_ROWS
+#define WARP_ROWS 0
 #endif
 #define KTUNE_PRAGMA_(x) _Pragma(#x)
 #define KTUNE_UNROLL(n) KTUNE_PRAGMA_(unroll n)
@@ -143,8 +150,18 @@ __global__ void MATMUL_LAUNCH_BOUNDS matmul(const float* __restrict__ a,
     constexpr int kStrideM = kThreadsY * 4, kStrideN = kThreadsX * 4;  // between a thread's pieces
     constexpr int kPassesA = (BlockM * BlockK / VectorWidth + kThreads - 1) / kThreads;
     constexpr int kPassesB = (BlockK * BlockN / VectorWidth + kThreads - 1) / kThreads;
-    const unsigned tx = threadIdx.x, ty = threadIdx.y;
-    const unsigned tid = ty * kThreadsX + tx;
+    const unsigned tid = threadIdx.y * kThreadsX + threadIdx.x;
+    // The thread's place in the block's grid of thread tiles: row-major, or warp by warp.
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    if constexpr (WARP_ROWS > 0) {
+      constexpr unsigned kWarpRows = WARP_ROWS > 0 ? WARP_ROWS : 1;  // not a macro: no 1/0
+      constexpr unsigned kWarpCols = 32 / kWarpRows, kWarpsX = kThreadsX / kWarpCols;
+      static_assert(kThreadsX % kWarpCols == 0 && kThreadsY % kWarpRows == 0 && kThreads % 32 == 0,
+                    "warps tile the block's threads");
+      const unsigned lane = tid % 32, warp = tid / 32;
+      tx = warp % kWarpsX * kWarpCols + lane % kWarpCols;
+      ty = warp / kWarpsX * kWarpRows + lane / kWarpCols;
+    }
     const unsigned m0 = blockIdx.y * BlockM, n0 = blockIdx.x * BlockN;
     const bool a_vectors = k % VectorWidth == 0;
     const bool b_vectors = n % VectorWidth == 0;

@@ -1,6 +1,7 @@
 // Built-in kernel `convolution2d`: "same" 2-D convolution of an fp32 image with an F x F filter
 // in constant memory (kernels_src/convolution2d.cu), directly from global memory or through a
-// shared-memory tile; the space follows Kernel Tuner's convolution benchmark.
+// shared-memory tile; the space follows Kernel Tuner's convolution benchmark, plus register
+// blocking (reg_rows) beyond it.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -67,8 +68,9 @@ int convolution2d_reference(const ktune_reference_ctx* ctx, char* error, std::si
 // Fills this configuration's constant filter from the `filter` input on the timed stream, then
 // launches: the copy (f * f floats, device to device) is part of every measured run.
 int convolution2d_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
-  static const char* const kNames[] = {"block_size_x", "block_size_y", "tile_size_x", "tile_size_y",
-                                       "use_shmem",    "use_padding",  "filter_size"};
+  static const char* const kNames[] = {"block_size_x", "block_size_y", "tile_size_x",
+                                       "tile_size_y",  "use_shmem",    "use_padding",
+                                       "filter_size",  "reg_rows",     "full_unroll"};
   long long v[std::size(kNames)];
   for (std::size_t i = 0; i < std::size(kNames); ++i) {
     int found = 0;
@@ -79,8 +81,12 @@ int convolution2d_run(const ktune_run_ctx* ctx, char* error, std::size_t error_s
     }
   }
   char symbol[160];
-  std::snprintf(symbol, sizeof(symbol), "conv_filter_%lld_%lld_%lld_%lld_%lld_%lld_%lld", v[0],
-                v[1], v[2], v[3], v[4], v[5], v[6]);
+  const int len =
+      std::snprintf(symbol, sizeof(symbol), "conv_filter_%lld_%lld_%lld_%lld_%lld_%lld_%lld", v[0],
+                    v[1], v[2], v[3], v[4], v[5], v[6]);
+  if (v[7] != 1)  // convolution2d.cu names the filter of a register-blocked configuration so
+    std::snprintf(symbol + len, sizeof(symbol) - static_cast<std::size_t>(len), "_r%lld_u%lld",
+                  v[7], v[8]);
   std::size_t bytes = 0, count = 0;
   void* constant = find_global(ctx, symbol, &bytes);
   void* filter = ctx->buffer(ctx, "filter", &count);
@@ -127,6 +133,11 @@ const ktune_param_desc kParams[] = {
      "shared-memory row stride = block_size_x (mod 32), so warps spanning rows are conflict free"},
     {"filter_size", "3, 5, 7, 9, 11, 13, 15", "15",
      "the problem's f as a compile-time constant (the space pins it to f)"},
+    {"reg_rows", "1, 2, 4, 8, 16", "1",
+     "adjacent output rows per tile_size_y group, summed in registers from one walk down each "
+     "filter column of the shared tile (1: off)"},
+    {"full_unroll", "0, 1", "0",
+     "1: unroll the loop over filter columns too, filter values as FMA operands (reg_rows > 1)"},
 };
 
 const char* const kRestrictions[] = {
@@ -135,6 +146,12 @@ const char* const kRestrictions[] = {
     "block_size_x * block_size_y >= 32",
     "use_padding == 0 or use_shmem == 1",
     "use_padding == 0 or block_size_x % 32 != 0",
+    "reg_rows == 1 or use_shmem == 1",
+    "full_unroll == 0 or reg_rows > 1",
+    // At most 32 accumulators per thread (more spill), and 16 where every tap is unrolled
+    // (16 * 225 FMAs of code at f = 15, a second of NVRTC).
+    "reg_rows == 1 or tile_size_x * tile_size_y * reg_rows <= 32",
+    "full_unroll == 0 or tile_size_x * tile_size_y * reg_rows <= 16",
     "h * w < 2**31",
 };
 
@@ -171,14 +188,21 @@ const ktune_kernel_desc kConvolution2d =
         .params(kParams)
         .restrictions(kRestrictions)
         .problem(kProblem)
-        .grid("div_up(w, block_size_x * tile_size_x)", "div_up(h, block_size_y * tile_size_y)")
+        .grid("div_up(w, block_size_x * tile_size_x)",
+              "div_up(h, block_size_y * tile_size_y * reg_rows)")
         .block("block_size_x", "block_size_y")
         // The input tile with its halo, rows padded to the stride the kernel uses
         // (convolution2d.cu).
+        // With reg_rows > 1 the stride makes reg_rows * stride = 16 (mod 32) instead.
         .shared_mem(
-            "4 * (block_size_y * tile_size_y + filter_size - 1) * "
+            "(4 * (block_size_y * tile_size_y + filter_size - 1) * "
             "(block_size_x * tile_size_x + filter_size - 1 + "
             "use_padding * ((block_size_x - block_size_x * tile_size_x - filter_size + 1) % 32)) "
+            "if reg_rows == 1 else "
+            "4 * (block_size_y * tile_size_y * reg_rows + filter_size - 1) * "
+            "(block_size_x * tile_size_x + filter_size - 1 + use_padding * "
+            "((16 // reg_rows - block_size_x * tile_size_x - filter_size + 1) % (32 // "
+            "reg_rows)))) "
             "if use_shmem == 1 else 0")
         .buffers(kBuffers)
         .args(kArgs)

@@ -34,6 +34,9 @@ const ktune_param_desc kParams[] = {
     {"launch_bounds", "0, 2, 4", "0",
      "minimum blocks per multiprocessor in __launch_bounds__ (0: the block size alone, which the "
      "kernel always declares so that every block shape can launch)"},
+    {"warp_rows", "0, 2, 4, 8", "0",
+     "variant 3: each warp's threads as warp_rows rows of 32 / warp_rows (0: the block's rows in "
+     "order)"},
 };
 
 const char* const kRestrictions[] = {
@@ -45,6 +48,9 @@ const char* const kRestrictions[] = {
     // Variants 2 and 3: at least a warp, and at most 64 accumulators of a thread's 255 registers.
     "variant == 1 or (block_m // thread_m) * (block_n // thread_n) >= 32",
     "thread_m * thread_n <= 64", "block_k % vector_width == 0 and block_n % vector_width == 0",
+    // A warp layout that differs from the row-major one and tiles the block's threads.
+    "warp_rows == 0 or (variant == 3 and (block_n // thread_n) * warp_rows > 32 and "
+    "(block_n // thread_n) % (32 // warp_rows) == 0 and (block_m // thread_m) % warp_rows == 0)",
     "unroll <= block_k",
     // __launch_bounds__ overrides -maxrregcount in ptxas: a space with both would hold configs
     // whose register limit silently is not the one named.

@@ -228,6 +228,18 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
   out.push_back(staged("128", "64", "32", "8", "4", "4", "32", "2"));
   out.push_back(staged("256", "128", "16", "16", "4", "4", "4", "4"));  // 50 KiB shared
   out.push_back(staged("32", "64", "8", "4", "4", "4", "2", "4"));      // 128 threads
+  // Variant 3 with its warps as 2, 4 and 8 rows of threads.
+  for (const char* rows : {"2", "4", "8"}) {
+    Sets s = staged("128", "128", "16", "4", "4", "4", "16", "4");  // 32 x 32 threads
+    s["warp_rows"] = rows;
+    out.push_back(s);
+  }
+  Sets square = staged("128", "128", "16", "8", "8", "4", "16", "4");  // 16 x 16 threads
+  square["warp_rows"] = "4";
+  out.push_back(square);
+  Sets tall = staged("256", "128", "8", "16", "4", "0", "8", "2");  // 32 x 16 threads
+  tall["warp_rows"] = "8";
+  out.push_back(tall);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ktune/cuda_backend.h"
@@ -90,6 +91,25 @@ TEST_F(GpuKernelsB, ConvolutionEveryVariantAtTwoSizes) {
       }
     }
   }
+  // Register blocking: adjacent rows per group, rolled or unrolled over the filter columns, with
+  // and without padding (warps of 16 and 48 threads per row span rows kRr apart).
+  for (const auto& [bx, by, tx, ty, rows, unroll, pad] :
+       std::vector<std::tuple<const char*, const char*, const char*, const char*, const char*,
+                              const char*, const char*>>{{"32", "8", "1", "1", "8", "0", "0"},
+                                                         {"32", "4", "1", "1", "16", "1", "0"},
+                                                         {"16", "4", "2", "1", "4", "0", "1"},
+                                                         {"48", "2", "1", "2", "8", "1", "1"},
+                                                         {"64", "2", "2", "2", "2", "0", "0"},
+                                                         {"256", "1", "1", "4", "4", "1", "0"}}) {
+    sets.push_back({{"block_size_x", bx},
+                    {"block_size_y", by},
+                    {"tile_size_x", tx},
+                    {"tile_size_y", ty},
+                    {"use_shmem", "1"},
+                    {"use_padding", pad},
+                    {"reg_rows", rows},
+                    {"full_unroll", unroll}});
+  }
   // 512 x 512 is a multiple of most tiles; 333 x 517 of none (and 7 is a second filter size).
   for (const Problem& p :
        {Problem{{"h", 512}, {"w", 512}, {"f", 15}}, Problem{{"h", 333}, {"w", 517}, {"f", 7}}}) {
@@ -131,6 +151,12 @@ TEST_F(GpuKernelsB, ConvolutionFromABatchedCompilation) {
             {"block_size_y", "2"},
             {"tile_size_x", "4"},
             {"use_shmem", "1"}},
+           {{"block_size_x", "32"}, {"block_size_y", "4"}, {"use_shmem", "1"}, {"reg_rows", "8"}},
+           {{"block_size_x", "32"},
+            {"block_size_y", "4"},
+            {"use_shmem", "1"},
+            {"reg_rows", "4"},
+            {"full_unroll", "1"}},
        }) {
     Assignments with_f = a;
     with_f["filter_size"] = "7";

@@ -232,6 +232,14 @@ TEST_F(BuiltinB, ConvolutionFilterSymbolIsInTheCubinAloneAndBatched) {
        {"tile_size_x", "3"},
        {"tile_size_y", "3"},
        {"use_shmem", "1"}},
+      {{"block_size_x", "16"},
+       {"block_size_y", "4"},
+       {"tile_size_x", "1"},
+       {"tile_size_y", "2"},
+       {"use_shmem", "1"},
+       {"use_padding", "1"},
+       {"reg_rows", "8"},
+       {"full_unroll", "1"}},
   };
   std::vector<CompileRequest> requests;
   std::vector<std::string> names;
@@ -247,8 +255,10 @@ TEST_F(BuiltinB, ConvolutionFilterSymbolIsInTheCubinAloneAndBatched) {
     names.push_back("conv_filter_" + v("block_size_x") + "_" + v("block_size_y") + "_" +
                     v("tile_size_x") + "_" + v("tile_size_y") + "_" + v("use_shmem") + "_" +
                     v("use_padding") + "_" + v("filter_size"));
+    if (v("reg_rows") != "1") names.back() += "_r" + v("reg_rows") + "_u" + v("full_unroll");
   }
   EXPECT_EQ(names[1], "conv_filter_48_2_2_1_1_1_3");
+  EXPECT_EQ(names[3], "conv_filter_16_4_1_2_1_1_3_r8_u1");
 
   const CompileResult alone = compile(requests[0]);
   ASSERT_TRUE(alone.ok) << alone.error << "\n" << alone.log;

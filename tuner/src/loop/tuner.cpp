@@ -57,15 +57,23 @@ class BackendPreparer {
   }
   void start() {
     if (!prepared_ && !preparing_.valid())
-      preparing_ =
-          std::async(std::launch::async, [this] { backend_.prepare(instance_, measure_); });
+      preparing_ = std::async(std::launch::async, [this] {
+        const auto p0 = Clock::now();
+        backend_.prepare(instance_, measure_);
+        seconds_ = seconds_since(p0);
+      });
   }
-  void wait() {
-    if (prepared_) return;
+  // Returns the seconds the caller waited for the preparation (0 once it is done).
+  double wait() {
+    if (prepared_) return 0;
     start();
     prepared_ = true;
+    const auto w0 = Clock::now();
     preparing_.get();
+    return seconds_since(w0);
   }
+  // Wall time of the preparation itself (after wait()).
+  double seconds() const { return seconds_; }
 
  private:
   Backend& backend_;
@@ -73,6 +81,7 @@ class BackendPreparer {
   const MeasureOptions& measure_;
   bool prepared_ = false;
   std::future<void> preparing_;
+  double seconds_ = 0;
 };
 
 class TuningRun {
@@ -379,7 +388,8 @@ class TuningRun {
           continue;
         }
       }
-      preparer_.wait();
+      summary_.wait_prepare_seconds += preparer_.wait();
+      summary_.prepare_seconds = preparer_.seconds();
       const auto e0 = Clock::now();
       backend_.submit(p.config, c);
       summary_.backend_seconds += seconds_since(e0);
@@ -512,7 +522,8 @@ class TuningRun {
     std::vector<RetimeCandidate> candidates;
     for (std::size_t i = 0; i < finalists.size(); ++i)
       candidates.push_back({configs[i], backend_.needs_compilation() ? &compiled[i] : nullptr});
-    preparer_.wait();
+    summary_.wait_prepare_seconds += preparer_.wait();
+    summary_.prepare_seconds = preparer_.seconds();
     const std::vector<Measurement> re = backend_.retime(candidates, options_.retime_rounds);
     ensure_registered();
     for (std::size_t i = 0; i < finalists.size() && i < re.size(); ++i) {
@@ -572,6 +583,8 @@ class TuningRun {
     s["by_status"] = m.by_status;
     s["wall_seconds"] = seconds_since(t0_);
     s["first_result_seconds"] = m.first_result_seconds;
+    s["prepare_seconds"] = m.prepare_seconds;
+    s["wait_prepare_seconds"] = m.wait_prepare_seconds;
     s["search_seconds"] = m.search_seconds;
     s["gpu_seconds"] = m.gpu_seconds;
     s["timed_seconds"] = m.timed_seconds;
