@@ -1,9 +1,11 @@
 // NVRTC compile time of a small templated kernel (the process's first compile apart from later
-// ones), a CUBIN cache hit, and CompilePool throughput with 1, 2 and N threads.
+// ones), a CUBIN cache hit, CompilePool throughput with 1, 2 and N threads, and the built-in
+// reduce kernel's configurations compiled in batches of 1 to 16 per NVRTC program.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include "ktune/compiler.h"
+#include "ktune/instance.h"
+#include "ktune/registry.h"
 
 namespace {
 
@@ -143,6 +147,54 @@ void BM_PoolProcesses(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_PoolProcesses)->Apply(pool_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The reduce kernel's 270 configurations of configs/reduce-kt270.toml (n = 2^25), rendered for
+// sm_90 as a tuning run renders them, compiled `state.range(0)` to an NVRTC program (one
+// namespace per configuration, as the compile pool batches them): milliseconds per
+// configuration, the cost batching amortises being the front end's share.
+void BM_BatchedReduceCompile(benchmark::State& state) {
+  compiled_before = true;
+  static const std::vector<ktune::CompileRequest> requests = [] {
+    ktune::Registry registry;
+    ktune::register_builtin_kernels(registry);
+    const ktune::KernelInstance inst(registry.get("reduce"), {{"n", std::int64_t{1} << 25}},
+                                     ktune::DeviceLimits::for_arch(90));
+    std::vector<ktune::CompileRequest> out;
+    for (int variant : {7, 8, 9})
+      for (int block : {32, 64, 128, 256, 512, 1024})
+        for (int items : {2, 4, 8, 16, 32})
+          for (int unroll : {1, 2, 4}) {
+            const ktune::Config c =
+                inst.space().from_assignments({{"variant", std::to_string(variant)},
+                                               {"block_size", std::to_string(block)},
+                                               {"elements_per_thread", std::to_string(items)},
+                                               {"unroll", std::to_string(unroll)}});
+            if (inst.space().is_valid(c)) out.push_back(ktune::render(inst, c, "sm_90"));
+          }
+    return out;
+  }();
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  std::size_t next = 0, compiled = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    std::vector<ktune::CompileRequest> group;
+    for (std::size_t i = 0; i < batch; ++i) group.push_back(requests[next++ % requests.size()]);
+    for (const ktune::CompileResult& r : ktune::compile_batch(group)) {
+      if (!r.ok) state.SkipWithError(r.error.c_str());
+      benchmark::DoNotOptimize(r.cubin.data());
+    }
+    compiled += batch;
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  state.counters["ms_per_config"] = ms / static_cast<double>(std::max<std::size_t>(compiled, 1));
+}
+BENCHMARK(BM_BatchedReduceCompile)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

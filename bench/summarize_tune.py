@@ -37,6 +37,7 @@ def row(label, path):
         if wall > 0 else "-",
         "compile_ms_per_cfg": round(1e3 * d["compile_seconds"] / max(d["measured"], 1), 1),
         "clocks": clocks(d.get("gpu_clocks")),
+        "prepare_phases_s": " ".join(f"{k}={v:.3f}" for k, v in sorted(d.get("prepare_phases_seconds", {}).items())),
         "phases_s": " ".join(f"{k}={v:.2f}" for k, v in sorted(phases.items()) if v >= 0.005),
     }
 

@@ -34,7 +34,7 @@ using json = nlohmann::ordered_json;
 namespace ktune {
 namespace {
 
-enum class Peer { kMemcpy, kCub, kSgeam, kSgemm };
+enum class Peer { kMemcpy, kCub, kSgeam, kSgemm, kSgemmTf32 };
 
 // The device limit a case is measured against (README.md, "Ceilings").
 enum class Ceiling { kRead, kCopy, kFma };
@@ -61,6 +61,20 @@ Case reduce_case(int log2_n, std::optional<double> target, std::optional<double>
           ceiling_target};
 }
 
+// fp32 SGEMM without tensor cores against cuBLAS in pedantic fp32 (target 0.92), or the TF32
+// tensor-core kernel against cuBLAS in TF32 (target 0.7).
+Case matmul_case(const std::string& kernel, std::int64_t size) {
+  const bool tf32 = kernel == "matmul_tf32";
+  return {fmt::format("{} {}^3 {}", kernel, size, tf32 ? "tf32" : "fp32"),
+          kernel,
+          {{"m", size}, {"n", size}, {"k", size}},
+          tf32 ? Peer::kSgemmTf32 : Peer::kSgemm,
+          tf32 ? "cublasGemmEx (TF32 tensor cores)" : "cublasSgemm (pedantic fp32)",
+          tf32 ? 0.7 : 0.92,
+          Ceiling::kFma,
+          std::nullopt};
+}
+
 std::vector<Case> all_cases() {
   const std::int64_t n28 = std::int64_t{1} << 28;
   return {
@@ -84,14 +98,10 @@ std::vector<Case> all_cases() {
        1.0,
        Ceiling::kCopy,
        std::nullopt},
-      {"matmul 4096^3 fp32",
-       "matmul",
-       {{"m", 4096}, {"n", 4096}, {"k", 4096}},
-       Peer::kSgemm,
-       "cublasSgemm (pedantic fp32)",
-       0.8,
-       Ceiling::kFma,
-       std::nullopt},
+      matmul_case("matmul", 4096),
+      matmul_case("matmul", 8192),
+      matmul_case("matmul_tf32", 4096),
+      matmul_case("matmul_tf32", 8192),
       {"stencil3d 512^3 fp32",
        "stencil3d",
        {{"nx", 512}, {"ny", 512}, {"nz", 512}},
@@ -122,8 +132,9 @@ void check(const std::string& error) {
   if (!error.empty()) throw Error(ErrorKind::kDevice, error);
 }
 
-// The configuration to time: the database's best for this kernel, problem and device, else the
-// kernel's default (said so in the output).
+// The configuration to time: the database's best for this kernel, problem and device; else the
+// newest best of the kernel on this device for another problem that is valid here (a matmul
+// tuned at 4096 timed at 8192); else the kernel's default (each said so in the output).
 struct Chosen {
   Config config;
   std::string source;  // "stored best (trial N)" or "default (no stored best)"
@@ -140,7 +151,21 @@ Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* st
       continue;
     if (!pick || b.updated_at > pick->updated_at) pick = b;
   }
-  if (!pick) return c;
+  if (!pick) {
+    for (const BestRecord& b : store->bests(inst.kernel().name)) {
+      if (b.device.name != dev.name || b.device.arch != dev.arch) continue;
+      try {
+        if (!inst.space().is_valid(inst.space().parse_key(b.trial.config_key))) continue;
+      } catch (const Error&) {
+        continue;  // a key of another version of the space
+      }
+      if (!pick || b.updated_at > pick->updated_at) pick = b;
+    }
+    if (!pick) return c;
+    c.config = inst.space().parse_key(pick->trial.config_key);
+    c.source = fmt::format("stored best for {} (trial {})", pick->problem_key, pick->trial_id);
+    return c;  // its stored time is of another problem
+  }
   c.config = inst.space().parse_key(pick->trial.config_key);
   c.source = fmt::format("stored best (trial {})", pick->trial_id);
   c.stored_ms = pick->trial.time_ms;
@@ -183,7 +208,11 @@ struct Row {
          peer_metric = std::nan(""), stored_ms = std::nan("");
   std::string unit;
   std::vector<double> ktune_rounds, peer_rounds;
-  double gflops = std::nan("");    // the kernel's FLOPs per second, where it counts them
+  double gflops = std::nan("");  // the kernel's FLOPs per second, where it counts them
+  // matmul: the error against the product in double of sampled elements, ktune's and the peer's
+  double max_error = std::nan(""), rms_error = std::nan("");
+  double peer_max_error = std::nan(""), peer_rms_error = std::nan("");
+  int samples_differing = -1;      // sampled elements where ktune's and the peer's C differ
   double fraction = std::nan("");  // of the case's ceiling
   double ratio() const { return peer_ms / ktune_ms; }
 };
@@ -236,6 +265,7 @@ struct PeerSetup {
   std::shared_ptr<peers::CubSum> cub;
   std::shared_ptr<peers::Blas> blas;
   double peer_work = 0;
+  const float* peer_output = nullptr;  // matmul: the peer's C, for the accuracy figures
 
   void* alloc(std::size_t bytes) {
     void* p = peers::device_alloc(bytes);
@@ -294,23 +324,62 @@ void set_up_sgeam(const Case& c, const GpuEvaluator& ev, PeerSetup& s) {
   s.peer.version = "cuBLAS " + s.blas->version();
 }
 
-void set_up_sgemm(const Case& c, const GpuEvaluator& ev, PeerSetup& s) {
+void set_up_sgemm(const Case& c, const GpuEvaluator& ev, PeerSetup& s, bool tf32) {
   const int mm = int(c.problem.at("m")), nn = int(c.problem.at("n")), kk = int(c.problem.at("k"));
   std::size_t na = 0, nb = 0;
   auto* a = static_cast<const float*>(ev.buffer("a", &na));
   auto* b = static_cast<const float*>(ev.buffer("b", &nb));
   const std::size_t count = std::size_t(mm) * std::size_t(nn);
   auto* out = static_cast<float*>(s.alloc(count * 4));
-  s.blas = std::make_shared<peers::Blas>();
+  s.blas = std::make_shared<peers::Blas>(tf32);
   check(s.blas->error());
-  s.peer.launch = [=, blas = s.blas] { return blas->sgemm(a, b, out, mm, nn, kk); };
-  // Both sum 4096 products in fp32, in different orders: as close as the kernel's own check.
-  s.peer.check = [&ev, out, count] {
+  if (tf32)
+    s.peer.launch = [=, blas = s.blas] { return blas->sgemm_tf32(a, b, out, mm, nn, kk); };
+  else
+    s.peer.launch = [=, blas = s.blas] { return blas->sgemm(a, b, out, mm, nn, kk); };
+  // fp32: both sum the products in fp32, in different orders: as close as the kernel's own
+  // check. TF32: both round the inputs; within the kernel's TF32 tolerance.
+  s.peer.check = [&ev, out, count, tf32] {
     std::size_t n = 0;
     return compare_floats(to_host<float>(out, count), to_host<float>(ev.buffer("c", &n), count),
-                          1e-4, 5e-3);
+                          tf32 ? 1e-3 : 1e-4, tf32 ? 0.1 : 5e-3);
   };
+  s.peer_output = out;
   s.peer.version = "cuBLAS " + s.blas->version();
+}
+
+// The error of C against the product in double, over 4096 elements sampled evenly from rows and
+// columns (each a k-long dot product on the host), for ktune's output and the peer's.
+void sampled_errors(const Case& c, const GpuEvaluator& ev, const float* peer_c, Row& row) {
+  const std::int64_t m = c.problem.at("m"), n = c.problem.at("n"), k = c.problem.at("k");
+  std::size_t count = 0;
+  const auto a = to_host<float>(ev.buffer("a", &count), std::size_t(m * k));
+  const auto b = to_host<float>(ev.buffer("b", &count), std::size_t(k * n));
+  const auto got = to_host<float>(ev.buffer("c", &count), std::size_t(m * n));
+  const auto peer = to_host<float>(peer_c, std::size_t(m * n));
+  double max_k = 0, sq_k = 0, max_p = 0, sq_p = 0;
+  int differing = 0;
+  constexpr int kSamples = 4096;
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (int s = 0; s < kSamples; ++s) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const std::int64_t i = std::int64_t((state >> 33) % std::uint64_t(m));
+    const std::int64_t j = std::int64_t((state >> 13) % std::uint64_t(n));
+    double exact = 0;
+    for (std::int64_t q = 0; q < k; ++q) exact += double(a[i * k + q]) * double(b[q * n + j]);
+    differing += got[i * n + j] != peer[i * n + j];
+    const double ek = std::abs(double(got[i * n + j]) - exact);
+    const double ep = std::abs(double(peer[i * n + j]) - exact);
+    max_k = std::max(max_k, ek);
+    max_p = std::max(max_p, ep);
+    sq_k += ek * ek;
+    sq_p += ep * ep;
+  }
+  row.max_error = max_k;
+  row.rms_error = std::sqrt(sq_k / kSamples);
+  row.peer_max_error = max_p;
+  row.peer_rms_error = std::sqrt(sq_p / kSamples);
+  row.samples_differing = differing;
 }
 
 // `work` is what ktune's metric counts; a memcpy peer counts its own bytes instead.
@@ -327,7 +396,8 @@ void set_up_peer(const Case& c, const GpuEvaluator& ev, double work, PeerSetup& 
       set_up_sgeam(c, ev, s);
       break;
     case Peer::kSgemm:
-      set_up_sgemm(c, ev, s);
+    case Peer::kSgemmTf32:
+      set_up_sgemm(c, ev, s, c.peer == Peer::kSgemmTf32);
       break;
   }
 }
@@ -397,7 +467,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
     row.error = "does not compile: " + compiled.error;
     return row;
   }
-  const bool gflops = !std::isnan(inst.flops(chosen.config)) && c.kernel == "matmul";
+  const bool gflops = !std::isnan(inst.flops(chosen.config)) && c.kernel.starts_with("matmul");
   row.unit = gflops ? "GFLOP/s" : "GB/s";
   const double work = gflops ? inst.flops(chosen.config) : inst.bytes(chosen.config);
 
@@ -412,6 +482,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
       row.peer_error = e.what();
     }
   }
+  if (setup.peer_output) sampled_errors(c, ev, setup.peer_output, row);
   row.ktune_ms = median(row.ktune_rounds);
   row.peer_ms = median(row.peer_rounds);
   row.metric = work / (row.ktune_ms * 1e6);
@@ -434,8 +505,8 @@ po::options_description peer_options() {
       "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
       "only", po::value<std::string>(),
-      "comma-separated kernels (copy,reduce,transpose,matmul,stencil3d,convolution2d)")(
-      "json", po::value<std::string>(), "write the results as JSON here");
+      "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,stencil3d,"
+      "convolution2d)")("json", po::value<std::string>(), "write the results as JSON here");
   return opts;
 }
 
@@ -498,6 +569,11 @@ void print_row(const Row& r, bool ok, double ratio) {
                              fmt_num(r.stored_ms, 4), 100 * off,
                              std::abs(off) > 0.01 ? "  (more than 1% apart)" : "");
   }
+  if (std::isfinite(r.max_error))
+    std::cout << fmt::format(
+        "    error against double (4096 sampled elements): ktune max {:.2e} rms {:.2e}, peer max "
+        "{:.2e} rms {:.2e}; the two differ in {} of them\n",
+        r.max_error, r.rms_error, r.peer_max_error, r.peer_rms_error, r.samples_differing);
   if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
   if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
 }
@@ -525,6 +601,13 @@ json row_json(const Row& r, double ratio) {
   j["peer_round_ms"] = r.peer_rounds;
   j["stored_ms"] = r.stored_ms;
   j["stored_vs_now"] = r.stored_ms / r.ktune_ms;  // the stored best's time / this run's
+  if (std::isfinite(r.max_error))
+    j["error_vs_double"] = {{"ktune_max", r.max_error},
+                            {"ktune_rms", r.rms_error},
+                            {"peer_max", r.peer_max_error},
+                            {"peer_rms", r.peer_rms_error},
+                            {"samples_differing", r.samples_differing},
+                            {"samples", 4096}};
   j["error"] = r.error;
   j["peer_error"] = r.peer_error;
   return j;

@@ -131,12 +131,14 @@ std::string CubSum::run() {
                     "cub::DeviceReduce::Sum");
 }
 
-Blas::Blas() {
+Blas::Blas(bool tf32) {
   cublasHandle_t h = nullptr;
   error_ = blas_error(cublasCreate(&h), "cublasCreate");
   if (!error_.empty()) return;
   handle_ = h;
-  error_ = blas_error(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  error_ =
+      blas_error(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+                 "cublasSetMathMode");
 }
 
 Blas::~Blas() {
@@ -161,6 +163,15 @@ std::string Blas::sgemm(const float* a, const float* b, float* c, int m, int n, 
   return blas_error(cublasSgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n,
                                 m, k, &one, b, n, a, k, &zero, c, n),
                     "cublasSgemm");
+}
+
+std::string Blas::sgemm_tf32(const float* a, const float* b, float* c, int m, int n, int k) {
+  if (!error_.empty()) return error_;
+  const float one = 1.0f, zero = 0.0f;  // as sgemm: column-major C^T = B^T A^T
+  return blas_error(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n,
+                                 m, k, &one, b, CUDA_R_32F, n, a, CUDA_R_32F, k, &zero, c,
+                                 CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmEx (TF32)");
 }
 
 std::string Blas::version() const {

@@ -33,10 +33,11 @@ class CubSum {
   std::string error_;
 };
 
-// cuBLAS, one handle; math mode pedantic (no TF32, no tensor-core shortcuts for fp32).
+// cuBLAS, one handle; math mode pedantic (no TF32, no tensor-core shortcuts for fp32), or
+// with `tf32` the default math mode, for sgemm_tf32.
 class Blas {
  public:
-  Blas();
+  explicit Blas(bool tf32 = false);
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
@@ -45,6 +46,9 @@ class Blas {
   std::string transpose(const float* in, float* out, int rows, int cols);
   // c (m x n) = a (m x k) b (k x n), all row-major: cublasSgemm computing c^T = b^T a^T.
   std::string sgemm(const float* a, const float* b, float* c, int m, int n, int k);
+  // The same product on the tensor cores in TF32 with fp32 accumulation: cublasGemmEx with
+  // CUBLAS_COMPUTE_32F_FAST_TF32 (needs a handle made with tf32).
+  std::string sgemm_tf32(const float* a, const float* b, float* c, int m, int n, int k);
   std::string version() const;
 
  private:

@@ -254,6 +254,33 @@ TEST_F(GpuKernelsA, MatmulVerifiesAgainstItsReferenceConfiguration) {
   }
 }
 
+// The TF32 tensor-core kernel against its host product in double: every block and warp shape
+// class, 2 to 4 stages, tile depths 16 and 32; sizes that tile evenly, that leave partial tiles
+// with aligned rows (16-byte copies), and with k and n not multiples of 4 (4-byte copies, no
+// paired stores).
+TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
+  CudaBackend backend(backend_options());
+  const auto tf32 = [](const char* bm, const char* bn, const char* bk, const char* wm,
+                       const char* wn, const char* stages) {
+    return Sets{{"block_m", bm}, {"block_n", bn}, {"block_k", bk},
+                {"warps_m", wm}, {"warps_n", wn}, {"stages", stages}};
+  };
+  const std::vector<Sets> configs = {
+      {},  // the default: 128 x 128 x 32, 2 x 4 warps, 3 stages
+      tf32("128", "128", "32", "2", "2", "2"),  // 64 x 64 per warp: 128 accumulators
+      tf32("256", "128", "16", "4", "2", "4"),  // 8 warps, 4 stages
+      tf32("64", "256", "32", "1", "4", "3"),   // one warp row
+      tf32("32", "32", "16", "2", "4", "2"),    // 16 x 8 per warp: one tile
+      tf32("256", "256", "16", "4", "4", "2"),  // 512 threads
+      tf32("128", "64", "32", "4", "1", "4"),   // one warp column
+  };
+  for (const Problem& p :
+       {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
+        Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
+    EXPECT_EQ(verify(backend, "matmul_tf32", p, configs), static_cast<int>(configs.size()));
+  }
+}
+
 // The exact product in double, rounded once to float.
 int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
   std::int64_t dims[3] = {-1, -1, -1};  // m, n, k

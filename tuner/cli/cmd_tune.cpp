@@ -278,6 +278,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["first_result_seconds"] = s.first_result_seconds;
   j["prepare_seconds"] = s.prepare_seconds;
   j["wait_prepare_seconds"] = s.wait_prepare_seconds;
+  j["prepare_phases_seconds"] = s.prepare_phases_seconds;
   j["search_seconds"] = s.search_seconds;
   j["configs_per_second"] = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
   j["gpu_seconds"] = s.gpu_seconds;

@@ -54,6 +54,7 @@ class ListStrategy : public Strategy {
   }
   void tell(const Config&, const Outcome&) override {}
   bool exhausted() const override { return next_ >= order_.size(); }
+  bool fixed_order() const override { return true; }
 
  protected:
   virtual void arrange(std::vector<Config>& configs, std::uint64_t seed) = 0;
@@ -107,6 +108,8 @@ class AutoStrategy final : public Strategy {
     if (inner_) inner_->tell(config, outcome);
   }
   bool exhausted() const override { return inner_ && inner_->exhausted(); }
+  bool fixed_order() const override { return inner_ && inner_->fixed_order(); }
+  std::size_t ask_batch() const override { return inner_ ? inner_->ask_batch() : 1; }
 
  private:
   AutoChoice choice_;

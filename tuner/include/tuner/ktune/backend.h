@@ -101,6 +101,9 @@ class Backend {
   // Prepares for one kernel instance (for the CUDA backend: starts the worker process, which
   // allocates buffers, generates inputs and computes the reference). Called before evaluate().
   virtual void prepare(const KernelInstance& instance, const MeasureOptions& options) = 0;
+  // Seconds of each step of the last preparation, where the backend knows them (the CUDA
+  // backend: the worker process's start, its context, inputs, reference, ...).
+  virtual std::map<std::string, double> prepare_phases() const { return {}; }
   // Evaluates one valid configuration. Trial-level failures (compile, launch, wrong result,
   // crash, timeout) come back as a status; only failures of the backend itself throw.
   virtual Measurement evaluate(const Config& config, const CompileResult* compiled) = 0;

@@ -42,6 +42,7 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override;
   bool needs_compilation() const override { return true; }
   void prepare(const KernelInstance& instance, const MeasureOptions& options) override;
+  std::map<std::string, double> prepare_phases() const override;
   Measurement evaluate(const Config& config, const CompileResult* compiled) override;
   // Two requests in flight: the worker starts on the next configuration while the tuner stores
   // the previous result.

@@ -60,6 +60,10 @@ class Strategy {
   // is asked for several at a time rather than one as each slot frees. 1: ask whenever there
   // is room, so the strategy proposes from the newest results.
   virtual std::size_t ask_batch() const { return 1; }
+  // True when what the strategy proposes does not depend on the results told (brute force and
+  // random search follow an order fixed at start): the loop may then queue and compile far
+  // ahead, in bigger NVRTC batches, without making the search any worse.
+  virtual bool fixed_order() const { return false; }
 };
 
 // Creates a strategy by name ("brute_force", "random", ...); throws Error(kUsage) listing the

@@ -93,6 +93,7 @@ struct TuneSummary {
   double first_result_seconds = 0;  // from the start to the first trial's result
   double prepare_seconds = 0;       // the backend's preparation (worker, inputs, reference)
   double wait_prepare_seconds = 0;  // of it, the time the loop waited with work to submit
+  std::map<std::string, double> prepare_phases_seconds;  // the backend's steps of it
   double search_seconds = 0;        // from the start to the end of the search (before re-timing)
   double gpu_seconds = 0;           // GPU time in the trials' launches
   double timed_seconds = 0;         // GPU time of timed samples alone

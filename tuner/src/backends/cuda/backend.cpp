@@ -25,6 +25,7 @@ struct CudaBackend::Impl {
   const KernelInstance* instance = nullptr;
   Subprocess worker;
   int starts = 0;
+  std::map<std::string, double> phases;  // of the last start: the worker's steps and the process
   // Evaluation requests sent and not yet answered, oldest first; the worker is busy with the
   // front one since `busy_since`.
   struct Sent {
@@ -55,11 +56,25 @@ struct CudaBackend::Impl {
   }
 
   void start() {
+    const auto t0 = std::chrono::steady_clock::now();
     worker.start(options.worker_command, /*own_group=*/true);
     ++starts;
     worker.send({init, init_blob});
     ipc::Message reply;
     const auto status = worker.receive(reply, options.start_timeout_seconds);
+    const double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    phases.clear();
+    double steps = 0;
+    if (auto it = reply.header.find("startup"); it != reply.header.end() && it->is_object()) {
+      for (const auto& [step, seconds] : it->items()) {
+        if (!seconds.is_number()) continue;
+        phases[step] = seconds.get<double>();
+        steps += seconds.get<double>();
+      }
+    }
+    // The rest: process creation, loading the program and its libraries, the messages.
+    phases["process"] = std::max(0.0, total - steps);
     if (status != ipc::ReadStatus::kOk || reply.header.value("op", "") != "ready") {
       std::string why =
           status == ipc::ReadStatus::kTimeout
@@ -123,6 +138,8 @@ CudaBackend::~CudaBackend() = default;
 DeviceInfo CudaBackend::device() const { return impl_->device; }
 
 int CudaBackend::worker_starts() const { return impl_->starts; }
+
+std::map<std::string, double> CudaBackend::prepare_phases() const { return impl_->phases; }
 
 void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& options) {
   impl_->stop(false);

@@ -95,8 +95,10 @@ CompileResult DeviceCompare::compile(const std::string& arch) {
   return compile_cached(request, &cache);
 }
 
-DeviceCompare::DeviceCompare(const std::string& arch, cudaStream_t stream) : stream_(stream) {
-  const CompileResult compiled = compile(arch);
+DeviceCompare::DeviceCompare(const std::string& arch, cudaStream_t stream)
+    : DeviceCompare(compile(arch), stream) {}
+
+DeviceCompare::DeviceCompare(const CompileResult& compiled, cudaStream_t stream) : stream_(stream) {
   if (!compiled.ok)
     throw Error(ErrorKind::kCompile,
                 fmt::format("the GPU comparison kernels do not compile: {}\n{}", compiled.error,

@@ -23,6 +23,9 @@ class DeviceCompare {
   // Compiles the comparison kernels for the current device's architecture (through the compile
   // cache); throws Error(kCompile) when NVRTC cannot, which leaves the host path to serve.
   DeviceCompare(const std::string& arch, cudaStream_t stream);
+  // The same from what compile() returned (compiled on another thread while the context was
+  // being created); throws Error(kCompile) when it failed.
+  DeviceCompare(const CompileResult& compiled, cudaStream_t stream);
   // The comparison kernels for `arch`, compiled (through the compile cache) but not loaded:
   // what the constructor loads; tests compile it without a GPU.
   static CompileResult compile(const std::string& arch);

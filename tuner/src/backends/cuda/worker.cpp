@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
@@ -51,17 +52,32 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
                const MeasureOptions& measure, const std::string& reference_lowered,
                const std::string& reference_cubin)
     : measure_(measure) {
+  using Clock = std::chrono::steady_clock;
+  auto step = Clock::now();
+  const auto lap = [&](const char* name) {
+    const auto now = Clock::now();
+    startup_[name] += std::chrono::duration<double>(now - step).count();
+    step = now;
+  };
   device_ = require_device(device);
+  // NVRTC builds the comparison kernels (a cache miss costs ~0.1 s of CPU) while the driver
+  // creates the context and the inputs and reference are made; they are loaded last.
+  std::future<CompileResult> compare;
+  if (measure_.verify_on_device)
+    compare = std::async(std::launch::async, [arch = device_.arch] {
+      try {
+        return DeviceCompare::compile(arch);
+      } catch (const std::exception& e) {
+        CompileResult failed;
+        failed.error = e.what();
+        return failed;
+      }
+    });
+  lap("device");
   check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
   check(cudaFree(nullptr), "context creation");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  if (measure_.verify_on_device) {
-    try {
-      device_compare_ = std::make_unique<DeviceCompare>(device_.arch, stream_);
-    } catch (const Error&) {
-      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
-    }
-  }
+  lap("context");
   char pci[32] = {};
   if (cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess)
     clocks_ = GpuClocks::open(pci);
@@ -106,6 +122,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       probe = c;
       return false;
     });
+  lap("setup");
   if (probe) {
     Loaded l;
     l.config = *probe;
@@ -113,6 +130,17 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     l.sizes.assign(sizes.begin(), sizes.end());
     prepare_buffers(l);
   }
+  lap("inputs_reference");
+  if (compare.valid()) {
+    try {
+      device_compare_ = std::make_unique<DeviceCompare>(compare.get(), stream_);
+    } catch (const Error&) {
+      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
+    }
+    // The reference was made before the comparison existed: it goes to the GPU now.
+    if (device_compare_ && reference_ok_) upload_reference();
+  }
+  lap("compare_kernels");
 }
 
 void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,

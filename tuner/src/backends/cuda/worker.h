@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -89,6 +90,8 @@ class Worker {
                        const std::string& cubin);
   protocol::RetimeReply retime(const protocol::RetimeRequest& request, const std::string& blob);
   bool dead() const { return dead_; }
+  // Seconds of each step of the start (context, comparison kernels, inputs and reference).
+  const std::map<std::string, double>& startup() const { return startup_; }
 
  private:
   void load(Loaded& l, const std::string& key, const std::string& lowered,
@@ -152,6 +155,7 @@ class Worker {
   const Loaded* current_ = nullptr;    // for the hook callbacks
   std::unique_ptr<GpuClocks> clocks_;  // null without NVML
   std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
+  std::map<std::string, double> startup_;          // seconds of each step of the constructor
   bool dead_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "backends/cuda/protocol.h"
@@ -69,10 +70,16 @@ int cuda_worker_main() {
   if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
   std::unique_ptr<worker::Worker> w;
   Registry registry;  // outlives the worker: plugin kernels point into its libraries
+  std::map<std::string, double> startup;
   try {
     const protocol::WorkerInit init = protocol::worker_init_from_json(msg.header);
-    w = std::make_unique<worker::Worker>(tuned_kernel(registry, init), init.problem, init.device,
-                                         init.measure, init.reference_lowered, msg.blob);
+    const auto k0 = std::chrono::steady_clock::now();
+    KernelSpec kernel = tuned_kernel(registry, init);
+    startup["kernel"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
+    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure,
+                                         init.reference_lowered, msg.blob);
+    for (const auto& [step, seconds] : w->startup()) startup[step] = seconds;
   } catch (const worker::CudaFailure& f) {
     reply(json{{"op", "fatal"},
                {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
@@ -81,7 +88,7 @@ int cuda_worker_main() {
     reply(json{{"op", "fatal"}, {"message", e.what()}});
     return 3;
   }
-  reply(json{{"op", "ready"}});
+  reply(json{{"op", "ready"}, {"startup", startup}});
   for (;;) {
     if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
     const protocol::Request request = protocol::request_from_json(msg.header);
