@@ -37,13 +37,13 @@ __device__ __forceinline__ unsigned smem_address(const float* p) {
 
 // Copies `bytes` (0 to 16) of `src` into 16 bytes at `dst`, zero-filling the rest.
 __device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)),
-               "l"(src), "r"(bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+               "r"(bytes));
 }
 // Copies 4 bytes (or none, zero-filling) of `src` to `dst`.
 __device__ __forceinline__ void copy4(float* dst, const float* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)),
-               "l"(src), "r"(bytes));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+               "r"(bytes));
 }
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
-  // The first STAGES - 1 tiles; every step commits one group (empty past the end), so waiting
-  // for all but STAGES - 2 groups always means "the oldest tile has landed".
+        // The first STAGES - 1 tiles; every step commits one group (empty past the end), so waiting
+        // for all but STAGES - 2 groups always means "the oldest tile has landed".
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < tiles) load_tile(s, s);

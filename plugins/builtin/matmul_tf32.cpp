@@ -30,7 +30,8 @@ int matmul_tf32_reference(const ktune_reference_ctx* ctx, char* error, std::size
   }
   if (a->count != static_cast<std::size_t>(m * k) || b->count != static_cast<std::size_t>(k * n) ||
       c->count != static_cast<std::size_t>(m * n)) {
-    std::snprintf(error, error_size, "matmul_tf32: buffer sizes do not match m=%lld, n=%lld, k=%lld",
+    std::snprintf(error, error_size,
+                  "matmul_tf32: buffer sizes do not match m=%lld, n=%lld, k=%lld",
                   static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k));
     return 1;
   }
@@ -76,7 +77,7 @@ const char* const kRestrictions[] = {
     "block_m % warps_m == 0 and block_n % warps_n == 0",
     "(block_m // warps_m) * (block_n // warps_n) <= 4096",
     "m < 2**31 and n < 2**31 and k < 2**31",  // 32-bit arguments and tile indices
-    "compute_capability >= 80",  // mma.sync with TF32 and cp.async
+    "compute_capability >= 80",               // mma.sync with TF32 and cp.async
 };
 
 const ktune_problem_desc kProblem[] = {

@@ -74,13 +74,12 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       }
     });
   lap("device");
-  check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
-  check(cudaFree(nullptr), "context creation");
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  lap("context");
-  char pci[32] = {};
-  if (cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess)
-    clocks_ = GpuClocks::open(pci);
+  // The context, the slowest step of a start (~0.2 s), is created on another thread while this
+  // one makes the inputs and the host reference; CUDA calls below wait for it. Its errors come
+  // back from the checked calls after it.
+  std::future<void> context = std::async(std::launch::async, [ordinal = device_.ordinal] {
+    if (cudaSetDevice(ordinal) == cudaSuccess) cudaFree(nullptr);
+  });
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   for (const auto& b : kernel.buffers) {
     Buffer buf;
@@ -102,17 +101,8 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       throw Error(
           ErrorKind::kInput,
           fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
-  if (measure_.flush_l2 != FlushL2::kNever) {
-    flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
-    check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
-  }
-  if (!reference_cubin.empty()) {
-    reference_config_.emplace();
-    const SearchSpace& space = instance_->space();
-    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())),
-         reference_lowered, reference_cubin);
-  }
-  // Inputs and the reference now, while the tuner is still compiling its first configurations.
+  // Inputs (and a host reference) now, while the tuner is still compiling its first
+  // configurations: for the default configuration, else the first valid one.
   const SearchSpace& space = instance_->space();
   std::optional<Config> probe;
   if (space.is_valid(space.default_config()))
@@ -122,15 +112,50 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       probe = c;
       return false;
     });
+  std::vector<std::size_t> probe_sizes;
+  if (probe) {
+    const auto sizes = instance_->buffer_sizes(*probe);
+    probe_sizes.assign(sizes.begin(), sizes.end());
+    std::vector<std::size_t> need = probe_sizes;
+    if (!reference_cubin.empty()) {  // the reference configuration runs on the same buffers
+      const auto ref =
+          instance_->buffer_sizes(space.from_assignments(kernel.reference_assignments()));
+      for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
+        need[i] = std::max(need[i], static_cast<std::size_t>(ref[i]));
+    }
+    generate_host_inputs(need);
+    if (kernel.reference) {
+      for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = probe_sizes[i];
+      reference_from_function();
+      host_reference_sizes_ = probe_sizes;
+    }
+  }
+  lap("host_inputs_reference");
+  context.get();
+  check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
+  check(cudaFree(nullptr), "context creation");
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  lap("context");
+  char pci[32] = {};
+  if (cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess)
+    clocks_ = GpuClocks::open(pci);
+  if (measure_.flush_l2 != FlushL2::kNever) {
+    flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
+    check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
+  }
+  if (!reference_cubin.empty()) {
+    reference_config_.emplace();
+    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())),
+         reference_lowered, reference_cubin);
+  }
   lap("setup");
   if (probe) {
     Loaded l;
     l.config = *probe;
-    const auto sizes = instance_->buffer_sizes(l.config);
-    l.sizes.assign(sizes.begin(), sizes.end());
+    l.sizes = probe_sizes;
     prepare_buffers(l);
   }
-  lap("inputs_reference");
+  lap("upload_reference");
   if (compare.valid()) {
     try {
       device_compare_ = std::make_unique<DeviceCompare>(compare.get(), stream_);
@@ -141,6 +166,19 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     if (device_compare_ && reference_ok_) upload_reference();
   }
   lap("compare_kernels");
+}
+
+// Fills the host copy of each input to `need[i]` elements (generated from the seed; nothing is
+// uploaded here, so it runs before the context exists).
+void Worker::generate_host_inputs(const std::vector<std::size_t>& need) {
+  for (std::size_t i = 0; i < buffers_.size() && i < need.size(); ++i) {
+    Buffer& b = buffers_[i];
+    if (!b.has_input() || b.host_generated >= need[i]) continue;
+    b.host.resize(need[i] * elem_size(b.spec.type));
+    fill_input(b.host.data(), b.spec, b.init, need[i], mix(measure_.seed) ^ mix(i + 1),
+               instance_->kernel(), instance_->problem());
+    b.host_generated = need[i];
+  }
 }
 
 void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
@@ -200,9 +238,12 @@ void Worker::prepare_buffers(const Loaded& l) {
         check(cudaMemset(b.device, 0, bytes), "cudaMemset");
     }
     if (b.has_input() && b.generated < need) {
-      b.host.resize(need * esize);
-      fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
-                 instance_->kernel(), instance_->problem());
+      if (b.host_generated < need) {
+        b.host.resize(need * esize);
+        fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
+                   instance_->kernel(), instance_->problem());
+        b.host_generated = need;
+      }
       check(cudaMemcpy(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(),
                        need * esize, cudaMemcpyHostToDevice),
             "upload of inputs");
@@ -226,10 +267,17 @@ void Worker::prepare_buffers(const Loaded& l) {
 
 void Worker::compute_reference() {
   const KernelSpec& k = instance_->kernel();
-  if (k.reference)
-    reference_from_function();
-  else if (reference_config_)
+  std::vector<std::size_t> counts;
+  for (const auto& b : buffers_) counts.push_back(b.count);
+  // The constructor made the host reference from these inputs while the context was being
+  // created; later inputs (another size) make their own.
+  const bool made = !host_reference_sizes_.empty() && counts == host_reference_sizes_;
+  host_reference_sizes_.clear();
+  if (k.reference) {
+    if (!made) reference_from_function();
+  } else if (reference_config_) {
     reference_from_config();
+  }
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
     b.expected.resize(b.count * elem_size(b.spec.type));

@@ -43,6 +43,7 @@ struct Buffer {
   std::size_t capacity = 0;         // bytes allocated
   std::size_t count = 0;            // elements for the current config
   std::size_t generated = 0;        // INPUT/INOUT: elements generated and uploaded
+  std::size_t host_generated = 0;   // INPUT/INOUT: elements generated into `host`
   std::vector<unsigned char> host;  // INPUT/INOUT: generated data
   std::vector<unsigned char> expected;
   void* expected_device = nullptr;  // the reference on the GPU, for DeviceCompare
@@ -105,6 +106,7 @@ class Worker {
   void record_failure(const CudaFailure& f, Measurement& m);
 
   void prepare_buffers(const Loaded& l);
+  void generate_host_inputs(const std::vector<std::size_t>& need);
   void compute_reference();
   void reference_from_function();
   void reference_from_config();
@@ -156,6 +158,8 @@ class Worker {
   std::unique_ptr<GpuClocks> clocks_;  // null without NVML
   std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
   std::map<std::string, double> startup_;          // seconds of each step of the constructor
+  // The buffer counts the constructor's host reference was made for (empty: none pending).
+  std::vector<std::size_t> host_reference_sizes_;
   bool dead_ = false;
 };
 
