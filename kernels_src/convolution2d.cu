@@ -19,8 +19,8 @@
 // it reaches: REG_ROWS * F FMAs for REG_ROWS + F - 1 shared-memory loads (one load per FMA with
 // REG_ROWS = 1), so the multiprocessor's FMA issue rate, not its shared-memory bandwidth, sets
 // the pace. With it the padding makes S * REG_ROWS = BLOCK_SIZE_X (mod 32). FULL_UNROLL = 1
-// unrolls the loop over filter columns too: every filter value becomes an operand of its FMAs
-// (no constant-memory loads), for F times the code.
+// unrolls the loop over filter columns too: every filter value is read at a fixed offset (no
+// loop, no address arithmetic), for F times the code.
 //
 // The filter lives in `__constant__` memory, filled by the run hook with cudaMemcpyAsync on the
 // timed stream before each launch (plugins/builtin/convolution2d.cpp). Its name spells out the

@@ -137,7 +137,8 @@ const ktune_param_desc kParams[] = {
      "adjacent output rows per tile_size_y group, summed in registers from one walk down each "
      "filter column of the shared tile (1: off)"},
     {"full_unroll", "0, 1", "0",
-     "1: unroll the loop over filter columns too, filter values as FMA operands (reg_rows > 1)"},
+     "1: unroll the loop over filter columns too (straight code, filter_size times longer; "
+     "reg_rows > 1)"},
 };
 
 const char* const kRestrictions[] = {
