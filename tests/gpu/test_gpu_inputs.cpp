@@ -49,6 +49,11 @@ class GpuInputs : public ::testing::Test {
     EXPECT_GT(summary["trials"].get<int>(), 0) << what;
     EXPECT_EQ(by.value("ok", 0), summary["trials"].get<int>()) << what << ": " << by.dump();
     EXPECT_FALSE(summary["best"].is_null()) << what;
+    // The GPU worker's start, timed step by step (docs/measuring.md, "Accounting").
+    EXPECT_GT(summary.value("prepare_seconds", 0.0), 0.0) << what;
+    const json phases = summary.value("prepare_phases_seconds", json::object());
+    for (const char* step : {"device", "context", "host_inputs_reference", "upload_reference"})
+      EXPECT_TRUE(phases.contains(step)) << what << ": no step " << step << " in " << phases.dump();
   }
 
   const std::string histogram_ = KTUNE_TEST_PLUGIN_HISTOGRAM;

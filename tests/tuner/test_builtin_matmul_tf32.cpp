@@ -1,0 +1,222 @@
+// The TF32 tensor-core matrix multiply (`matmul_tf32`) and the newer parameters of matmul
+// (`warp_rows`) and convolution2d (`reg_rows`, `full_unroll`) without a GPU: registration,
+// the host reference against a product written out here, restrictions (compute capability,
+// warp pieces, warp layouts, accumulators), launch geometry and shared memory for sizes no tile
+// divides, and NVRTC compiles of samples for sm_90.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/instance.h"
+#include "ktune/registry.h"
+
+namespace ktune {
+namespace {
+
+using Sets = std::map<std::string, std::string>;
+using Dim3 = std::array<std::uint32_t, 3>;
+
+class BuiltinNew : public ::testing::Test {
+ protected:
+  void SetUp() override { register_builtin_kernels(registry_); }
+  KernelInstance instance(const std::string& kernel, const Problem& problem = {},
+                          int compute_capability = 90) const {
+    return KernelInstance(registry_.get(kernel), problem,
+                          DeviceLimits::for_arch(compute_capability));
+  }
+  Registry registry_;
+};
+
+int call_reference(const KernelSpec& k, const Problem& problem, std::vector<float>& a,
+                   std::vector<float>& b, std::vector<float>& c, std::string& error) {
+  std::vector<std::string> names;
+  std::vector<std::int64_t> values;
+  for (const auto& [n, v] : problem) {
+    names.push_back(n);
+    values.push_back(v);
+  }
+  std::vector<const char*> name_ptrs;
+  for (const auto& n : names) name_ptrs.push_back(n.c_str());
+  ktune_host_buffer buffers[] = {
+      {"a", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, a.size(), a.data()},
+      {"b", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, b.size(), b.data()},
+      {"c", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, c.size(), c.data()},
+  };
+  ktune_reference_ctx ctx{sizeof(ktune_reference_ctx), names.size(), name_ptrs.data(),
+                          values.data(), 3, buffers, k.user_data};
+  char buf[512] = {0};
+  const int rc = k.reference(&ctx, buf, sizeof(buf));
+  error = buf;
+  return rc;
+}
+
+TEST_F(BuiltinNew, MatmulTf32IsRegisteredWithAHostReferenceAndATf32Tolerance) {
+  ASSERT_TRUE(registry_.contains("matmul_tf32"));
+  const KernelSpec& k = registry_.get("matmul_tf32");
+  EXPECT_NO_THROW(k.validate());
+  EXPECT_NE(k.reference, nullptr);
+  EXPECT_TRUE(k.reference_config.empty());
+  for (const BufferSpec& b : k.buffers) {
+    if (b.name != "c") continue;
+    // Wider than fp32's 5e-3 (TF32 rounds every input), far below a missing 8-deep k slice.
+    EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
+    EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
+  }
+  const KernelInstance inst = instance("matmul_tf32");
+  EXPECT_TRUE(inst.space().is_valid(inst.space().default_config()));
+  EXPECT_EQ(inst.space().enumerate().size(), 593u);
+}
+
+TEST_F(BuiltinNew, MatmulTf32ReferenceIsTheProductInDoubleRoundedOnce) {
+  const KernelSpec& k = registry_.get("matmul_tf32");
+  // 37 rows: more than two of the reference's blocks of 16, the last one partial.
+  const std::int64_t m = 37, n = 11, kk = 29;
+  std::vector<float> a(m * kk), b(kk * n), c(m * n, -1.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * static_cast<float>(i));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11f * static_cast<float>(i));
+  std::string error;
+  const Problem p{{"m", m}, {"n", n}, {"k", kk}};
+  ASSERT_EQ(call_reference(k, p, a, b, c, error), 0) << error;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < kk; ++q) s += double(a[i * kk + q]) * double(b[q * n + j]);
+      ASSERT_EQ(c[i * n + j], static_cast<float>(s)) << i << "," << j;
+    }
+  std::vector<float> short_c(5);
+  EXPECT_NE(call_reference(k, p, a, b, short_c, error), 0);
+  EXPECT_NE(error.find("matmul_tf32"), std::string::npos) << error;
+}
+
+TEST_F(BuiltinNew, MatmulTf32NeedsComputeCapability80AndWholeWarpTiles) {
+  EXPECT_TRUE(instance("matmul_tf32", {}, 75).space().enumerate().empty());
+  EXPECT_FALSE(instance("matmul_tf32", {}, 80).space().enumerate().empty());
+  const KernelInstance inst = instance("matmul_tf32");
+  for (const Config& c : inst.space().enumerate()) {
+    const auto v = [&](const char* p) {
+      return inst.space().value(c, inst.space().param_index(p)).as_int();
+    };
+    ASSERT_EQ(v("block_m") % v("warps_m"), 0);
+    ASSERT_EQ((v("block_m") / v("warps_m")) % 16, 0) << inst.space().key(c);
+    ASSERT_EQ((v("block_n") / v("warps_n")) % 8, 0) << inst.space().key(c);
+    ASSERT_LE((v("block_m") / v("warps_m")) * (v("block_n") / v("warps_n")), 4096);
+  }
+  // 32 rows over 4 warps leaves 8 per warp: not a whole 16 x 8 tile.
+  EXPECT_FALSE(inst.space().is_valid(
+      inst.space().from_assignments({{"block_m", "32"}, {"warps_m", "4"}})));
+}
+
+TEST_F(BuiltinNew, MatmulTf32GeometryForANonMultipleSize) {
+  const KernelInstance inst = instance("matmul_tf32", {{"m", 1000}, {"n", 777}, {"k", 513}});
+  const Config def = inst.space().default_config();
+  const LaunchGeometry g = inst.geometry(def);
+  EXPECT_EQ(g.grid, (Dim3{7, 8, 1}));  // 128 x 128 tiles of C
+  EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 x 4 warps
+  // 3 stages of A (128 rows of 32 + 4) and B (32 rows of 128 + 8).
+  EXPECT_EQ(g.shared_mem, 4u * 3 * (128 * 36 + 32 * 136));
+  const Config small = inst.space().from_assignments(
+      {{"block_m", "64"}, {"block_n", "32"}, {"block_k", "16"}, {"warps_m", "2"},
+       {"warps_n", "1"}, {"stages", "4"}});
+  ASSERT_TRUE(inst.space().is_valid(small)) << inst.space().violated(small).value_or("");
+  EXPECT_EQ(inst.geometry(small).grid, (Dim3{25, 16, 1}));
+  EXPECT_EQ(inst.geometry(small).block, (Dim3{64, 1, 1}));
+  EXPECT_EQ(inst.geometry(small).shared_mem, 4u * 4 * (64 * 20 + 16 * 40));
+  EXPECT_DOUBLE_EQ(inst.flops(def), 2.0 * 1000 * 777 * 513);
+}
+
+TEST_F(BuiltinNew, MatmulTf32SamplesCompileForSm90) {
+  const KernelInstance inst = instance("matmul_tf32", {{"m", 333}, {"n", 777}, {"k", 513}});
+  std::vector<CompileRequest> requests;
+  for (const Sets& s : std::vector<Sets>{
+           {},
+           {{"block_m", "32"}, {"block_n", "32"}, {"block_k", "16"}, {"warps_m", "2"},
+            {"warps_n", "4"}, {"stages", "2"}},
+           {{"block_m", "256"}, {"block_n", "128"}, {"block_k", "16"}, {"warps_m", "4"},
+            {"warps_n", "2"}, {"stages", "4"}},
+       }) {
+    const Config c = inst.space().from_assignments(s);
+    ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
+    requests.push_back(render(inst, c, "sm_90"));
+  }
+  for (const CompileResult& r : compile_batch(requests)) {
+    ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+    EXPECT_NE(r.lowered_name.find("matmul_tf32"), std::string::npos) << r.lowered_name;
+  }
+}
+
+TEST_F(BuiltinNew, MatmulWarpRowsOnlyWhereTheLayoutDiffersAndTiles) {
+  const KernelInstance inst = instance("matmul");
+  const auto valid = [&](Sets s) {
+    s.emplace("variant", "3");
+    s.emplace("padding", "4");
+    return inst.space().is_valid(inst.space().from_assignments(s));
+  };
+  // 16 x 16 threads: row order already puts 2 rows of 16 in a warp, so warp_rows = 2 would
+  // repeat warp_rows = 0; 4 and 8 differ.
+  const Sets square{{"block_m", "128"}, {"block_n", "128"}, {"thread_m", "8"}, {"thread_n", "8"}};
+  Sets two = square;
+  two["warp_rows"] = "2";
+  EXPECT_FALSE(valid(two));
+  for (const char* rows : {"4", "8"}) {
+    Sets s = square;
+    s["warp_rows"] = rows;
+    EXPECT_TRUE(valid(s)) << rows;
+  }
+  // 32 x 32 threads: a warp is one row; 2, 4, 8 rows all differ.
+  const Sets wide{{"block_m", "128"}, {"block_n", "128"}, {"thread_m", "4"}, {"thread_n", "4"}};
+  for (const char* rows : {"2", "4", "8"}) {
+    Sets s = wide;
+    s["warp_rows"] = rows;
+    EXPECT_TRUE(valid(s)) << rows;
+  }
+  // Only variant 3 has the layout.
+  Sets v2 = square;
+  v2["variant"] = "2";
+  v2["warp_rows"] = "4";
+  EXPECT_FALSE(inst.space().is_valid(inst.space().from_assignments(v2)));
+}
+
+TEST_F(BuiltinNew, ConvolutionRegisterBlockingGeometryAndPadding) {
+  const KernelInstance inst = instance("convolution2d", {{"h", 1000}, {"w", 999}, {"f", 15}});
+  // 48 x 2 threads, 2 groups of 8 rows: 32 output rows per block. The tile is 62 wide; 8 rows
+  // apart must be 16 banks apart for a warp that spans two rows: 8 * 62 = 496 = 16 (mod 32), so
+  // no padding is needed.
+  const Config c48 = inst.space().from_assignments({{"block_size_x", "48"},
+                                                    {"block_size_y", "2"},
+                                                    {"tile_size_x", "1"},
+                                                    {"tile_size_y", "2"},
+                                                    {"use_shmem", "1"},
+                                                    {"use_padding", "1"},
+                                                    {"reg_rows", "8"}});
+  ASSERT_TRUE(inst.space().is_valid(c48)) << inst.space().violated(c48).value_or("");
+  EXPECT_EQ(inst.geometry(c48).grid, (Dim3{21, 32, 1}));  // ceil(999 / 48), ceil(1000 / 32)
+  EXPECT_EQ(inst.geometry(c48).shared_mem, 4u * (2 * 2 * 8 + 14) * 62);
+  // 16 x 4 threads, 4 rows each: tile width 30, stride 36 (4 * 36 = 144 = 16 (mod 32)).
+  const Config c16 = inst.space().from_assignments({{"block_size_x", "16"},
+                                                    {"block_size_y", "4"},
+                                                    {"tile_size_x", "1"},
+                                                    {"tile_size_y", "1"},
+                                                    {"use_shmem", "1"},
+                                                    {"use_padding", "1"},
+                                                    {"reg_rows", "4"}});
+  ASSERT_TRUE(inst.space().is_valid(c16)) << inst.space().violated(c16).value_or("");
+  EXPECT_EQ(inst.geometry(c16).grid, (Dim3{63, 63, 1}));  // ceil(999 / 16), ceil(1000 / 16)
+  EXPECT_EQ(inst.geometry(c16).shared_mem, 4u * (4 * 4 + 14) * 36);
+  // Register blocking reads the shared tile; at most 32 accumulators, 16 fully unrolled.
+  EXPECT_FALSE(inst.space().is_valid(
+      inst.space().from_assignments({{"use_shmem", "0"}, {"reg_rows", "4"}})));
+  EXPECT_FALSE(inst.space().is_valid(inst.space().from_assignments(
+      {{"tile_size_x", "2"}, {"tile_size_y", "3"}, {"reg_rows", "8"}})));
+  EXPECT_FALSE(inst.space().is_valid(inst.space().from_assignments(
+      {{"tile_size_x", "1"}, {"tile_size_y", "3"}, {"reg_rows", "8"}, {"full_unroll", "1"}})));
+  EXPECT_FALSE(inst.space().is_valid(
+      inst.space().from_assignments({{"reg_rows", "1"}, {"full_unroll", "1"}})));
+}
+
+}  // namespace
+}  // namespace ktune
