@@ -45,9 +45,12 @@ const char* const kRestrictions[] = {
     // Variant 3 reads 4 x 4 pieces as float4 from rows that stay 16-byte aligned.
     "variant != 3 or (thread_m % 4 == 0 and thread_n % 4 == 0 and padding % 4 == 0)",
     "block_m % thread_m == 0 and block_n % thread_n == 0",
-    // Variants 2 and 3: at least a warp, and at most 64 accumulators of a thread's 255 registers.
+    // Variants 2 and 3: at least a warp, and at most 64 accumulators of a thread's 255 registers
+    // (128 for variant 3, below).
     "variant == 1 or (block_m // thread_m) * (block_n // thread_n) >= 32",
-    "thread_m * thread_n <= 64", "block_k % vector_width == 0 and block_n % vector_width == 0",
+    // Variant 3 also as cuBLAS's FFMA kernels hold C: 128 accumulators (8 x 16) per thread.
+    "thread_m * thread_n <= 64 or (variant == 3 and thread_m * thread_n <= 128)",
+    "block_k % vector_width == 0 and block_n % vector_width == 0",
     // A warp layout that differs from the row-major one and tiles the block's threads.
     "warp_rows == 0 or (variant == 3 and (block_n // thread_n) * warp_rows > 32 and "
     "(block_n // thread_n) % (32 // warp_rows) == 0 and (block_m // thread_m) % warp_rows == 0)",

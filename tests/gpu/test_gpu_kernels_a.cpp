@@ -240,6 +240,11 @@ std::vector<Sets> matmul_configs(const KernelSpec& k) {
   Sets tall = staged("256", "128", "8", "16", "4", "0", "8", "2");  // 32 x 16 threads
   tall["warp_rows"] = "8";
   out.push_back(tall);
+  // 128 accumulators per thread, 128 threads (8 x 16 and 16 x 8 thread tiles).
+  Sets tall_tile = staged("128", "128", "8", "16", "8", "4", "8", "4");  // 16 x 8 threads
+  tall_tile["warp_rows"] = "4";
+  out.push_back(tall_tile);
+  out.push_back(staged("128", "128", "16", "8", "16", "0", "16", "4"));  // 8 x 16 threads
   return out;
 }
 

@@ -47,8 +47,13 @@ int call_reference(const KernelSpec& k, const Problem& problem, std::vector<floa
       {"b", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, b.size(), b.data()},
       {"c", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, c.size(), c.data()},
   };
-  ktune_reference_ctx ctx{sizeof(ktune_reference_ctx), names.size(), name_ptrs.data(),
-                          values.data(), 3, buffers, k.user_data};
+  ktune_reference_ctx ctx{sizeof(ktune_reference_ctx),
+                          names.size(),
+                          name_ptrs.data(),
+                          values.data(),
+                          3,
+                          buffers,
+                          k.user_data};
   char buf[512] = {0};
   const int rc = k.reference(&ctx, buf, sizeof(buf));
   error = buf;
@@ -107,21 +112,24 @@ TEST_F(BuiltinNew, MatmulTf32NeedsComputeCapability80AndWholeWarpTiles) {
     ASSERT_LE((v("block_m") / v("warps_m")) * (v("block_n") / v("warps_n")), 4096);
   }
   // 32 rows over 4 warps leaves 8 per warp: not a whole 16 x 8 tile.
-  EXPECT_FALSE(inst.space().is_valid(
-      inst.space().from_assignments({{"block_m", "32"}, {"warps_m", "4"}})));
+  EXPECT_FALSE(
+      inst.space().is_valid(inst.space().from_assignments({{"block_m", "32"}, {"warps_m", "4"}})));
 }
 
 TEST_F(BuiltinNew, MatmulTf32GeometryForANonMultipleSize) {
   const KernelInstance inst = instance("matmul_tf32", {{"m", 1000}, {"n", 777}, {"k", 513}});
   const Config def = inst.space().default_config();
   const LaunchGeometry g = inst.geometry(def);
-  EXPECT_EQ(g.grid, (Dim3{7, 8, 1}));  // 128 x 128 tiles of C
+  EXPECT_EQ(g.grid, (Dim3{7, 8, 1}));     // 128 x 128 tiles of C
   EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 x 4 warps
   // 3 stages of A (128 rows of 32 + 4) and B (32 rows of 128 + 8).
   EXPECT_EQ(g.shared_mem, 4u * 3 * (128 * 36 + 32 * 136));
-  const Config small = inst.space().from_assignments(
-      {{"block_m", "64"}, {"block_n", "32"}, {"block_k", "16"}, {"warps_m", "2"},
-       {"warps_n", "1"}, {"stages", "4"}});
+  const Config small = inst.space().from_assignments({{"block_m", "64"},
+                                                      {"block_n", "32"},
+                                                      {"block_k", "16"},
+                                                      {"warps_m", "2"},
+                                                      {"warps_n", "1"},
+                                                      {"stages", "4"}});
   ASSERT_TRUE(inst.space().is_valid(small)) << inst.space().violated(small).value_or("");
   EXPECT_EQ(inst.geometry(small).grid, (Dim3{25, 16, 1}));
   EXPECT_EQ(inst.geometry(small).block, (Dim3{64, 1, 1}));
@@ -134,10 +142,18 @@ TEST_F(BuiltinNew, MatmulTf32SamplesCompileForSm90) {
   std::vector<CompileRequest> requests;
   for (const Sets& s : std::vector<Sets>{
            {},
-           {{"block_m", "32"}, {"block_n", "32"}, {"block_k", "16"}, {"warps_m", "2"},
-            {"warps_n", "4"}, {"stages", "2"}},
-           {{"block_m", "256"}, {"block_n", "128"}, {"block_k", "16"}, {"warps_m", "4"},
-            {"warps_n", "2"}, {"stages", "4"}},
+           {{"block_m", "32"},
+            {"block_n", "32"},
+            {"block_k", "16"},
+            {"warps_m", "2"},
+            {"warps_n", "4"},
+            {"stages", "2"}},
+           {{"block_m", "256"},
+            {"block_n", "128"},
+            {"block_k", "16"},
+            {"warps_m", "4"},
+            {"warps_n", "2"},
+            {"stages", "4"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
