@@ -132,8 +132,8 @@ void check(const std::string& error) {
   if (!error.empty()) throw Error(ErrorKind::kDevice, error);
 }
 
-// The configuration to time: the database's best for this kernel, problem and device; else the
-// newest best of the kernel on this device for another problem that is valid here (a matmul
+// The configuration to time: the database's fastest best for this kernel, problem and device
+// (runs over differently narrowed spaces keep one each); else the newest best of the kernel on this device for another problem that is valid here (a matmul
 // tuned at 4096 timed at 8192); else the kernel's default (each said so in the output).
 struct Chosen {
   Config config;
@@ -149,7 +149,9 @@ Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* st
     if (b.problem_key != inst.problem_key() || b.device.name != dev.name ||
         b.device.arch != dev.arch)
       continue;
-    if (!pick || b.updated_at > pick->updated_at) pick = b;
+    // Runs over differently narrowed spaces (job files) each keep a best: the fastest is
+    // ktune's answer for this problem.
+    if (!pick || b.trial.time_ms < pick->trial.time_ms) pick = b;
   }
   if (!pick) {
     for (const BestRecord& b : store->bests(inst.kernel().name)) {
