@@ -133,8 +133,9 @@ void check(const std::string& error) {
 }
 
 // The configuration to time: the database's fastest best for this kernel, problem and device
-// (runs over differently narrowed spaces keep one each); else the newest best of the kernel on this device for another problem that is valid here (a matmul
-// tuned at 4096 timed at 8192); else the kernel's default (each said so in the output).
+// (runs over differently narrowed spaces keep one each); else the newest best of the kernel on this
+// device for another problem that is valid here (a matmul tuned at 4096 timed at 8192); else the
+// kernel's default (each said so in the output).
 struct Chosen {
   Config config;
   std::string source;  // "stored best (trial N)" or "default (no stored best)"
@@ -154,6 +155,8 @@ Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* st
     if (!pick || b.trial.time_ms < pick->trial.time_ms) pick = b;
   }
   if (!pick) {
+    // The problem most recently tuned on this device whose bests are valid here, its fastest.
+    std::vector<BestRecord> usable;
     for (const BestRecord& b : store->bests(inst.kernel().name)) {
       if (b.device.name != dev.name || b.device.arch != dev.arch) continue;
       try {
@@ -161,9 +164,14 @@ Chosen choose(const KernelInstance& inst, const DeviceInfo& dev, const Store* st
       } catch (const Error&) {
         continue;  // a key of another version of the space
       }
-      if (!pick || b.updated_at > pick->updated_at) pick = b;
+      usable.push_back(b);
     }
+    for (const BestRecord& b : usable)
+      if (!pick || b.updated_at > pick->updated_at) pick = b;
     if (!pick) return c;
+    const std::string problem = pick->problem_key;
+    for (const BestRecord& b : usable)
+      if (b.problem_key == problem && b.trial.time_ms < pick->trial.time_ms) pick = b;
     c.config = inst.space().parse_key(pick->trial.config_key);
     c.source = fmt::format("stored best for {} (trial {})", pick->problem_key, pick->trial_id);
     return c;  // its stored time is of another problem
