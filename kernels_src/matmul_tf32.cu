@@ -11,11 +11,17 @@
 // tile are padded by 4 floats and B's by 8, so the fragment loads of a warp (rows g, columns
 // t of A; rows t, columns g of B; g = lane / 4, t = lane % 4) hit 32 different banks.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
-// any tile. ktune defines BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES and
-// KTUNE_BLOCK_X (the threads per block); offsets are 64-bit.
+// any tile. CONVERT_IN_SMEM = 1 rounds each element to TF32 once, in shared memory, by the
+// thread that copied it (after its copies land, before the barrier), instead of in every warp's
+// fragment load (an element of B is loaded by WARPS_M warps, one of A by WARPS_N): the same
+// rounding, fewer conversions. ktune defines BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N,
+// STAGES, CONVERT_IN_SMEM and KTUNE_BLOCK_X (the threads per block); offsets are 64-bit.
 
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (32 * WARPS_M * WARPS_N)
+#endif
+#ifndef CONVERT_IN_SMEM
+#define CONVERT_IN_SMEM 0
 #endif
 
 namespace tf32mm {
@@ -114,6 +120,41 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
     }
   };
 
+  // Rounds to TF32, in place, the elements of stage `stage` this thread copied (the same walk as
+  // load_tile), once its copies of that stage have landed.
+  const auto convert_tile = [&](int stage) {
+    float* const as = smem + stage * kStage;
+    float* const bs = as + kStageA;
+    constexpr int kVecA = kBm * kBk / 4, kVecB = kBk * kBn / 4;
+    const auto round4 = [](float* p) {
+      float4 x = *reinterpret_cast<float4*>(p);
+      x.x = __uint_as_float(to_tf32(x.x));
+      x.y = __uint_as_float(to_tf32(x.y));
+      x.z = __uint_as_float(to_tf32(x.z));
+      x.w = __uint_as_float(to_tf32(x.w));
+      *reinterpret_cast<float4*>(p) = x;
+    };
+#pragma unroll
+    for (int p = 0; p < (kVecA + kThreads - 1) / kThreads; ++p) {
+      const unsigned v = p * kThreads + tid;
+      if (kVecA % kThreads == 0 || v < kVecA)
+        round4(as + v / (kBk / 4) * kPitchA + v % (kBk / 4) * 4);
+    }
+#pragma unroll
+    for (int p = 0; p < (kVecB + kThreads - 1) / kThreads; ++p) {
+      const unsigned v = p * kThreads + tid;
+      if (kVecB % kThreads == 0 || v < kVecB)
+        round4(bs + v / (kBn / 4) * kPitchB + v % (kBn / 4) * 4);
+    }
+  };
+  // A fragment element: rounded here, or already rounded in shared memory.
+  const auto frag = [](float x) {
+    if constexpr (CONVERT_IN_SMEM)
+      return __float_as_uint(x);
+    else
+      return to_tf32(x);
+  };
+
   float acc[kMi][kNi][4];
 #pragma unroll
   for (int i = 0; i < kMi; ++i)
@@ -131,6 +172,7 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
   }
   for (unsigned tile = 0; tile < tiles; ++tile) {
     wait_pending<kStages - 2>();
+    if constexpr (CONVERT_IN_SMEM) convert_tile(tile % kStages);
     __syncthreads();  // the tile is in every thread's view; the stage refilled below is free
     const unsigned next = tile + kStages - 1;
     if (next < tiles) load_tile(next % kStages, next);
@@ -144,16 +186,16 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
 #pragma unroll
       for (int i = 0; i < kMi; ++i) {
         const float* p = as + (warp_m * kWm + i * 16 + g) * kPitchA + kk + t;
-        fa[i][0] = to_tf32(p[0]);
-        fa[i][1] = to_tf32(p[8 * kPitchA]);
-        fa[i][2] = to_tf32(p[4]);
-        fa[i][3] = to_tf32(p[8 * kPitchA + 4]);
+        fa[i][0] = frag(p[0]);
+        fa[i][1] = frag(p[8 * kPitchA]);
+        fa[i][2] = frag(p[4]);
+        fa[i][3] = frag(p[8 * kPitchA + 4]);
       }
 #pragma unroll
       for (int j = 0; j < kNi; ++j) {
         const float* p = bs + (kk + t) * kPitchB + warp_n * kWn + j * 8 + g;
-        fb[j][0] = to_tf32(p[0]);
-        fb[j][1] = to_tf32(p[4 * kPitchB]);
+        fb[j][0] = frag(p[0]);
+        fb[j][1] = frag(p[4 * kPitchB]);
       }
 #pragma unroll
       for (int i = 0; i < kMi; ++i) {

@@ -69,6 +69,8 @@ const ktune_param_desc kParams[] = {
     {"warps_m", "1, 2, 4", "2", "warps per block along m"},
     {"warps_n", "1, 2, 4", "4", "warps per block along n"},
     {"stages", "2, 3, 4", "3", "tiles of A and B in flight through shared memory (cp.async)"},
+    {"convert_in_smem", "0, 1", "0",
+     "1: round each element to TF32 once in shared memory; 0: in every warp's fragment load"},
 };
 
 const char* const kRestrictions[] = {

@@ -270,7 +270,7 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
     return Sets{{"block_m", bm}, {"block_n", bn}, {"block_k", bk},
                 {"warps_m", wm}, {"warps_n", wn}, {"stages", stages}};
   };
-  const std::vector<Sets> configs = {
+  std::vector<Sets> configs = {
       {},  // the default: 128 x 128 x 32, 2 x 4 warps, 3 stages
       tf32("128", "128", "32", "2", "2", "2"),  // 64 x 64 per warp: 128 accumulators
       tf32("256", "128", "16", "4", "2", "4"),  // 8 warps, 4 stages
@@ -279,6 +279,12 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
       tf32("256", "256", "16", "4", "4", "2"),  // 512 threads
       tf32("128", "64", "32", "4", "1", "4"),   // one warp column
   };
+  // The same shapes with the inputs rounded to TF32 in shared memory.
+  for (std::size_t i = 0, count = configs.size(); i < count; ++i) {
+    Sets s = configs[i];
+    s["convert_in_smem"] = "1";
+    configs.push_back(s);
+  }
   for (const Problem& p :
        {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
         Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {

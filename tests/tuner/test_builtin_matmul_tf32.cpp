@@ -74,7 +74,7 @@ TEST_F(BuiltinNew, MatmulTf32IsRegisteredWithAHostReferenceAndATf32Tolerance) {
   }
   const KernelInstance inst = instance("matmul_tf32");
   EXPECT_TRUE(inst.space().is_valid(inst.space().default_config()));
-  EXPECT_EQ(inst.space().enumerate().size(), 593u);
+  EXPECT_EQ(inst.space().enumerate().size(), 2 * 593u);
 }
 
 TEST_F(BuiltinNew, MatmulTf32ReferenceIsTheProductInDoubleRoundedOnce) {
@@ -153,7 +153,8 @@ TEST_F(BuiltinNew, MatmulTf32SamplesCompileForSm90) {
             {"block_k", "16"},
             {"warps_m", "4"},
             {"warps_n", "2"},
-            {"stages", "4"}},
+            {"stages", "4"},
+            {"convert_in_smem", "1"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
