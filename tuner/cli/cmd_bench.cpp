@@ -59,7 +59,7 @@ po::options_description bench_options() {
       "also write the results as JSON to FILE")(
       "transfer", po::value<std::size_t>()->implicit_value(kTransferTopK)->value_name("K"),
       "leave one GPU out: warm-start each space with the top K of the consensus ranking of the "
-      "other recordings of its kernel (default K: 10)");
+      "other recordings of its kernel (K as `tune --warm-start` takes it when not given)");
   opts.add(own).add(plugin_options()).add(output_options());
   return opts;
 }
