@@ -89,6 +89,19 @@ __device__ __forceinline__ void accumulate_row(int i, float (&sum)[kTy][kTx], Lo
   }
 }
 
+// The block's input tile and halo (kTileH x kTileW from (y0 - R, x0 - R)) into shared memory,
+// zero outside the image, then a barrier.
+__device__ __forceinline__ void stage_tile(float* tile, const float* __restrict__ image, int h,
+                                           int w, int block_y0, int block_x0) {
+  const int tid = threadIdx.y * kBx + threadIdx.x;
+  for (int k = tid; k < kTileH * kTileW; k += kBx * kBy) {
+    const int r = k / kTileW, c = k % kTileW;
+    const int gy = block_y0 - kR + r, gx = block_x0 - kR + c;
+    tile[r * kStride + c] = (gy >= 0 && gy < h && gx >= 0 && gx < w) ? image[gy * w + gx] : 0.0f;
+  }
+  __syncthreads();
+}
+
 // Register blocking (kRr > 1): adds filter column j's taps to the thread's groups of kRr
 // adjacent output rows. `col` points at the tile element of the group's first output row, shifted
 // up by R rows and left by R columns (the top-left tap), of group (ty, tx).
@@ -131,13 +144,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS convolution2d(const float* __restrict__ imag
 #pragma unroll
       for (int t = 0; t < kRr; ++t) rsum[ty][tx][t] = 0.0f;
   extern __shared__ float tile[];  // kTileH rows of kStride floats
-  const int tid = threadIdx.y * kBx + threadIdx.x;
-  for (int k = tid; k < kTileH * kTileW; k += kBx * kBy) {
-    const int r = k / kTileW, c = k % kTileW;
-    const int gy = block_y0 - kR + r, gx = block_x0 - kR + c;
-    tile[r * kStride + c] = (gy >= 0 && gy < h && gx >= 0 && gx < w) ? image[gy * w + gx] : 0.0f;
-  }
-  __syncthreads();
+  stage_tile(tile, image, h, w, block_y0, block_x0);
   const float* base = tile + threadIdx.y * kRr * kStride + threadIdx.x;
 #if FULL_UNROLL
 #pragma unroll
@@ -166,13 +173,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS convolution2d(const float* __restrict__ imag
 
 #if USE_SHMEM
   extern __shared__ float tile[];  // kTileH rows of kStride floats
-  const int tid = threadIdx.y * kBx + threadIdx.x;
-  for (int k = tid; k < kTileH * kTileW; k += kBx * kBy) {
-    const int r = k / kTileW, c = k % kTileW;
-    const int gy = block_y0 - kR + r, gx = block_x0 - kR + c;
-    tile[r * kStride + c] = (gy >= 0 && gy < h && gx >= 0 && gx < w) ? image[gy * w + gx] : 0.0f;
-  }
-  __syncthreads();
+  stage_tile(tile, image, h, w, block_y0, block_x0);
   const float* base = tile + threadIdx.y * kStride + threadIdx.x;
 #pragma unroll 1
   for (int i = 0; i < kF; ++i)

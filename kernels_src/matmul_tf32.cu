@@ -81,6 +81,19 @@ __device__ __forceinline__ void load4(float* dst, const float* base, unsigned ro
   }
 }
 
+// Calls f(row, col) for each 4-float vector of a Rows x Cols tile that thread `tid` moves
+// (vector p * kThreads + tid, consecutive threads along a row): the walk of the copies and of
+// the conversion in shared memory, which must be the same.
+template <int Rows, int Cols, typename F>
+__device__ __forceinline__ void for_each_vector(unsigned tid, F&& f) {
+  constexpr int kVectors = Rows * Cols / 4;
+#pragma unroll
+  for (int p = 0; p < (kVectors + kThreads - 1) / kThreads; ++p) {
+    const unsigned v = p * kThreads + tid;
+    if (kVectors % kThreads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4);
+  }
+}
+
 }  // namespace tf32mm
 
 __global__ void __launch_bounds__(tf32mm::kThreads)
@@ -101,23 +114,12 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
     float* const as = smem + stage * kStage;
     float* const bs = as + kStageA;
     const unsigned k0 = tile * kBk;
-    constexpr int kVecA = kBm * kBk / 4, kVecB = kBk * kBn / 4;
-#pragma unroll
-    for (int p = 0; p < (kVecA + kThreads - 1) / kThreads; ++p) {
-      const unsigned v = p * kThreads + tid;
-      if (kVecA % kThreads == 0 || v < kVecA) {
-        const unsigned r = v / (kBk / 4), cc = v % (kBk / 4) * 4;
-        load4(as + r * kPitchA + cc, a, m0 + r, m, k0 + cc, k, a_vectors);
-      }
-    }
-#pragma unroll
-    for (int p = 0; p < (kVecB + kThreads - 1) / kThreads; ++p) {
-      const unsigned v = p * kThreads + tid;
-      if (kVecB % kThreads == 0 || v < kVecB) {
-        const unsigned r = v / (kBn / 4), cc = v % (kBn / 4) * 4;
-        load4(bs + r * kPitchB + cc, b, k0 + r, k, n0 + cc, n, b_vectors);
-      }
-    }
+    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) {
+      load4(as + r * kPitchA + cc, a, m0 + r, m, k0 + cc, k, a_vectors);
+    });
+    for_each_vector<kBk, kBn>(tid, [&](unsigned r, unsigned cc) {
+      load4(bs + r * kPitchB + cc, b, k0 + r, k, n0 + cc, n, b_vectors);
+    });
   };
 
   // Rounds to TF32, in place, the elements of stage `stage` this thread copied (the same walk as
@@ -125,7 +127,6 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
   const auto convert_tile = [&](int stage) {
     float* const as = smem + stage * kStage;
     float* const bs = as + kStageA;
-    constexpr int kVecA = kBm * kBk / 4, kVecB = kBk * kBn / 4;
     const auto round4 = [](float* p) {
       float4 x = *reinterpret_cast<float4*>(p);
       x.x = __uint_as_float(to_tf32(x.x));
@@ -134,18 +135,8 @@ __global__ void __launch_bounds__(tf32mm::kThreads)
       x.w = __uint_as_float(to_tf32(x.w));
       *reinterpret_cast<float4*>(p) = x;
     };
-#pragma unroll
-    for (int p = 0; p < (kVecA + kThreads - 1) / kThreads; ++p) {
-      const unsigned v = p * kThreads + tid;
-      if (kVecA % kThreads == 0 || v < kVecA)
-        round4(as + v / (kBk / 4) * kPitchA + v % (kBk / 4) * 4);
-    }
-#pragma unroll
-    for (int p = 0; p < (kVecB + kThreads - 1) / kThreads; ++p) {
-      const unsigned v = p * kThreads + tid;
-      if (kVecB % kThreads == 0 || v < kVecB)
-        round4(bs + v / (kBn / 4) * kPitchB + v % (kBn / 4) * 4);
-    }
+    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) { round4(as + r * kPitchA + cc); });
+    for_each_vector<kBk, kBn>(tid, [&](unsigned r, unsigned cc) { round4(bs + r * kPitchB + cc); });
   };
   // A fragment element: rounded here, or already rounded in shared memory.
   const auto frag = [](float x) {

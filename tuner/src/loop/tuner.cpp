@@ -74,6 +74,7 @@ class BackendPreparer {
   }
   // Wall time of the preparation itself (after wait()).
   double seconds() const { return seconds_; }
+  bool ready() const { return prepared_; }
 
  private:
   Backend& backend_;
@@ -310,6 +311,14 @@ class TuningRun {
     return starved;
   }
 
+  // Waits for the backend's preparation the first time it is needed, and keeps its times.
+  void wait_prepared() {
+    if (preparer_.ready()) return;
+    summary_.wait_prepare_seconds = preparer_.wait();
+    summary_.prepare_seconds = preparer_.seconds();
+    summary_.prepare_phases_seconds = backend_.prepare_phases();
+  }
+
   // Answers a configuration from the database, or claims it there and starts its compilation
   // (one transaction, so concurrent processes never both measure it), or marks it busy: another
   // process measures it.
@@ -395,9 +404,7 @@ class TuningRun {
           continue;
         }
       }
-      summary_.wait_prepare_seconds += preparer_.wait();
-      summary_.prepare_seconds = preparer_.seconds();
-      summary_.prepare_phases_seconds = backend_.prepare_phases();
+      wait_prepared();
       const auto e0 = Clock::now();
       backend_.submit(p.config, c);
       summary_.backend_seconds += seconds_since(e0);
@@ -530,9 +537,7 @@ class TuningRun {
     std::vector<RetimeCandidate> candidates;
     for (std::size_t i = 0; i < finalists.size(); ++i)
       candidates.push_back({configs[i], backend_.needs_compilation() ? &compiled[i] : nullptr});
-    summary_.wait_prepare_seconds += preparer_.wait();
-    summary_.prepare_seconds = preparer_.seconds();
-    summary_.prepare_phases_seconds = backend_.prepare_phases();
+    wait_prepared();
     const std::vector<Measurement> re = backend_.retime(candidates, options_.retime_rounds);
     ensure_registered();
     for (std::size_t i = 0; i < finalists.size() && i < re.size(); ++i) {

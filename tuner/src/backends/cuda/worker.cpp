@@ -123,7 +123,8 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
         need[i] = std::max(need[i], static_cast<std::size_t>(ref[i]));
     }
-    generate_host_inputs(need);
+    for (std::size_t i = 0; i < buffers_.size() && i < need.size(); ++i)
+      generate_host_input(i, need[i]);
     if (kernel.reference) {
       for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = probe_sizes[i];
       reference_from_function();
@@ -168,17 +169,15 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   lap("compare_kernels");
 }
 
-// Fills the host copy of each input to `need[i]` elements (generated from the seed; nothing is
-// uploaded here, so it runs before the context exists).
-void Worker::generate_host_inputs(const std::vector<std::size_t>& need) {
-  for (std::size_t i = 0; i < buffers_.size() && i < need.size(); ++i) {
-    Buffer& b = buffers_[i];
-    if (!b.has_input() || b.host_generated >= need[i]) continue;
-    b.host.resize(need[i] * elem_size(b.spec.type));
-    fill_input(b.host.data(), b.spec, b.init, need[i], mix(measure_.seed) ^ mix(i + 1),
-               instance_->kernel(), instance_->problem());
-    b.host_generated = need[i];
-  }
+// Fills the host copy of input `i` to `need` elements, generated from the seed (nothing is
+// uploaded here, so the constructor runs it before the context exists).
+void Worker::generate_host_input(std::size_t i, std::size_t need) {
+  Buffer& b = buffers_[i];
+  if (!b.has_input() || b.host_generated >= need) return;
+  b.host.resize(need * elem_size(b.spec.type));
+  fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
+             instance_->kernel(), instance_->problem());
+  b.host_generated = need;
 }
 
 void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
@@ -238,12 +237,7 @@ void Worker::prepare_buffers(const Loaded& l) {
         check(cudaMemset(b.device, 0, bytes), "cudaMemset");
     }
     if (b.has_input() && b.generated < need) {
-      if (b.host_generated < need) {
-        b.host.resize(need * esize);
-        fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
-                   instance_->kernel(), instance_->problem());
-        b.host_generated = need;
-      }
+      generate_host_input(i, need);
       check(cudaMemcpy(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(),
                        need * esize, cudaMemcpyHostToDevice),
             "upload of inputs");

@@ -106,7 +106,7 @@ class Worker {
   void record_failure(const CudaFailure& f, Measurement& m);
 
   void prepare_buffers(const Loaded& l);
-  void generate_host_inputs(const std::vector<std::size_t>& need);
+  void generate_host_input(std::size_t i, std::size_t need);
   void compute_reference();
   void reference_from_function();
   void reference_from_config();
