@@ -61,10 +61,10 @@ Case reduce_case(int log2_n, std::optional<double> target, std::optional<double>
           ceiling_target};
 }
 
-// fp32 SGEMM without tensor cores against cuBLAS in pedantic fp32 (target 0.92), or the TF32
-// tensor-core kernel against cuBLAS in TF32 (target 0.7).
+// fp32 SGEMM without tensor cores against cuBLAS in pedantic fp32 (target 0.92), or a TF32
+// tensor-core kernel (mma.sync, or wgmma on sm_90) against cuBLAS in TF32 (target 0.7).
 Case matmul_case(const std::string& kernel, std::int64_t size) {
-  const bool tf32 = kernel == "matmul_tf32";
+  const bool tf32 = kernel.starts_with("matmul_tf32");
   return {fmt::format("{} {}^3 {}", kernel, size, tf32 ? "tf32" : "fp32"),
           kernel,
           {{"m", size}, {"n", size}, {"k", size}},
@@ -102,6 +102,8 @@ std::vector<Case> all_cases() {
       matmul_case("matmul", 8192),
       matmul_case("matmul_tf32", 4096),
       matmul_case("matmul_tf32", 8192),
+      matmul_case("matmul_tf32_wgmma", 4096),  // sm_90 alone
+      matmul_case("matmul_tf32_wgmma", 8192),
       {"stencil3d 512^3 fp32",
        "stencil3d",
        {{"nx", 512}, {"ny", 512}, {"nz", 512}},
@@ -515,8 +517,9 @@ po::options_description peer_options() {
       "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
       "only", po::value<std::string>(),
-      "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,stencil3d,"
-      "convolution2d)")("json", po::value<std::string>(), "write the results as JSON here");
+      "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,matmul_tf32_wgmma,"
+      "stencil3d,convolution2d)")("json", po::value<std::string>(),
+                                  "write the results as JSON here");
   return opts;
 }
 

@@ -8,10 +8,17 @@ namespace ktune {
 
 void register_builtin_kernels(Registry& registry) {
   static const ktune_kernel_desc* const kKernels[] = {
-      builtin::reduce_kernel(),      builtin::reduce_f32_kernel(), builtin::transpose_kernel(),
-      builtin::matmul_kernel(),      builtin::copy_kernel(),       builtin::convolution2d_kernel(),
-      builtin::stencil3d_kernel(),   builtin::soa_aos_kernel(),    builtin::streams_kernel(),
+      builtin::reduce_kernel(),
+      builtin::reduce_f32_kernel(),
+      builtin::transpose_kernel(),
+      builtin::matmul_kernel(),
+      builtin::copy_kernel(),
+      builtin::convolution2d_kernel(),
+      builtin::stencil3d_kernel(),
+      builtin::soa_aos_kernel(),
+      builtin::streams_kernel(),
       builtin::matmul_tf32_kernel(),
+      builtin::matmul_tf32_wgmma_kernel(),
   };
   static const ktune_plugin kPlugin = {
       KTUNE_PLUGIN_ABI_VERSION,

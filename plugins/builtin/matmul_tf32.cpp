@@ -12,6 +12,7 @@
 #include "ktune/plugin.h"
 
 extern const char* const ktune_kernel_src_matmul_tf32;
+extern const char* const ktune_kernel_src_matmul_tf32_wgmma;
 
 namespace ktune::builtin {
 namespace {
@@ -129,8 +130,49 @@ const ktune_kernel_desc kMatmulTf32 =
         .bytes("4 * (m * k + k * n + m * n)")
         .flops("2 * m * n * k");
 
+// matmul_tf32_wgmma: the same product on Hopper's warpgroup instructions (sm_90a). A block is
+// WARPGROUPS x 128 threads computing block_m rows x 64 * tiles_n * warpgroups columns of C.
+const ktune_param_desc kWgmmaParams[] = {
+    {"block_m", "64, 128, 192, 256", "128", "rows of C per block (wgmma's n)"},
+    {"tiles_n", "1, 2, 4", "2", "64-column pieces of C per warpgroup"},
+    {"warpgroups", "1, 2, 3, 4", "2", "warpgroups (128 threads each) per block, side by side in n"},
+    {"stages", "3, 4, 5, 6", "4", "shared-memory buffers of A's and B's 32-deep tiles (cp.async)"},
+};
+
+const char* const kWgmmaRestrictions[] = {
+    "block_m * tiles_n <= 256",  // at most 128 accumulators per thread
+    // A block's accumulators (block_m * tiles_n / 2 per thread) leave room in the 65,536
+    // registers: 128 of them on 512 threads do not compile.
+    "block_m * tiles_n * warpgroups < 1024", "m < 2**31 and n < 2**31 and k < 2**31",
+    "compute_capability == 90",  // wgmma exists on sm_90a alone
+};
+
+const ktune_kernel_desc kMatmulTf32Wgmma =
+    KernelDesc("matmul_tf32_wgmma", ktune_kernel_src_matmul_tf32_wgmma, "matmul_tf32_wgmma.cu",
+               "matmul_tf32_wgmma")
+        .description(
+            "matrix multiply C = A B of fp32 matrices on Hopper's warpgroup tensor cores in TF32 "
+            "(wgmma from registers and 128-byte-swizzled shared memory, fp32 accumulation, "
+            "cp.async pipeline; sm_90a)")
+        .options(kOptions)
+        .arch_specific()
+        .params(kWgmmaParams)
+        .restrictions(kWgmmaRestrictions)
+        .problem(kProblem)
+        .grid("div_up(n, 64 * tiles_n * warpgroups)", "div_up(m, block_m)")
+        .block("128 * warpgroups")
+        // 1024 bytes to align A's tiles to the swizzle's period, then STAGES tiles of A (block_m
+        // rows of 128 bytes) and of B (32 rows of the block's columns, padded by 8 floats).
+        .shared_mem("1024 + 4 * stages * (32 * block_m + 32 * (64 * tiles_n * warpgroups + 8))")
+        .buffers(kBuffers)
+        .args(kArgs)
+        .reference(matmul_tf32_reference)
+        .bytes("4 * (m * k + k * n + m * n)")
+        .flops("2 * m * n * k");
+
 }  // namespace
 
 const ktune_kernel_desc* matmul_tf32_kernel() { return &kMatmulTf32; }
+const ktune_kernel_desc* matmul_tf32_wgmma_kernel() { return &kMatmulTf32Wgmma; }
 
 }  // namespace ktune::builtin

@@ -213,6 +213,41 @@ TEST_F(Render, NvrtcForAnOlderDeviceOfTheSameMajor) {
   }
 }
 
+// A kernel compiled for the architecture-specific target (matmul_tf32_wgmma, sm_90a): the client
+// renders it as the tuner did (sm_90a on an sm_90 device) and takes a stored sm_90a binary on
+// another sm_90 device (it used to refuse every 'a' binary and compile again).
+TEST_F(Render, AnArchSpecificKernelRendersAndLoadsForThatArchitectureAlone) {
+  const Problem problem{{"m", 4096}, {"n", 4096}, {"k", 4096}};
+  KernelInstance instance(registry_.get("matmul_tf32_wgmma"), problem, DeviceLimits::for_arch(90));
+  const Config config = instance.space().default_config();
+  const CompileRequest request = ktune::render(instance, config, "sm_90");
+  ASSERT_EQ(request.arch, "sm_90a");
+  {
+    Store store = Store::open(db_path_);
+    BestSpec b;
+    b.kernel_id = store.upsert_kernel(kernel_record(instance));
+    b.device = h200();
+    b.problem = problem;
+    nlohmann::json json;
+    for (std::size_t i = 0; i < instance.space().size(); ++i)
+      json[instance.space().params()[i].name] = instance.space().value(config, i).as_int();
+    b.config_json = json.dump();
+    b.config_key = instance.space().key(config);
+    b.binary_key = request.key();
+    add_best(store, b);
+    store.put_binary(b.binary_key, "sm_90a", "lowered_name_of_the_stored_binary", "cubin bytes");
+  }
+  Client c(db_path_, client_device(h100_sxm()));
+  const LookupResult r = c.best("matmul_tf32_wgmma", problem);
+  ASSERT_TRUE(r) << r.message;
+  const CompileRequest client = c.render(*r, "sm_90");
+  EXPECT_EQ(client.arch, "sm_90a");
+  EXPECT_EQ(client.options, request.options);
+  EXPECT_EQ(client.key(), request.key());
+  EXPECT_EQ(c.binary(*r)->origin, KernelOrigin::kStoredBinary);
+  EXPECT_EQ(c.binary(*r)->arch, "sm_90a");
+}
+
 TEST_F(Render, NoStoredBinaryMeansNvrtc) {
   store_best({{"block_size", "64"}, {"variant", "8"}, {"elements_per_thread", "2"}}, h200(),
              1 << 20);

@@ -292,6 +292,32 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
   }
 }
 
+// The warpgroup (wgmma, sm_90a) kernel: every block height (wgmma's n), piece count, warpgroup
+// count and pipeline depth, at sizes no tile divides (k not a multiple of the 32-deep tile, n
+// and k not multiples of 4: the 4-byte copies), against the product in double.
+TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
+  CudaBackend backend(backend_options());
+  if (backend.device().arch != "sm_90")
+    GTEST_SKIP() << "wgmma needs an sm_90 device, this is " << backend.device().arch;
+  const auto wg = [](const char* bm, const char* tiles, const char* groups, const char* stages) {
+    return Sets{{"block_m", bm}, {"tiles_n", tiles}, {"warpgroups", groups}, {"stages", stages}};
+  };
+  const std::vector<Sets> configs = {
+      {},                        // the default: 128 x 256, 2 warpgroups of 2 pieces, 4 stages
+      wg("64", "1", "1", "3"),   // the smallest block, 3 stages
+      wg("64", "4", "2", "3"),   // 64 x 512
+      wg("192", "1", "3", "4"),  // wgmma n = 192, 3 warpgroups
+      wg("256", "1", "2", "3"),  // 128 accumulators from one piece
+      wg("128", "2", "1", "6"),  // 6 stages
+      wg("192", "1", "4", "3"),  // 512 threads
+  };
+  for (const Problem& p :
+       {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
+        Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
+    EXPECT_EQ(verify(backend, "matmul_tf32_wgmma", p, configs), static_cast<int>(configs.size()));
+  }
+}
+
 // The exact product in double, rounded once to float.
 int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
   std::int64_t dims[3] = {-1, -1, -1};  // m, n, k

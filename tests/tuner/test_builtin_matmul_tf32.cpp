@@ -2,9 +2,11 @@
 // (`warp_rows`) and convolution2d (`reg_rows`, `full_unroll`) without a GPU: registration,
 // the host reference against a product written out here, restrictions (compute capability,
 // warp pieces, warp layouts, accumulators), launch geometry and shared memory for sizes no tile
-// divides, and NVRTC compiles of samples for sm_90.
+// divides, and NVRTC compiles of samples for sm_90; matmul_tf32_wgmma (sm_90a) likewise, and the
+// architecture-specific target rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -14,6 +16,7 @@
 #include "ktune/compiler.h"
 #include "ktune/instance.h"
 #include "ktune/registry.h"
+#include "ktune/render.h"
 
 namespace ktune {
 namespace {
@@ -164,6 +167,97 @@ TEST_F(BuiltinNew, MatmulTf32SamplesCompileForSm90) {
     ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
     EXPECT_NE(r.lowered_name.find("matmul_tf32"), std::string::npos) << r.lowered_name;
   }
+}
+
+// matmul_tf32_wgmma: Hopper's warpgroup instructions, so sm_90 alone and compiled for sm_90a;
+// the same buffers, reference and tolerance as matmul_tf32.
+TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
+  ASSERT_TRUE(registry_.contains("matmul_tf32_wgmma"));
+  const KernelSpec& k = registry_.get("matmul_tf32_wgmma");
+  EXPECT_NO_THROW(k.validate());
+  EXPECT_TRUE(k.arch_specific);
+  EXPECT_FALSE(registry_.get("matmul_tf32").arch_specific);
+  EXPECT_EQ(k.reference, registry_.get("matmul_tf32").reference);
+  for (const BufferSpec& b : k.buffers) {
+    if (b.name != "c") continue;
+    EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
+    EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
+  }
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 64u);
+  for (int cc : {80, 89, 100, 120})
+    EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
+  const KernelInstance inst = instance("matmul_tf32_wgmma");
+  for (const Config& c : inst.space().enumerate()) {
+    const auto v = [&](const char* p) {
+      return inst.space().value(c, inst.space().param_index(p)).as_int();
+    };
+    // At most 128 accumulators per thread, and fewer where 512 threads share the registers.
+    ASSERT_LE(v("block_m") * v("tiles_n") / 2, 128) << inst.space().key(c);
+    ASSERT_LT(v("block_m") * v("tiles_n") / 2 * 128 * v("warpgroups"), 65536)
+        << inst.space().key(c);
+    ASSERT_LE(inst.geometry(c).shared_mem, 227u * 1024) << inst.space().key(c);
+  }
+}
+
+TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
+  const KernelInstance inst = instance("matmul_tf32_wgmma", {{"m", 333}, {"n", 777}, {"k", 513}});
+  const Config def = inst.space().default_config();
+  const LaunchGeometry g = inst.geometry(def);
+  EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
+  EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 warpgroups
+  // Alignment, then 4 stages of A (128 rows of 128 bytes) and B (32 rows of 256 + 8 floats).
+  EXPECT_EQ(g.shared_mem, 1024u + 4 * 4 * (32 * 128 + 32 * 264));
+  const Config small = inst.space().from_assignments(
+      {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "3"}});
+  ASSERT_TRUE(inst.space().is_valid(small)) << inst.space().violated(small).value_or("");
+  EXPECT_EQ(inst.geometry(small).grid, (Dim3{5, 6, 1}));
+  EXPECT_EQ(inst.geometry(small).block, (Dim3{384, 1, 1}));
+}
+
+TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
+  const KernelInstance inst = instance("matmul_tf32_wgmma", {{"m", 333}, {"n", 777}, {"k", 513}});
+  std::vector<CompileRequest> requests;
+  for (const Sets& s : std::vector<Sets>{
+           {},
+           {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "1"}, {"stages", "3"}},
+           {{"block_m", "192"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "4"}},
+           {{"block_m", "256"}, {"tiles_n", "1"}, {"warpgroups", "2"}, {"stages", "3"}},
+       }) {
+    const Config c = inst.space().from_assignments(s);
+    ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
+    CompileRequest r = render(inst, c, "sm_90");
+    EXPECT_EQ(r.arch, "sm_90a");
+    EXPECT_NE(std::find(r.options.begin(), r.options.end(), "--gpu-architecture=sm_90a"),
+              r.options.end());
+    EXPECT_EQ(std::find(r.options.begin(), r.options.end(), "--gpu-architecture=sm_90"),
+              r.options.end());
+    requests.push_back(std::move(r));
+  }
+  for (const CompileResult& r : compile_batch(requests)) {
+    ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+    EXPECT_EQ(r.arch, "sm_90a");
+    EXPECT_NE(r.lowered_name.find("matmul_tf32_wgmma"), std::string::npos) << r.lowered_name;
+    EXPECT_EQ(r.resources.spill_store_bytes, 0) << r.log;  // the accumulators and fragments fit
+  }
+  // Without the architecture-specific target, ptxas refuses wgmma.
+  CompileRequest plain = render(inst, inst.space().default_config(), "sm_90");
+  for (auto& o : plain.options)
+    if (o == "--gpu-architecture=sm_90a") o = "--gpu-architecture=sm_90";
+  plain.arch = "sm_90";
+  plain.batch_group.clear();
+  const CompileResult refused = compile(plain);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.log.find("wgmma"), std::string::npos) << refused.log;
+}
+
+TEST(ArchSpecific, TargetOfEachArchitecture) {
+  EXPECT_EQ(arch_specific_target("sm_90"), "sm_90a");
+  EXPECT_EQ(arch_specific_target("sm_100"), "sm_100a");
+  EXPECT_EQ(arch_specific_target("sm_90a"), "sm_90a");
+  EXPECT_EQ(arch_specific_target("sm_89"), "sm_89");  // none before Hopper
+  EXPECT_EQ(arch_specific_target("sm_80"), "sm_80");
+  EXPECT_EQ(arch_specific_target("compute_90"), "compute_90");
+  EXPECT_EQ(arch_specific_target("sm_9x"), "sm_9x");
 }
 
 TEST_F(BuiltinNew, MatmulWarpRowsOnlyWhereTheLayoutDiffersAndTiles) {

@@ -528,6 +528,20 @@ TEST(RegistryAbi, GenerateIsReadOnlyWhenTheStructHasIt) {
   EXPECT_GE(KTUNE_PLUGIN_ABI_MINOR_VERSION, 1u);
 }
 
+// ABI 1.2 appended `arch_specific`: a 1.1 plugin's struct ends before it (false); a 1.2
+// plugin's flag is carried into the KernelSpec.
+TEST(RegistryAbi, ArchSpecificIsReadOnlyWhenTheStructHasIt) {
+  ktune_kernel_desc d = builtin_reduce_desc();
+  d.arch_specific = 1;
+  d.struct_size = offsetof(ktune_kernel_desc, arch_specific);
+  EXPECT_FALSE(kernel_from_desc(d, "libv11.so").arch_specific);
+  d.struct_size = sizeof(ktune_kernel_desc);
+  EXPECT_TRUE(kernel_from_desc(d, "libv12.so").arch_specific);
+  d.arch_specific = 0;
+  EXPECT_FALSE(kernel_from_desc(d, "libv12.so").arch_specific);
+  EXPECT_GE(KTUNE_PLUGIN_ABI_MINOR_VERSION, 2u);
+}
+
 TEST(RegistryAbi, PluginStructChecks) {
   Registry r;
   expect_error(ErrorKind::kPlugin, {"origin-a", "no description"},
@@ -786,6 +800,32 @@ TEST(Manifest, WrongTypesAndUnknownEnumsNameTheField) {
   expect_error(ErrorKind::kInput, {path, "grid[0]", "unknown name"}, [&] {
     load_variant("div_up(n, block_size * elements_per_thread)", "div_up(m, block_size)");
   });
+  expect_error(ErrorKind::kInput, {path, "[kernel].arch_specific", "true or false"}, [&] {
+    load_variant("entry = \"vecscale\"", "entry = \"vecscale\"\narch_specific = 1");
+  });
+}
+
+// [kernel].arch_specific = true compiles the manifest's kernel for sm_90a on an sm_90 device.
+TEST(Manifest, ArchSpecificKernelRendersForTheSpecificTarget) {
+  test::TempDir dir;
+  fs::copy_file(test::manifest_dir() / "vecscale.cu", dir / "vecscale.cu");
+  std::string text = test::read_file(test::valid_manifest());
+  const std::string entry = "entry = \"vecscale\"";
+  ASSERT_TRUE(contains(text, entry));
+  text.replace(text.find(entry), entry.size(), entry + "\narch_specific = true");
+  const std::string path = (dir / "specific.toml").string();
+  test::write_file(path, text);
+  Registry r;
+  r.load_manifest(path);
+  const KernelSpec& k = r.get("vecscale");
+  EXPECT_TRUE(k.arch_specific);
+  const KernelInstance inst(k, {}, DeviceLimits::for_arch(90));
+  const CompileRequest req = render(inst, inst.space().default_config(), "sm_90");
+  EXPECT_EQ(req.arch, "sm_90a");
+  EXPECT_NE(std::find(req.options.begin(), req.options.end(), "--gpu-architecture=sm_90a"),
+            req.options.end());
+  // Architectures without a specific target keep their own.
+  EXPECT_EQ(render(inst, inst.space().default_config(), "sm_80").arch, "sm_80");
 }
 
 // A plugin file is checked before dlopen: a truncated library (dlopen maps pages past its end,

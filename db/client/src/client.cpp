@@ -177,7 +177,9 @@ bool cubin_runs_on(const std::string& binary_arch, const ClientDevice& device) {
   const auto cc = parse_arch(binary_arch);
   if (!cc) return false;
   const char last = binary_arch.back();
-  if (last == 'a' || last == 'f') return false;
+  // sm_90a: that architecture alone (wgmma); sm_NN: the same major, this minor or newer.
+  if (last == 'a') return cc->first == device.cc_major && cc->second == device.cc_minor;
+  if (last == 'f') return false;
   return cc->first == device.cc_major && cc->second <= device.cc_minor;
 }
 

@@ -42,8 +42,9 @@ struct KernelEntry {
   std::vector<std::pair<std::string, std::int64_t>> problem_defaults;  // newest version's
 };
 
-// Whether a CUBIN built for `binary_arch` runs on `device`: the same arch, or (without an
-// arch-specific 'a'/'f' suffix) the same major and a minor at or below the device's.
+// Whether a CUBIN built for `binary_arch` runs on `device`: the same arch; an arch-specific
+// one ("sm_90a") on exactly that compute capability; a family one ("sm_100f") never (not
+// modelled); else the same major and a minor at or below the device's.
 bool cubin_runs_on(const std::string& binary_arch, const ClientDevice& device);
 
 }  // namespace detail

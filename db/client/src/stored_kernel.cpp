@@ -58,6 +58,7 @@ std::shared_ptr<const StoredKernel> make_stored_kernel(std::int64_t id, std::str
   k->text.source = std::move(source);
   k->text.entry = std::move(entry);
   k->text.compile_options = k->spec.compile_options;
+  k->text.arch_specific = k->spec.arch_specific;
   if (k->spec.defines == "kernel_tuner") {
     k->text.define_style = DefineStyle::kKernelTuner;
     k->text.block_names = k->spec.block_names;

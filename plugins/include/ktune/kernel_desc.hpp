@@ -67,6 +67,11 @@ class KernelDesc {
     return *this;
   }
   KernelDesc& shared_mem(const char* bytes) { return set(d_.shared_mem, bytes); }
+  // Compile for the architecture-specific target (sm_90a on an sm_90 device): see plugin.h.
+  KernelDesc& arch_specific() {
+    d_.arch_specific = 1;
+    return *this;
+  }
   KernelDesc& reference(ktune_reference_fn fn) {
     d_.reference = fn;
     return *this;

@@ -39,8 +39,8 @@ extern "C" {
 
 #define KTUNE_PLUGIN_ABI_VERSION 1u
 /* Counts the fields appended since version 1.0 (a plugin built against any minor version of
-   ABI 1 loads): 1.1 appended ktune_kernel_desc.generate. */
-#define KTUNE_PLUGIN_ABI_MINOR_VERSION 1u
+   ABI 1 loads): 1.1 appended ktune_kernel_desc.generate, 1.2 arch_specific. */
+#define KTUNE_PLUGIN_ABI_MINOR_VERSION 2u
 
 #if defined(_WIN32)
 #define KTUNE_PLUGIN_EXPORT __declspec(dllexport)
@@ -211,6 +211,10 @@ typedef struct ktune_kernel_desc {
   void* user_data;              /* passed to reference, run and generate */
   /* ABI 1.1; a plugin built against 1.0 has a struct_size without it */
   ktune_generate_fn generate; /* optional: fills inputs whose init is "generator" */
+  /* ABI 1.2: nonzero compiles for the device's architecture-specific target (sm_90a on compute
+     capability 9.0) instead of sm_NN, for instructions only that architecture has (wgmma,
+     setmaxnreg); restrict such a kernel to the capabilities it was written for. */
+  int arch_specific;
 } ktune_kernel_desc;
 
 typedef struct ktune_plugin {

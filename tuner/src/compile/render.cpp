@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
 #include <regex>
 
 #include "compile/internal.h"
@@ -103,9 +104,18 @@ std::vector<std::string> render_options(const std::vector<Setting>& settings) {
   return out;
 }
 
+std::string arch_specific_target(const std::string& arch) {
+  if (!arch.starts_with("sm_") || arch.ends_with('a')) return arch;
+  int number = 0;
+  const auto [end, error] = std::from_chars(arch.data() + 3, arch.data() + arch.size(), number);
+  if (error != std::errc{} || end != arch.data() + arch.size() || number < 90) return arch;
+  return arch + "a";
+}
+
 CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
                       const RenderDims& dims, const std::string& config_key,
-                      const std::string& arch) {
+                      const std::string& device_arch) {
+  const std::string arch = k.arch_specific ? arch_specific_target(device_arch) : device_arch;
   const Defines defines = render_defines(k, settings, dims);
   bool edited = false;
   std::string constants;

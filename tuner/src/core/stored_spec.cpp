@@ -41,6 +41,7 @@ std::string StoredSpec::to_json() const {
   spec["flops"] = flops;
   spec["compile_options"] = compile_options;
   spec["source_name"] = source_name;
+  if (arch_specific) spec["arch_specific"] = true;
   if (!defines.empty()) {
     spec["defines"] = defines;
     spec["block_names"] = block_names;
@@ -75,6 +76,7 @@ StoredSpec StoredSpec::parse(std::string_view text, const std::string& where) {
     s.flops = expression_text(spec.value("flops", nlohmann::json()), "");
     s.compile_options = spec.value("compile_options", std::vector<std::string>{});
     s.source_name = spec.value("source_name", std::string());
+    s.arch_specific = spec.value("arch_specific", false);
     s.defines = spec.value("defines", std::string());
     if (spec.contains("block_names"))
       s.block_names = spec.at("block_names").get<std::array<std::string, 3>>();

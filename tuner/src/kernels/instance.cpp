@@ -237,8 +237,8 @@ std::vector<std::pair<std::string, std::string>> KernelInstance::defines(
     const Config& config) const {
   const LaunchGeometry g = geometry(config);
   const KernelSpec& k = kernel();
-  const KernelText text{k.name,         k.source,     k.source_name, k.entry, k.compile_options,
-                        k.define_style, k.block_names};
+  const KernelText text{k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
+                        k.define_style, k.block_names, k.arch_specific};
   return render_defines(text, settings(impl_->space, config), {g.grid, g.block});
 }
 
@@ -271,8 +271,8 @@ void check_data_files(const KernelInstance& instance) {
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch) {
   const KernelSpec& k = instance.kernel();
-  const KernelText text{k.name,         k.source,     k.source_name, k.entry, k.compile_options,
-                        k.define_style, k.block_names};
+  const KernelText text{k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
+                        k.define_style, k.block_names, k.arch_specific};
   const LaunchGeometry g = instance.geometry(config);
   return render(text, settings(instance.space(), config), {g.grid, g.block},
                 instance.space().key(config), arch);

@@ -186,7 +186,8 @@ KernelSpec kernel_from_desc(const ktune_kernel_desc& d, const std::string& origi
   k.flops = str(d.flops);
   k.run = d.run;
   k.user_data = d.user_data;
-  if (has_field(d, d.generate)) k.generate = d.generate;  // ABI 1.1
+  if (has_field(d, d.generate)) k.generate = d.generate;                      // ABI 1.1
+  if (has_field(d, d.arch_specific)) k.arch_specific = d.arch_specific != 0;  // ABI 1.2
   return k;
 }
 
@@ -409,9 +410,9 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
                        KernelSpec& k) {
   const toml::table* kt = root["kernel"].as_table();
   if (kt == nullptr) r.fail("missing [kernel] table");
-  r.known_keys(
-      *kt, "[kernel]",
-      {"name", "description", "source", "entry", "compile_options", "defines", "block_names"});
+  r.known_keys(*kt, "[kernel]",
+               {"name", "description", "source", "entry", "compile_options", "arch_specific",
+                "defines", "block_names"});
   read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");
@@ -431,6 +432,10 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
       if (!s) r.fail("[kernel].compile_options must be a list of strings");
       k.compile_options.push_back(*s);
     }
+  }
+  if (const auto node = (*kt)["arch_specific"]) {
+    if (!node.is_boolean()) r.fail("[kernel].arch_specific must be true or false");
+    k.arch_specific = node.as_boolean()->get();
   }
 }
 

@@ -82,6 +82,7 @@ StoredSpec stored_spec(const KernelSpec& k) {
   s.bytes = k.bytes;
   s.flops = k.flops;
   s.compile_options = k.compile_options;
+  s.arch_specific = k.arch_specific;
   s.source_name = k.source_name;
   if (k.define_style == DefineStyle::kKernelTuner) {
     s.defines = "kernel_tuner";

@@ -37,6 +37,8 @@ struct KernelText {
   DefineStyle define_style = DefineStyle::kKtune;
   // kKernelTuner: the names the block's dimensions are defined under.
   std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
+  // Compile for arch_specific_target(arch) (sm_90 -> sm_90a): instructions of one architecture.
+  bool arch_specific = false;
 };
 
 // The launch geometry a configuration is rendered with.
@@ -52,6 +54,10 @@ using Defines = std::vector<std::pair<std::string, std::string>>;
 Defines render_defines(const KernelText& kernel, const std::vector<Setting>& settings,
                        const RenderDims& dims);
 std::vector<std::string> render_options(const std::vector<Setting>& settings);
+
+// The architecture-specific target of `arch` ("sm_90" -> "sm_90a"; one already specific, or
+// older than sm_90, which has none, comes back as it is).
+std::string arch_specific_target(const std::string& arch);
 
 // The request for one configuration (`config_key` names it in the banner) for `arch` ("sm_90").
 // Where the template allows it (no #include, extern "C" or #pragma once), the request also

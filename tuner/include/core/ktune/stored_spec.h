@@ -32,7 +32,8 @@ struct StoredSpec {
   std::string bytes;  // expression or empty
   std::string flops;
   std::vector<std::string> compile_options;
-  std::string source_name;  // empty: "<kernel>.cu"
+  bool arch_specific = false;  // compiled for sm_90a rather than sm_90 (written only when true)
+  std::string source_name;     // empty: "<kernel>.cu"
   // "kernel_tuner": rendered as Kernel Tuner does (DefineStyle::kKernelTuner, with these
   // block names); empty: ktune's rule.
   std::string defines;
@@ -40,7 +41,8 @@ struct StoredSpec {
 
   // {"parameters": [{"name", "values": [text], "default": text}], "problem": [{"name",
   // "default"}], "restrictions", "grid", "block", "shared_mem", "bytes", "flops",
-  // "compile_options", "source_name", and where not ktune's rule "defines" and "block_names"};
+  // "compile_options", "source_name", where true "arch_specific", and where not ktune's rule
+  // "defines" and "block_names"};
   // values as their canonical text (Value::to_string).
   std::string to_json() const;
   // Reads a spec written by any ktune (fields it lacks take the defaults above; values may also

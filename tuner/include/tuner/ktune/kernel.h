@@ -105,6 +105,8 @@ struct KernelSpec {
   std::string source_name;
   std::string entry;
   std::vector<std::string> compile_options;
+  // Compiled for the architecture-specific target (sm_90a for sm_90): wgmma and the like.
+  bool arch_specific = false;
   // How configurations become #defines (ktune/render.h): ktune's rule, or Kernel Tuner's for
   // kernels written for it, with the names its block dimensions go by.
   DefineStyle define_style = DefineStyle::kKtune;

@@ -1,0 +1,303 @@
+// Matrix multiply C = A B on Hopper's warpgroup tensor cores (wgmma) in TF32, A m x k, B k x n,
+// C m x n, row-major fp32 in memory, fp32 accumulation; every input is rounded to TF32 (round to
+// nearest, as cuBLAS's TF32 mode and matmul_tf32 do) before it is multiplied. sm_90a only.
+//
+// wgmma multiplies a 64-row operand held in the registers of a warpgroup (4 warps) by an
+// operand read straight from shared memory, which TF32 requires K-major (k contiguous). Of the
+// two row-major inputs only A is K-major, so the roles are swapped: each warpgroup computes
+// C^T pieces, D (64 columns of C x BLOCK_M rows of C) = B^T (registers) x A^T (shared memory),
+//   - A's tile (BLOCK_M rows x 32 k) sits in shared memory in wgmma's 128-byte-swizzled
+//     K-major layout: row r is 128 bytes at r * 128, its 16-byte chunk c stored at chunk
+//     c ^ (r % 8), 1024-byte aligned; one descriptor per 8-deep k slice (32 bytes further);
+//   - B's tile (32 k x BLOCK_N columns) sits row-major, rows padded by 8 floats, and each
+//     thread loads its fragments of B^T from it (conflict-free: rows t, columns g of a warp's
+//     16 x 8 piece, g = lane / 4, t = lane % 4) and rounds them to TF32 in registers;
+//   - A's elements are rounded in shared memory, each by the thread that copied it.
+// A block of WARPGROUPS warpgroups computes BLOCK_M rows x BLOCK_N = 64 * TILES_N * WARPGROUPS
+// columns of C; each warpgroup TILES_N 64-column pieces, m64nBLOCK_Mk8 per piece and k slice.
+// Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
+// vectors aligned, else 4), STAGES buffers: while the tensor cores work on tile i, tile i + 1's
+// products may still run (one wgmma group in flight) and tiles up to i + STAGES - 2 load.
+// Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
+// any tile. ktune defines BLOCK_M, TILES_N, WARPGROUPS, STAGES and KTUNE_BLOCK_X.
+
+#ifndef KTUNE_BLOCK_X
+#define KTUNE_BLOCK_X (128 * WARPGROUPS)
+#endif
+
+namespace wgmm {
+
+using u64 = unsigned long long;
+constexpr int kBm = BLOCK_M, kTilesN = TILES_N, kGroups = WARPGROUPS, kStages = STAGES;
+constexpr int kBk = 32;  // one 128-byte swizzled row of fp32 per row of A's tile
+constexpr int kThreads = 128 * kGroups, kBn = 64 * kTilesN * kGroups;
+constexpr int kPitchB = kBn + 8;              // floats per row of B's tile
+constexpr int kStageA = kBm * kBk;            // floats of A's tile (a multiple of 1024 bytes)
+constexpr int kStageB = kBk * kPitchB;        // floats of B's tile
+constexpr int kAcc = kBm / 2;                 // accumulators per thread and 64-column piece
+static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows of C");
+static_assert(kStages >= 3, "a buffer computing, one in flight, one loading");
+static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
+
+#define KTUNE_WGMMA_D8(i)                                                             \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// d (64 x BLOCK_M, this thread's kAcc of it) += a (64 x 8, registers) * the 8 x BLOCK_M operand
+// `desc` describes, asynchronously (until a wait_group).
+#if BLOCK_M == 64
+__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+#elif BLOCK_M == 128
+__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+#elif BLOCK_M == 192
+__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, {%96, %97, %98, %99}, %100, 1, 1, 1;\n"
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56), KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+#elif BLOCK_M == 256
+__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56), KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88), KTUNE_WGMMA_D8(96), KTUNE_WGMMA_D8(104), KTUNE_WGMMA_D8(112), KTUNE_WGMMA_D8(120)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+#endif
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// Copies `bytes` (0 to 16) of `src` into 16 bytes at shared address `dst`, zero-filling the rest.
+__device__ __forceinline__ void copy16(unsigned dst, const float* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+// Copies 4 bytes (or none, zero-filling) of `src` to shared address `dst`.
+__device__ __forceinline__ void copy4(unsigned dst, const float* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// Four floats of row `row` (of `rows`, each `len` long) from column `col` to shared address
+// `dst`, zero past the matrix; `vectors`: rows start 16-byte aligned (len % 4 == 0).
+__device__ __forceinline__ void load4(unsigned dst, const float* base, unsigned row, unsigned rows,
+                                      unsigned col, unsigned len, bool vectors) {
+  const bool row_ok = row < rows;
+  const float* src = base + (row_ok ? u64(row) * len : 0);
+  if (vectors) {
+    const int bytes = row_ok && col < len ? 4 * static_cast<int>(min(4u, len - col)) : 0;
+    copy16(dst, bytes > 0 ? src + col : base, bytes);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = row_ok && col + j < len;
+      copy4(dst + 4 * j, ok ? src + col + j : base, ok ? 4 : 0);
+    }
+  }
+}
+
+// Calls f(row, col) for each 4-float vector of a Rows x Cols tile that thread `tid` moves
+// (vector p * kThreads + tid, consecutive threads along a row): the walk of the copies and of
+// the rounding in shared memory, which must be the same.
+template <int Rows, int Cols, typename F>
+__device__ __forceinline__ void for_each_vector(unsigned tid, F&& f) {
+  constexpr int kVectors = Rows * Cols / 4;
+#pragma unroll
+  for (int p = 0; p < (kVectors + kThreads - 1) / kThreads; ++p) {
+    const unsigned v = p * kThreads + tid;
+    if (kVectors % kThreads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4);
+  }
+}
+
+// Byte offset of A's element (row, col) in its swizzled tile (col a multiple of 4: a chunk).
+__device__ __forceinline__ unsigned swizzled(unsigned row, unsigned col) {
+  return row * 128 + (((col / 4) ^ (row % 8)) << 4);
+}
+
+// The descriptor of an 8-deep slice of A's tile at shared address `addr`: 128-byte swizzle,
+// 1024 bytes between groups of 8 rows (the leading offset is unused for this layout).
+__device__ __forceinline__ u64 descriptor(unsigned addr) {
+  return u64((addr & 0x3FFFF) >> 4) | u64(1) << 16 | u64(1024 >> 4) << 32 | u64(1) << 62;
+}
+
+__device__ __forceinline__ void mma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void mma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void mma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accesses of `x` across the asynchronous products.
+__device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+}  // namespace wgmm
+
+__global__ void __launch_bounds__(wgmm::kThreads, 1)
+    matmul_tf32_wgmma(const float* __restrict__ a, const float* __restrict__ b,
+                      float* __restrict__ c, unsigned m, unsigned n, unsigned k) {
+  using namespace wgmm;
+  extern __shared__ float4 wgmm_smem[];
+  // A's tiles first, 1024-byte aligned (the swizzle's period), then B's.
+  const unsigned raw = smem_address(wgmm_smem);
+  const unsigned base = (raw + 1023u) & ~1023u;
+  float* const smem = reinterpret_cast<float*>(reinterpret_cast<char*>(wgmm_smem) + (base - raw));
+  const unsigned a_base = base;
+  float* const b_tiles = smem + kStages * kStageA;
+
+  const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32 % 4, group = tid / 128;
+  const unsigned g = lane / 4, t = lane % 4;
+  const unsigned m0 = blockIdx.y * kBm, n0 = blockIdx.x * kBn;
+  const bool a_vectors = k % 4 == 0, b_vectors = n % 4 == 0;
+  const unsigned tiles = (k + kBk - 1) / kBk;
+
+  const auto load_tile = [&](int stage, unsigned tile) {
+    const unsigned as = a_base + stage * kStageA * 4;
+    const unsigned bs = smem_address(b_tiles + stage * kStageB);
+    const unsigned k0 = tile * kBk;
+    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) {
+      load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
+    });
+    for_each_vector<kBk, kBn>(tid, [&](unsigned r, unsigned cc) {
+      load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
+    });
+  };
+  // Rounds to TF32, in place, the elements of A's tile in `stage` this thread copied.
+  const auto round_tile = [&](int stage) {
+    char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
+    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) {
+      float4* const p = reinterpret_cast<float4*>(as + swizzled(r, cc));
+      float4 x = *p;
+      x.x = __uint_as_float(to_tf32(x.x));
+      x.y = __uint_as_float(to_tf32(x.y));
+      x.z = __uint_as_float(to_tf32(x.z));
+      x.w = __uint_as_float(to_tf32(x.w));
+      *p = x;
+    });
+  };
+
+  float acc[kTilesN][kAcc];
+#pragma unroll
+  for (int i = 0; i < kTilesN; ++i)
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.0f;
+
+  // This warp's fragments of B^T for one tile: [piece][k slice][register].
+  using Fragments = unsigned[kTilesN][kBk / 8][4];
+  // One tile: wait for it, publish it, refill the buffer two tiles back, multiply (async).
+  const auto step = [&](unsigned tile, Fragments& fr) {
+    const int stage = tile % kStages;
+    wait_copies<kStages - 3>();  // this thread's copies of `tile` have landed
+    round_tile(stage);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // visible to wgmma
+    // Every thread's part of `tile` is in; every warpgroup has finished the products of
+    // tile - 2 (the wait below, one step ago), so its buffer is free.
+    __syncthreads();
+    const unsigned next = tile + kStages - 2;
+    if (next < tiles) load_tile(next % kStages, next);
+    commit();
+
+    const float* const bs = b_tiles + stage * kStageB;
+#pragma unroll
+    for (int p = 0; p < kTilesN; ++p) {
+      const unsigned col = (group * kTilesN + p) * 64 + warp * 16 + g;
+#pragma unroll
+      for (int s = 0; s < kBk / 8; ++s) {
+        const float* q = bs + (8 * s + t) * kPitchB + col;
+        fr[p][s][0] = to_tf32(q[0]);
+        fr[p][s][1] = to_tf32(q[8]);
+        fr[p][s][2] = to_tf32(q[4 * kPitchB]);
+        fr[p][s][3] = to_tf32(q[4 * kPitchB + 8]);
+      }
+    }
+    mma_fence();
+    const unsigned as = a_base + stage * kStageA * 4;
+#pragma unroll
+    for (int s = 0; s < kBk / 8; ++s)
+#pragma unroll
+      for (int p = 0; p < kTilesN; ++p) mma(acc[p], fr[p][s], descriptor(as + 32 * s));
+    mma_commit();
+    mma_wait<1>();  // the products of tile - 1 are done: its fragments and buffer are free
+  };
+
+  // The first STAGES - 2 tiles; every step commits one group (empty past the end), so waiting
+  // for all but STAGES - 3 groups always means "the oldest tile has landed".
+#pragma unroll
+  for (int s = 0; s < kStages - 2; ++s) {
+    if (s < tiles) load_tile(s, s);
+    commit();
+  }
+  // Two fragment sets, alternating: a step's products may still read the previous step's.
+  Fragments f0, f1;
+  for (unsigned tile = 0; tile < tiles; tile += 2) {
+    step(tile, f0);
+    if (tile + 1 < tiles) step(tile + 1, f1);
+  }
+  mma_wait<0>();
+  wait_copies<0>();  // nothing may be in flight into shared memory when the block exits
+#pragma unroll
+  for (int i = 0; i < kTilesN; ++i)
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j) fence_operand(acc[i][j]);
+
+  // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + g + 8 v1, row 8j + 2t + v0 of C.
+#pragma unroll
+  for (int p = 0; p < kTilesN; ++p) {
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1) {
+      const unsigned col = n0 + (group * kTilesN + p) * 64 + warp * 16 + g + 8 * v1;
+      if (col >= n) continue;
+#pragma unroll
+      for (int j = 0; j < kBm / 8; ++j) {
+#pragma unroll
+        for (int v0 = 0; v0 < 2; ++v0) {
+          const unsigned row = m0 + 8 * j + 2 * t + v0;
+          if (row < m) c[u64(row) * n + col] = acc[p][4 * j + v0 + 2 * v1];
+        }
+      }
+    }
+  }
+}
