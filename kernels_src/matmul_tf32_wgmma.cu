@@ -6,40 +6,58 @@
 // operand read straight from shared memory, which TF32 requires K-major (k contiguous). Of the
 // two row-major inputs only A is K-major, so the roles are swapped: each warpgroup computes
 // C^T pieces, D (64 columns of C x BLOCK_M rows of C) = B^T (registers) x A^T (shared memory),
-//   - A's tile (BLOCK_M rows x 32 k) sits in shared memory in wgmma's 128-byte-swizzled
-//     K-major layout: row r is 128 bytes at r * 128, its 16-byte chunk c stored at chunk
-//     c ^ (r % 8), 1024-byte aligned; one descriptor per 8-deep k slice (32 bytes further);
-//   - B's tile (32 k x BLOCK_N columns) sits row-major, rows padded by 8 floats, and each
+//   - A's tile (BLOCK_M rows x BLOCK_K k) sits in shared memory in wgmma's 128-byte-swizzled
+//     K-major layout, one block per 32 columns (BLOCK_M rows of 128 bytes; row r at r * 128,
+//     its 16-byte chunk c stored at chunk c ^ (r % 8)), 1024-byte aligned; one descriptor per
+//     8-deep k slice (32 bytes further within a block);
+//   - B's tile (BLOCK_K k x BLOCK_N columns) sits row-major, rows padded by 8 floats, and each
 //     thread loads its fragments of B^T from it (conflict-free: rows t, columns g of a warp's
 //     16 x 8 piece, g = lane / 4, t = lane % 4) and rounds them to TF32 in registers;
 //   - A's elements are rounded in shared memory, each by the thread that copied it.
 // A block of WARPGROUPS warpgroups computes BLOCK_M rows x BLOCK_N = 64 * TILES_N * WARPGROUPS
 // columns of C; each warpgroup TILES_N 64-column pieces, m64nBLOCK_Mk8 per piece and k slice.
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
-// vectors aligned, else 4), STAGES buffers: while the tensor cores work on tile i, tile i + 1's
-// products may still run (one wgmma group in flight) and tiles up to i + STAGES - 2 load.
+// vectors aligned, else 4) through STAGES buffers: one multiplied, WAIT_DEPTH (0 or 1) whose
+// products may still run while the next step starts, and the rest loading ahead.
+// PRODUCER = 1 adds a warpgroup that only loads: it copies a tile into a free buffer, and once
+// the copies have landed rounds A's part and hands the buffer over through an mbarrier; the
+// WARPGROUPS consumers wait for it there, multiply, and hand it back through another, so no
+// block-wide barrier stalls the tensor cores (registers move from the producer to the
+// consumers with setmaxnreg). PRODUCER = 0: every thread loads its share of the next tile
+// between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
-// any tile. ktune defines BLOCK_M, TILES_N, WARPGROUPS, STAGES and KTUNE_BLOCK_X.
+// any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
+// LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
 
+#ifndef PRODUCER
+#define PRODUCER 0
+#endif
 #ifndef KTUNE_BLOCK_X
-#define KTUNE_BLOCK_X (128 * WARPGROUPS)
+#define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
 #endif
 
 namespace wgmm {
 
 using u64 = unsigned long long;
 constexpr int kBm = BLOCK_M, kTilesN = TILES_N, kGroups = WARPGROUPS, kStages = STAGES;
-constexpr int kBk = 32;  // one 128-byte swizzled row of fp32 per row of A's tile
-constexpr int kThreads = 128 * kGroups, kBn = 64 * kTilesN * kGroups;
-constexpr int kPitchB = kBn + 8;              // floats per row of B's tile
-constexpr int kStageA = kBm * kBk;            // floats of A's tile (a multiple of 1024 bytes)
-constexpr int kStageB = kBk * kPitchB;        // floats of B's tile
-constexpr int kAcc = kBm / 2;                 // accumulators per thread and 64-column piece
+constexpr int kBk = BLOCK_K;        // 32 or 64: one or two 128-byte swizzled column blocks of A
+constexpr int kDepth = WAIT_DEPTH;  // product groups left in flight at the end of a step
+constexpr int kAhead = kStages - 1 - kDepth;  // tiles loading ahead of the one multiplied
+constexpr int kProducer = PRODUCER;  // 1: a warpgroup of its own loads, the others multiply
+constexpr int kConsumers = 128 * kGroups, kThreads = kConsumers + 128 * kProducer;
+constexpr int kLoaders = kProducer ? 128 : kThreads;  // threads that copy and round
+constexpr int kBn = 64 * kTilesN * kGroups;
+constexpr int kPitchB = kBn + 8;        // floats per row of B's tile
+constexpr int kStageA = kBm * kBk;      // floats of A's tile (a multiple of 1024 bytes)
+constexpr int kStageB = kBk * kPitchB;  // floats of B's tile
+constexpr int kAcc = kBm / 2;           // accumulators per thread and 64-column piece
 static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows of C");
-static_assert(kStages >= 3, "a buffer computing, one in flight, one loading");
+static_assert(kBk == 32 || kBk == 64, "tiles of one or two 32-float column blocks");
+static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
+static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
 static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
 
-#define KTUNE_WGMMA_D8(i)                                                             \
+#define KTUNE_WGMMA_D8(i)                                                                     \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 
@@ -64,7 +82,8 @@ __device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56)
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
+        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 #elif BLOCK_M == 192
@@ -78,7 +97,9 @@ __device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
       "}, {%96, %97, %98, %99}, %100, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56), KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88)
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
+        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56),
+        KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 #elif BLOCK_M == 256
@@ -92,9 +113,13 @@ __device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
       "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24), KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56), KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88), KTUNE_WGMMA_D8(96), KTUNE_WGMMA_D8(104), KTUNE_WGMMA_D8(112), KTUNE_WGMMA_D8(120)
+      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
+        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56),
+        KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88),
+        KTUNE_WGMMA_D8(96), KTUNE_WGMMA_D8(104), KTUNE_WGMMA_D8(112), KTUNE_WGMMA_D8(120)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 #endif
@@ -139,22 +164,23 @@ __device__ __forceinline__ void load4(unsigned dst, const float* base, unsigned 
   }
 }
 
-// Calls f(row, col) for each 4-float vector of a Rows x Cols tile that thread `tid` moves
-// (vector p * kThreads + tid, consecutive threads along a row): the walk of the copies and of
-// the rounding in shared memory, which must be the same.
-template <int Rows, int Cols, typename F>
+// Calls f(row, col) for each 4-float vector of a Rows x Cols tile that thread `tid` of
+// `Threads` moves (vector p * Threads + tid, consecutive threads along a row): the walk of the
+// copies and of the rounding in shared memory, which must be the same.
+template <int Rows, int Cols, int Threads, typename F>
 __device__ __forceinline__ void for_each_vector(unsigned tid, F&& f) {
   constexpr int kVectors = Rows * Cols / 4;
 #pragma unroll
-  for (int p = 0; p < (kVectors + kThreads - 1) / kThreads; ++p) {
-    const unsigned v = p * kThreads + tid;
-    if (kVectors % kThreads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4);
+  for (int p = 0; p < (kVectors + Threads - 1) / Threads; ++p) {
+    const unsigned v = p * Threads + tid;
+    if (kVectors % Threads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4);
   }
 }
 
-// Byte offset of A's element (row, col) in its swizzled tile (col a multiple of 4: a chunk).
+// Byte offset of A's element (row, col) in its swizzled tile (col a multiple of 4: a chunk):
+// column block col / 32 (BLOCK_M rows of 128 bytes each), then the row, then the chunk.
 __device__ __forceinline__ unsigned swizzled(unsigned row, unsigned col) {
-  return row * 128 + (((col / 4) ^ (row % 8)) << 4);
+  return col / 32 * (kBm * 128) + row * 128 + (((col % 32 / 4) ^ (row % 8)) << 4);
 }
 
 // The descriptor of an 8-deep slice of A's tile at shared address `addr`: 128-byte swizzle,
@@ -163,7 +189,9 @@ __device__ __forceinline__ u64 descriptor(unsigned addr) {
   return u64((addr & 0x3FFFF) >> 4) | u64(1) << 16 | u64(1024 >> 4) << 32 | u64(1) << 62;
 }
 
-__device__ __forceinline__ void mma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void mma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void mma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
@@ -171,14 +199,59 @@ template <int N>
 __device__ __forceinline__ void mma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// mbarriers in shared memory (the producer's hand-over, PRODUCER = 1).
+__device__ __forceinline__ void barrier_init(unsigned addr, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+}
+__device__ __forceinline__ void barrier_arrive(unsigned addr) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(addr) : "memory");
+}
+// Returns once the phase of parity `parity` has completed.
+__device__ __forceinline__ void barrier_wait(unsigned addr, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
+#if PRODUCER
+// The producer gives registers up and the consumers take them (setmaxnreg): 65,536 per block.
+// The producer's unrolled copies need about 100 registers (with fewer they spill), so a
+// producer serves one or two consumer warpgroups.
+constexpr int kProducerRegisters = kGroups == 1 ? 128 : 104;
+static_assert(kGroups <= 2, "a producer and at most 2 consumer warpgroups");
+constexpr int kConsumerRegisters = (65536 / 128 - kProducerRegisters) / kGroups / 8 * 8 > 256
+                                       ? 256
+                                       : (65536 / 128 - kProducerRegisters) / kGroups / 8 * 8;
+template <int N>
+__device__ __forceinline__ void registers_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void registers_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+#endif
+
 // Keeps the compiler from moving accesses of `x` across the asynchronous products.
 __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
 }  // namespace wgmm
 
-__global__ void __launch_bounds__(wgmm::kThreads, 1)
-    matmul_tf32_wgmma(const float* __restrict__ a, const float* __restrict__ b,
-                      float* __restrict__ c, unsigned m, unsigned n, unsigned k) {
+// launch_bounds = N > 0: ktune's __launch_bounds__(threads, N) (N blocks per SM); else one.
+#if defined(LAUNCH_BOUNDS) && LAUNCH_BOUNDS > 0
+#define WGMM_BOUNDS KTUNE_LAUNCH_BOUNDS
+#else
+#define WGMM_BOUNDS __launch_bounds__(KTUNE_BLOCK_X, 1)
+#endif
+
+__global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
+                                              const float* __restrict__ b, float* __restrict__ c,
+                                              unsigned m, unsigned n, unsigned k) {
   using namespace wgmm;
   extern __shared__ float4 wgmm_smem[];
   // A's tiles first, 1024-byte aligned (the swizzle's period), then B's.
@@ -193,22 +266,25 @@ __global__ void __launch_bounds__(wgmm::kThreads, 1)
   const unsigned m0 = blockIdx.y * kBm, n0 = blockIdx.x * kBn;
   const bool a_vectors = k % 4 == 0, b_vectors = n % 4 == 0;
   const unsigned tiles = (k + kBk - 1) / kBk;
+  // The threads that load: all of them, or the producer warpgroup's.
+  const unsigned loader = kProducer ? tid - kConsumers : tid;
 
   const auto load_tile = [&](int stage, unsigned tile) {
     const unsigned as = a_base + stage * kStageA * 4;
     const unsigned bs = smem_address(b_tiles + stage * kStageB);
     const unsigned k0 = tile * kBk;
-    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) {
+    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
       load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
     });
-    for_each_vector<kBk, kBn>(tid, [&](unsigned r, unsigned cc) {
+    for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
       load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
   };
-  // Rounds to TF32, in place, the elements of A's tile in `stage` this thread copied.
+  // Rounds to TF32, in place, the elements of A's tile in `stage` this thread copied, and
+  // makes its writes visible to wgmma (the async proxy).
   const auto round_tile = [&](int stage) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
-    for_each_vector<kBm, kBk>(tid, [&](unsigned r, unsigned cc) {
+    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
       float4* const p = reinterpret_cast<float4*>(as + swizzled(r, cc));
       float4 x = *p;
       x.x = __uint_as_float(to_tf32(x.x));
@@ -217,7 +293,45 @@ __global__ void __launch_bounds__(wgmm::kThreads, 1)
       x.w = __uint_as_float(to_tf32(x.w));
       *p = x;
     });
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   };
+
+#if PRODUCER
+  // Stage s is full once the producer's 128 threads have arrived (copies landed, A rounded),
+  // empty once every consumer thread has (its products of the tile done).
+  __shared__ u64 full[kStages], empty[kStages];
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      barrier_init(smem_address(&full[s]), kLoaders);
+      barrier_init(smem_address(&empty[s]), kConsumers);
+    }
+  }
+  __syncthreads();  // the barriers are initialised; no block-wide barrier from here on
+  if (tid >= kConsumers) {
+    // The producer: refills a stage once it is empty, and publishes a tile kAhead tiles after
+    // issuing its copies (the copies of the tiles between stay in flight).
+    registers_dec<kProducerRegisters>();
+    const auto publish = [&](unsigned tile) {
+      round_tile(tile % kStages);
+      barrier_arrive(smem_address(&full[tile % kStages]));
+    };
+    for (unsigned tile = 0; tile < tiles; ++tile) {
+      const int stage = tile % kStages;
+      if (tile >= kStages) barrier_wait(smem_address(&empty[stage]), (tile / kStages + 1) & 1);
+      load_tile(stage, tile);
+      commit();
+      if (tile >= kAhead) {
+        wait_copies<kAhead>();  // tile - kAhead has landed
+        publish(tile - kAhead);
+      }
+    }
+    wait_copies<0>();
+    for (unsigned tile = tiles > kAhead ? tiles - kAhead : 0; tile < tiles; ++tile) publish(tile);
+    return;
+  }
+  registers_inc<kConsumerRegisters>();
+#endif
 
   float acc[kTilesN][kAcc];
 #pragma unroll
@@ -227,18 +341,22 @@ __global__ void __launch_bounds__(wgmm::kThreads, 1)
 
   // This warp's fragments of B^T for one tile: [piece][k slice][register].
   using Fragments = unsigned[kTilesN][kBk / 8][4];
-  // One tile: wait for it, publish it, refill the buffer two tiles back, multiply (async).
+  // One tile: wait for it (and, without a producer, refill the buffer it frees), multiply it
+  // (asynchronously), and wait for the products of tile - WAIT_DEPTH.
   const auto step = [&](unsigned tile, Fragments& fr) {
     const int stage = tile % kStages;
-    wait_copies<kStages - 3>();  // this thread's copies of `tile` have landed
+#if PRODUCER
+    barrier_wait(smem_address(&full[stage]), (tile / kStages) & 1);
+#else
+    wait_copies<kAhead - 1>();  // this thread's copies of `tile` have landed
     round_tile(stage);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // visible to wgmma
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
-    // tile - 2 (the wait below, one step ago), so its buffer is free.
+    // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free.
     __syncthreads();
-    const unsigned next = tile + kStages - 2;
+    const unsigned next = tile + kAhead;
     if (next < tiles) load_tile(next % kStages, next);
     commit();
+#endif
 
     const float* const bs = b_tiles + stage * kStageB;
 #pragma unroll
@@ -258,18 +376,25 @@ __global__ void __launch_bounds__(wgmm::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < kBk / 8; ++s)
 #pragma unroll
-      for (int p = 0; p < kTilesN; ++p) mma(acc[p], fr[p][s], descriptor(as + 32 * s));
+      for (int p = 0; p < kTilesN; ++p)
+        mma(acc[p], fr[p][s], descriptor(as + s / 4 * (kBm * 128) + s % 4 * 32));
     mma_commit();
-    mma_wait<1>();  // the products of tile - 1 are done: its fragments and buffer are free
+    // The products of tile - WAIT_DEPTH are done: their fragments and buffer are free.
+    mma_wait<kDepth>();
+#if PRODUCER
+    if (tile >= kDepth) barrier_arrive(smem_address(&empty[(tile - kDepth) % kStages]));
+#endif
   };
 
-  // The first STAGES - 2 tiles; every step commits one group (empty past the end), so waiting
-  // for all but STAGES - 3 groups always means "the oldest tile has landed".
+#if !PRODUCER
+  // The first kAhead tiles; every step commits one group (empty past the end), so waiting for
+  // all but kAhead - 1 groups always means "the oldest tile has landed".
 #pragma unroll
-  for (int s = 0; s < kStages - 2; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < tiles) load_tile(s, s);
     commit();
   }
+#endif
   // Two fragment sets, alternating: a step's products may still read the previous step's.
   Fragments f0, f1;
   for (unsigned tile = 0; tile < tiles; tile += 2) {
@@ -283,7 +408,7 @@ __global__ void __launch_bounds__(wgmm::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[i][j]);
 
-  // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + g + 8 v1, row 8j + 2t + v0 of C.
+      // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + g + 8 v1, row 8j + 2t + v0 of C.
 #pragma unroll
   for (int p = 0; p < kTilesN; ++p) {
 #pragma unroll

@@ -131,19 +131,33 @@ const ktune_kernel_desc kMatmulTf32 =
         .flops("2 * m * n * k");
 
 // matmul_tf32_wgmma: the same product on Hopper's warpgroup instructions (sm_90a). A block is
-// WARPGROUPS x 128 threads computing block_m rows x 64 * tiles_n * warpgroups columns of C.
+// WARPGROUPS x 128 threads (and a producer warpgroup) computing block_m rows x 64 * tiles_n *
+// warpgroups columns of C.
 const ktune_param_desc kWgmmaParams[] = {
     {"block_m", "64, 128, 192, 256", "128", "rows of C per block (wgmma's n)"},
+    {"block_k", "32, 64", "32", "depth of the shared-memory tiles (one or two swizzled blocks)"},
     {"tiles_n", "1, 2, 4", "2", "64-column pieces of C per warpgroup"},
     {"warpgroups", "1, 2, 3, 4", "2", "warpgroups (128 threads each) per block, side by side in n"},
-    {"stages", "3, 4, 5, 6", "4", "shared-memory buffers of A's and B's 32-deep tiles (cp.async)"},
+    {"stages", "2, 3, 4, 5, 6", "4", "shared-memory buffers of A's and B's tiles (cp.async)"},
+    {"wait_depth", "0, 1", "1", "groups of products left running while the next tile starts"},
+    {"launch_bounds", "0, 2", "0", "blocks per SM the registers must allow (0: one)"},
+    {"producer", "0, 1", "0",
+     "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
 };
 
 const char* const kWgmmaRestrictions[] = {
-    "block_m * tiles_n <= 256",  // at most 128 accumulators per thread
-    // A block's accumulators (block_m * tiles_n / 2 per thread) leave room in the 65,536
-    // registers: 128 of them on 512 threads do not compile.
-    "block_m * tiles_n * warpgroups < 1024", "m < 2**31 and n < 2**31 and k < 2**31",
+    "block_m * tiles_n <= 256",      // at most 128 accumulators per thread
+    "stages - 1 - wait_depth >= 1",  // at least one tile loading ahead
+    // Accumulators and B's fragments (two sets with wait_depth 1) fit a thread's registers
+    // with room, and a block's (or launch_bounds blocks') the 65,536 of an SM: 128
+    // accumulators on 512 threads do not compile.
+    "block_m * tiles_n / 2 + (1 + wait_depth) * tiles_n * block_k / 2 <= 200",
+    "block_m * tiles_n * warpgroups < 1024",
+    "launch_bounds == 0 or (block_m * tiles_n / 2 + (1 + wait_depth) * tiles_n * block_k / 2 + "
+    "40) * 128 * warpgroups * launch_bounds <= 65536",
+    // A producer's registers (setmaxnreg) serve one or two consumer warpgroups.
+    "producer == 0 or (warpgroups <= 2 and launch_bounds == 0)",
+    "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma exists on sm_90a alone
 };
 
@@ -160,10 +174,13 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .restrictions(kWgmmaRestrictions)
         .problem(kProblem)
         .grid("div_up(n, 64 * tiles_n * warpgroups)", "div_up(m, block_m)")
-        .block("128 * warpgroups")
-        // 1024 bytes to align A's tiles to the swizzle's period, then STAGES tiles of A (block_m
-        // rows of 128 bytes) and of B (32 rows of the block's columns, padded by 8 floats).
-        .shared_mem("1024 + 4 * stages * (32 * block_m + 32 * (64 * tiles_n * warpgroups + 8))")
+        .block("128 * (warpgroups + producer)")
+        // 1024 bytes to align A's tiles to the swizzle's period (and room for the producer's
+        // mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and of B (block_k
+        // rows of the block's columns, padded by 8).
+        .shared_mem(
+            "1024 + 128 * producer + 4 * stages * block_k * (block_m + 64 * tiles_n * "
+            "warpgroups + 8)")
         .buffers(kBuffers)
         .args(kArgs)
         .reference(matmul_tf32_reference)

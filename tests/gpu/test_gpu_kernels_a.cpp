@@ -293,8 +293,9 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
 }
 
 // The warpgroup (wgmma, sm_90a) kernel: every block height (wgmma's n), piece count, warpgroup
-// count and pipeline depth, at sizes no tile divides (k not a multiple of the 32-deep tile, n
-// and k not multiples of 4: the 4-byte copies), against the product in double.
+// count, pipeline depth, tile depth, wait depth, launch bound and producer, at sizes no tile
+// divides (k not a multiple of the 32-deep tile, n and k not multiples of 4: the 4-byte copies),
+// against the product in double.
 TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   CudaBackend backend(backend_options());
   if (backend.device().arch != "sm_90")
@@ -302,7 +303,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   const auto wg = [](const char* bm, const char* tiles, const char* groups, const char* stages) {
     return Sets{{"block_m", bm}, {"tiles_n", tiles}, {"warpgroups", groups}, {"stages", stages}};
   };
-  const std::vector<Sets> configs = {
+  std::vector<Sets> configs = {
       {},                        // the default: 128 x 256, 2 warpgroups of 2 pieces, 4 stages
       wg("64", "1", "1", "3"),   // the smallest block, 3 stages
       wg("64", "4", "2", "3"),   // 64 x 512
@@ -311,6 +312,34 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
       wg("128", "2", "1", "6"),  // 6 stages
       wg("192", "1", "4", "3"),  // 512 threads
   };
+  // 64-deep tiles (two swizzled column blocks) and no products left running (2 stages, one
+  // loading ahead), two blocks per SM.
+  Sets deep = wg("192", "1", "2", "2");
+  deep["block_k"] = "64";
+  deep["wait_depth"] = "0";
+  configs.push_back(deep);
+  Sets shallow = wg("128", "1", "2", "2");
+  shallow["wait_depth"] = "0";
+  shallow["launch_bounds"] = "2";
+  configs.push_back(shallow);
+  Sets both = wg("64", "2", "2", "2");
+  both["block_k"] = "64";
+  both["wait_depth"] = "0";
+  configs.push_back(both);
+  // A producer warpgroup handing tiles to one or two consumers through mbarriers, with each
+  // wait depth, and 64-deep tiles.
+  for (const Sets& base : {wg("128", "2", "2", "4"), wg("192", "1", "2", "3"),
+                           wg("64", "1", "1", "6"), wg("256", "1", "1", "2")}) {
+    Sets s = base;
+    s["producer"] = "1";
+    if (base.at("stages") == "2") s["wait_depth"] = "0";
+    configs.push_back(s);
+  }
+  Sets deep_producer = wg("128", "1", "2", "3");
+  deep_producer["block_k"] = "64";
+  deep_producer["producer"] = "1";
+  deep_producer["wait_depth"] = "0";
+  configs.push_back(deep_producer);
   for (const Problem& p :
        {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
         Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {

@@ -183,7 +183,7 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 64u);
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 428u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
   const KernelInstance inst = instance("matmul_tf32_wgmma");
@@ -195,6 +195,7 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     ASSERT_LE(v("block_m") * v("tiles_n") / 2, 128) << inst.space().key(c);
     ASSERT_LT(v("block_m") * v("tiles_n") / 2 * 128 * v("warpgroups"), 65536)
         << inst.space().key(c);
+    ASSERT_GE(v("stages") - 1 - v("wait_depth"), 1) << inst.space().key(c);  // one loading ahead
     ASSERT_LE(inst.geometry(c).shared_mem, 227u * 1024) << inst.space().key(c);
   }
 }
@@ -205,6 +206,9 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
   const LaunchGeometry g = inst.geometry(def);
   EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
   EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 warpgroups
+  const Config produced = inst.space().from_assignments({{"producer", "1"}});
+  EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // and a producer
+  EXPECT_EQ(inst.geometry(produced).shared_mem, g.shared_mem + 128);
   // Alignment, then 4 stages of A (128 rows of 128 bytes) and B (32 rows of 256 + 8 floats).
   EXPECT_EQ(g.shared_mem, 1024u + 4 * 4 * (32 * 128 + 32 * 264));
   const Config small = inst.space().from_assignments(
@@ -222,6 +226,23 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
            {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "1"}, {"stages", "3"}},
            {{"block_m", "192"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "4"}},
            {{"block_m", "256"}, {"tiles_n", "1"}, {"warpgroups", "2"}, {"stages", "3"}},
+           {{"block_m", "192"},
+            {"block_k", "64"},
+            {"tiles_n", "1"},
+            {"warpgroups", "2"},
+            {"stages", "2"},
+            {"wait_depth", "0"}},
+           {{"block_m", "128"},
+            {"tiles_n", "1"},
+            {"warpgroups", "2"},
+            {"stages", "2"},
+            {"wait_depth", "0"},
+            {"launch_bounds", "2"}},
+           {{"block_m", "128"},
+            {"tiles_n", "2"},
+            {"warpgroups", "2"},
+            {"stages", "4"},
+            {"producer", "1"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
