@@ -19,6 +19,10 @@
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
 // vectors aligned, else 4) through STAGES buffers: one multiplied, WAIT_DEPTH (0 or 1) whose
 // products may still run while the next step starts, and the rest loading ahead.
+// CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
+// need the same tiles of B: each block copies its share of a tile's rows, and the threads load
+// their fragments from the block that holds them (distributed shared memory), so B is read
+// from L2 once per cluster; a cluster barrier per tile replaces the block's.
 // PRODUCER = 1 adds a warpgroup that only loads: it copies a tile into a free buffer, and once
 // the copies have landed rounds A's part and hands the buffer over through an mbarrier; the
 // WARPGROUPS consumers wait for it there, multiply, and hand it back through another, so no
@@ -27,10 +31,13 @@
 // between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
 // any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
-// LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
+// CLUSTER_M, LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
 
 #ifndef PRODUCER
 #define PRODUCER 0
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1
 #endif
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
@@ -47,6 +54,10 @@ constexpr int kProducer = PRODUCER;  // 1: a warpgroup of its own loads, the oth
 constexpr int kConsumers = 128 * kGroups, kThreads = kConsumers + 128 * kProducer;
 constexpr int kLoaders = kProducer ? 128 : kThreads;  // threads that copy and round
 constexpr int kBn = 64 * kTilesN * kGroups;
+// CLUSTER_M blocks, one above the other in m, share B's tiles: each loads BLOCK_K / CLUSTER_M
+// of a tile's rows and reads the others from its neighbours' shared memory.
+constexpr int kCluster = CLUSTER_M;
+constexpr int kRowsPerRank = kBk / kCluster, kSlicesPerRank = kRowsPerRank / 8;
 constexpr int kPitchB = kBn + 8;        // floats per row of B's tile
 constexpr int kStageA = kBm * kBk;      // floats of A's tile (a multiple of 1024 bytes)
 constexpr int kStageB = kBk * kPitchB;  // floats of B's tile
@@ -55,6 +66,8 @@ static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows 
 static_assert(kBk == 32 || kBk == 64, "tiles of one or two 32-float column blocks");
 static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
 static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
+static_assert(kCluster >= 1 && kRowsPerRank % 8 == 0, "whole 8-deep slices of B per block");
+static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a producer");
 static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
 
 #define KTUNE_WGMMA_D8(i)                                                                     \
@@ -237,6 +250,31 @@ __device__ __forceinline__ void registers_inc() {
 }
 #endif
 
+// The cluster's barrier (every thread of every block of the cluster), its release and acquire
+// ordering the copies and reads of shared memory across the blocks.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// The shared::cluster address of shared address `addr` in the block of rank `rank`.
+__device__ __forceinline__ unsigned peer_address(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float load_cluster(unsigned addr) {
+  float x;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
+  return x;
+}
+
 // Keeps the compiler from moving accesses of `x` across the asynchronous products.
 __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
@@ -249,9 +287,16 @@ __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"
 #define WGMM_BOUNDS __launch_bounds__(KTUNE_BLOCK_X, 1)
 #endif
 
-__global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
-                                              const float* __restrict__ b, float* __restrict__ c,
-                                              unsigned m, unsigned n, unsigned k) {
+#if CLUSTER_M > 1
+#define WGMM_CLUSTER __cluster_dims__(1, CLUSTER_M, 1)
+#else
+#define WGMM_CLUSTER
+#endif
+
+__global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
+                                                           const float* __restrict__ b,
+                                                           float* __restrict__ c, unsigned m,
+                                                           unsigned n, unsigned k) {
   using namespace wgmm;
   extern __shared__ float4 wgmm_smem[];
   // A's tiles first, 1024-byte aligned (the swizzle's period), then B's.
@@ -268,6 +313,9 @@ __global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
   const unsigned tiles = (k + kBk - 1) / kBk;
   // The threads that load: all of them, or the producer warpgroup's.
   const unsigned loader = kProducer ? tid - kConsumers : tid;
+  // This block's rows of B's tiles: all, or its share of the cluster's.
+  const unsigned rank = kCluster > 1 ? cluster_rank() : 0;
+  const unsigned b_row0 = rank * kRowsPerRank;
 
   const auto load_tile = [&](int stage, unsigned tile) {
     const unsigned as = a_base + stage * kStageA * 4;
@@ -276,7 +324,8 @@ __global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
     for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
       load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
     });
-    for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+    for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+      r += b_row0;
       load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
   };
@@ -351,8 +400,12 @@ __global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
     wait_copies<kAhead - 1>();  // this thread's copies of `tile` have landed
     round_tile(stage);
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
-    // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free.
-    __syncthreads();
+    // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
+    // cluster, in every block of it.
+    if constexpr (kCluster > 1)
+      cluster_sync();
+    else
+      __syncthreads();
     const unsigned next = tile + kAhead;
     if (next < tiles) load_tile(next % kStages, next);
     commit();
@@ -365,10 +418,18 @@ __global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
 #pragma unroll
       for (int s = 0; s < kBk / 8; ++s) {
         const float* q = bs + (8 * s + t) * kPitchB + col;
-        fr[p][s][0] = to_tf32(q[0]);
-        fr[p][s][1] = to_tf32(q[8]);
-        fr[p][s][2] = to_tf32(q[4 * kPitchB]);
-        fr[p][s][3] = to_tf32(q[4 * kPitchB + 8]);
+        if constexpr (kCluster == 1) {
+          fr[p][s][0] = to_tf32(q[0]);
+          fr[p][s][1] = to_tf32(q[8]);
+          fr[p][s][2] = to_tf32(q[4 * kPitchB]);
+          fr[p][s][3] = to_tf32(q[4 * kPitchB + 8]);
+        } else {  // slice s lives in the block of rank s / kSlicesPerRank
+          const unsigned r = peer_address(smem_address(q), s / kSlicesPerRank);
+          fr[p][s][0] = to_tf32(load_cluster(r));
+          fr[p][s][1] = to_tf32(load_cluster(r + 32));
+          fr[p][s][2] = to_tf32(load_cluster(r + 16 * kPitchB));
+          fr[p][s][3] = to_tf32(load_cluster(r + 16 * kPitchB + 32));
+        }
       }
     }
     mma_fence();
@@ -403,6 +464,7 @@ __global__ void WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
   }
   mma_wait<0>();
   wait_copies<0>();  // nothing may be in flight into shared memory when the block exits
+  if constexpr (kCluster > 1) cluster_sync();  // nor may a neighbour still read from it
 #pragma unroll
   for (int i = 0; i < kTilesN; ++i)
 #pragma unroll

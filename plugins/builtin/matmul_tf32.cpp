@@ -143,6 +143,8 @@ const ktune_param_desc kWgmmaParams[] = {
     {"launch_bounds", "0, 2", "0", "blocks per SM the registers must allow (0: one)"},
     {"producer", "0, 1", "0",
      "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
+    {"cluster_m", "1, 2, 4", "1",
+     "blocks (one above the other in m) sharing B's tiles through distributed shared memory"},
 };
 
 const char* const kWgmmaRestrictions[] = {
@@ -157,6 +159,8 @@ const char* const kWgmmaRestrictions[] = {
     "40) * 128 * warpgroups * launch_bounds <= 65536",
     // A producer's registers (setmaxnreg) serve one or two consumer warpgroups.
     "producer == 0 or (warpgroups <= 2 and launch_bounds == 0)",
+    // Each block of a cluster holds whole 8-deep slices of B's tile; without a producer.
+    "cluster_m == 1 or (block_k // cluster_m % 8 == 0 and producer == 0)",
     "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma exists on sm_90a alone
 };
@@ -173,7 +177,8 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .params(kWgmmaParams)
         .restrictions(kWgmmaRestrictions)
         .problem(kProblem)
-        .grid("div_up(n, 64 * tiles_n * warpgroups)", "div_up(m, block_m)")
+        // Whole clusters in m: the blocks past m load zeros and store nothing.
+        .grid("div_up(n, 64 * tiles_n * warpgroups)", "cluster_m * div_up(m, cluster_m * block_m)")
         .block("128 * (warpgroups + producer)")
         // 1024 bytes to align A's tiles to the swizzle's period (and room for the producer's
         // mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and of B (block_k

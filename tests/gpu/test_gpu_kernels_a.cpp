@@ -293,9 +293,9 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
 }
 
 // The warpgroup (wgmma, sm_90a) kernel: every block height (wgmma's n), piece count, warpgroup
-// count, pipeline depth, tile depth, wait depth, launch bound and producer, at sizes no tile
-// divides (k not a multiple of the 32-deep tile, n and k not multiples of 4: the 4-byte copies),
-// against the product in double.
+// count, pipeline depth, tile depth, wait depth, launch bound, producer and cluster, at sizes no
+// tile divides (k not a multiple of the 32-deep tile, n and k not multiples of 4: the 4-byte
+// copies), against the product in double.
 TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   CudaBackend backend(backend_options());
   if (backend.device().arch != "sm_90")
@@ -306,7 +306,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   std::vector<Sets> configs = {
       {},                        // the default: 128 x 256, 2 warpgroups of 2 pieces, 4 stages
       wg("64", "1", "1", "3"),   // the smallest block, 3 stages
-      wg("64", "4", "2", "3"),   // 64 x 512
+      wg("64", "2", "4", "3"),   // 64 x 512
       wg("192", "1", "3", "4"),  // wgmma n = 192, 3 warpgroups
       wg("256", "1", "2", "3"),  // 128 accumulators from one piece
       wg("128", "2", "1", "6"),  // 6 stages
@@ -335,6 +335,18 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
     if (base.at("stages") == "2") s["wait_depth"] = "0";
     configs.push_back(s);
   }
+  // Clusters of 2 and 4 blocks sharing B's tiles (the last cluster partly past m).
+  for (const char* cluster : {"2", "4"}) {
+    Sets s = wg("128", "1", "4", "2");
+    s["wait_depth"] = "0";
+    s["cluster_m"] = cluster;
+    configs.push_back(s);
+  }
+  Sets deep_cluster = wg("192", "1", "2", "2");
+  deep_cluster["block_k"] = "64";
+  deep_cluster["wait_depth"] = "0";
+  deep_cluster["cluster_m"] = "2";
+  configs.push_back(deep_cluster);
   Sets deep_producer = wg("128", "1", "2", "3");
   deep_producer["block_k"] = "64";
   deep_producer["producer"] = "1";

@@ -183,7 +183,7 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 428u);
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 1010u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
   const KernelInstance inst = instance("matmul_tf32_wgmma");
@@ -209,6 +209,13 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
   const Config produced = inst.space().from_assignments({{"producer", "1"}});
   EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // and a producer
   EXPECT_EQ(inst.geometry(produced).shared_mem, g.shared_mem + 128);
+  // Clusters of 2 and 4 blocks in m: whole clusters, the blocks past m idle.
+  EXPECT_EQ(inst.geometry(inst.space().from_assignments({{"cluster_m", "2"}})).grid,
+            (Dim3{4, 4, 1}));
+  EXPECT_EQ(inst.geometry(inst.space().from_assignments({{"cluster_m", "4"}})).grid,
+            (Dim3{4, 4, 1}));
+  EXPECT_FALSE(inst.space().is_valid(
+      inst.space().from_assignments({{"cluster_m", "2"}, {"producer", "1"}})));
   // Alignment, then 4 stages of A (128 rows of 128 bytes) and B (32 rows of 256 + 8 floats).
   EXPECT_EQ(g.shared_mem, 1024u + 4 * 4 * (32 * 128 + 32 * 264));
   const Config small = inst.space().from_assignments(
@@ -243,6 +250,12 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
             {"warpgroups", "2"},
             {"stages", "4"},
             {"producer", "1"}},
+           {{"block_m", "128"},
+            {"tiles_n", "1"},
+            {"warpgroups", "4"},
+            {"stages", "2"},
+            {"wait_depth", "0"},
+            {"cluster_m", "4"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
