@@ -19,6 +19,8 @@
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
 // vectors aligned, else 4) through STAGES buffers: one multiplied, WAIT_DEPTH (0 or 1) whose
 // products may still run while the next step starts, and the rest loading ahead.
+// A_REGISTERS = 1 moves A's tiles through registers instead: each thread loads its vectors a
+// tile ahead, and rounds and stores them (swizzled) before the tile's barrier.
 // CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
 // need the same tiles of B: each block copies its share of a tile's rows, and the threads load
 // their fragments from the block that holds them (distributed shared memory), so B is read
@@ -31,13 +33,16 @@
 // between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
 // any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
-// CLUSTER_M, LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
+// CLUSTER_M, A_REGISTERS, LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
 
 #ifndef PRODUCER
 #define PRODUCER 0
 #endif
 #ifndef CLUSTER_M
 #define CLUSTER_M 1
+#endif
+#ifndef A_REGISTERS
+#define A_REGISTERS 0
 #endif
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
@@ -68,6 +73,11 @@ static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flig
 static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
 static_assert(kCluster >= 1 && kRowsPerRank % 8 == 0, "whole 8-deep slices of B per block");
 static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a producer");
+// A_REGISTERS = 1: A's tile goes through registers (loaded a step ahead, rounded there, stored
+// swizzled) instead of cp.async and a rounding pass in shared memory.
+constexpr bool kARegs = A_REGISTERS;
+constexpr int kAVectors = (kBm * kBk / 4 + kThreads - 1) / kThreads;  // float4 per thread
+static_assert(!kARegs || !kProducer, "A through registers without a producer");
 static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
 
 #define KTUNE_WGMMA_D8(i)                                                                     \
@@ -143,6 +153,10 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
 // Copies `bytes` (0 to 16) of `src` into 16 bytes at shared address `dst`, zero-filling the rest.
 __device__ __forceinline__ void copy16(unsigned dst, const float* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+// Copies 16 bytes of `src` to shared address `dst`.
+__device__ __forceinline__ void copy16(unsigned dst, const float* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
 }
 // Copies 4 bytes (or none, zero-filling) of `src` to shared address `dst`.
 __device__ __forceinline__ void copy4(unsigned dst, const float* src, int bytes) {
@@ -317,13 +331,29 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
   const unsigned rank = kCluster > 1 ? cluster_rank() : 0;
   const unsigned b_row0 = rank * kRowsPerRank;
 
+  // Blocks whose tiles lie inside the matrices copy without the guards (most of a large
+  // product: fewer instructions per tile).
+  const bool inside_mn = m0 + kBm <= m && n0 + kBn <= n && a_vectors && b_vectors;
   const auto load_tile = [&](int stage, unsigned tile) {
     const unsigned as = a_base + stage * kStageA * 4;
     const unsigned bs = smem_address(b_tiles + stage * kStageB);
     const unsigned k0 = tile * kBk;
-    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
-      load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
-    });
+    if (inside_mn && k0 + kBk <= k) {
+      const float* const a0 = a + u64(m0) * k + k0;
+      const float* const b0 = b + u64(k0 + b_row0) * n + n0;
+      if constexpr (!kARegs)
+        for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+          copy16(as + swizzled(r, cc), a0 + u64(r) * k + cc);
+        });
+      for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+        copy16(bs + ((r + b_row0) * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
+      });
+      return;
+    }
+    if constexpr (!kARegs)
+      for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+        load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
+      });
     for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
       r += b_row0;
       load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
@@ -342,6 +372,48 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
       x.w = __uint_as_float(to_tf32(x.w));
       *p = x;
     });
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  };
+
+  // A_REGISTERS: this thread's vectors of A's tile `tile` (zero past the matrix), and their
+  // store, rounded to TF32, into `stage`.
+  float4 ra[kAVectors];
+  const auto fetch_a = [&](unsigned tile) {
+    const unsigned k0 = tile * kBk;
+    const bool inside = inside_mn && k0 + kBk <= k;
+#pragma unroll
+    for (int p = 0; p < kAVectors; ++p) {
+      const unsigned v = p * kThreads + tid, r = v / (kBk / 4), cc = v % (kBk / 4) * 4;
+      float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if ((kBm * kBk / 4) % kThreads == 0 || v < kBm * kBk / 4) {
+        const unsigned row = m0 + r, col = k0 + cc;
+        const float* src = a + u64(row) * k + col;
+        if (inside || (a_vectors && row < m && col + 3 < k)) {
+          x = __ldg(reinterpret_cast<const float4*>(src));
+        } else if (row < m) {
+          if (col < k) x.x = __ldg(src);
+          if (col + 1 < k) x.y = __ldg(src + 1);
+          if (col + 2 < k) x.z = __ldg(src + 2);
+          if (col + 3 < k) x.w = __ldg(src + 3);
+        }
+      }
+      ra[p] = x;
+    }
+  };
+  const auto store_a = [&](int stage) {
+    char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
+#pragma unroll
+    for (int p = 0; p < kAVectors; ++p) {
+      const unsigned v = p * kThreads + tid, r = v / (kBk / 4), cc = v % (kBk / 4) * 4;
+      if ((kBm * kBk / 4) % kThreads == 0 || v < kBm * kBk / 4) {
+        float4 x = ra[p];
+        x.x = __uint_as_float(to_tf32(x.x));
+        x.y = __uint_as_float(to_tf32(x.y));
+        x.z = __uint_as_float(to_tf32(x.z));
+        x.w = __uint_as_float(to_tf32(x.w));
+        *reinterpret_cast<float4*>(as + swizzled(r, cc)) = x;
+      }
+    }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   };
 
@@ -398,7 +470,10 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     barrier_wait(smem_address(&full[stage]), (tile / kStages) & 1);
 #else
     wait_copies<kAhead - 1>();  // this thread's copies of `tile` have landed
-    round_tile(stage);
+    if constexpr (kARegs)
+      store_a(stage);  // fetched a step ago; the buffer's last products (tile - STAGES) are done
+    else
+      round_tile(stage);
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
     // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
     // cluster, in every block of it.
@@ -409,6 +484,8 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     const unsigned next = tile + kAhead;
     if (next < tiles) load_tile(next % kStages, next);
     commit();
+    if constexpr (kARegs)
+      if (tile + 1 < tiles) fetch_a(tile + 1);
 #endif
 
     const float* const bs = b_tiles + stage * kStageB;
@@ -455,6 +532,7 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     if (s < tiles) load_tile(s, s);
     commit();
   }
+  if constexpr (kARegs) fetch_a(0);
 #endif
   // Two fragment sets, alternating: a step's products may still read the previous step's.
   Fragments f0, f1;
