@@ -145,6 +145,8 @@ const ktune_param_desc kWgmmaParams[] = {
      "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
     {"cluster_m", "1, 2, 4", "1",
      "blocks (one above the other in m) sharing B's tiles through distributed shared memory"},
+    {"a_registers", "0, 1", "1",
+     "1: A's tiles through registers (loaded a tile ahead, rounded there); 0: cp.async"},
 };
 
 const char* const kWgmmaRestrictions[] = {
@@ -161,6 +163,8 @@ const char* const kWgmmaRestrictions[] = {
     "producer == 0 or (warpgroups <= 2 and launch_bounds == 0)",
     // Each block of a cluster holds whole 8-deep slices of B's tile; without a producer.
     "cluster_m == 1 or (block_k // cluster_m % 8 == 0 and producer == 0)",
+    // A through registers: at most 4 vectors (16 registers) per thread, without a producer.
+    "a_registers == 0 or (producer == 0 and block_m * block_k <= 2048 * warpgroups)",
     "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma exists on sm_90a alone
 };

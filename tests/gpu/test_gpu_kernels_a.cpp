@@ -293,7 +293,8 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
 }
 
 // The warpgroup (wgmma, sm_90a) kernel: every block height (wgmma's n), piece count, warpgroup
-// count, pipeline depth, tile depth, wait depth, launch bound, producer and cluster, at sizes no
+// count, pipeline depth, tile depth, wait depth, launch bound, producer, cluster and A's path,
+// at sizes no
 // tile divides (k not a multiple of the 32-deep tile, n and k not multiples of 4: the 4-byte
 // copies), against the product in double.
 TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
@@ -301,7 +302,11 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   if (backend.device().arch != "sm_90")
     GTEST_SKIP() << "wgmma needs an sm_90 device, this is " << backend.device().arch;
   const auto wg = [](const char* bm, const char* tiles, const char* groups, const char* stages) {
-    return Sets{{"block_m", bm}, {"tiles_n", tiles}, {"warpgroups", groups}, {"stages", stages}};
+    return Sets{{"block_m", bm},
+                {"tiles_n", tiles},
+                {"warpgroups", groups},
+                {"stages", stages},
+                {"a_registers", "0"}};
   };
   std::vector<Sets> configs = {
       {},                        // the default: 128 x 256, 2 warpgroups of 2 pieces, 4 stages
@@ -352,6 +357,14 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   deep_producer["producer"] = "1";
   deep_producer["wait_depth"] = "0";
   configs.push_back(deep_producer);
+  // Each again with A's tiles through registers, where that is allowed.
+  const KernelInstance space(registry_.get("matmul_tf32_wgmma"), {}, DeviceLimits::for_arch(90));
+  for (std::size_t i = 0, count = configs.size(); i < count; ++i) {
+    Sets s = configs[i];
+    s["a_registers"] = "1";
+    if (space.space().is_valid(space.space().from_assignments(s))) configs.push_back(s);
+  }
+  EXPECT_GE(configs.size(), 25u);
   for (const Problem& p :
        {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
         Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {

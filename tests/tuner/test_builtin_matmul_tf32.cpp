@@ -183,7 +183,7 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 1010u);
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 1460u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
   const KernelInstance inst = instance("matmul_tf32_wgmma");
@@ -206,7 +206,7 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
   const LaunchGeometry g = inst.geometry(def);
   EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
   EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 warpgroups
-  const Config produced = inst.space().from_assignments({{"producer", "1"}});
+  const Config produced = inst.space().from_assignments({{"producer", "1"}, {"a_registers", "0"}});
   EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // and a producer
   EXPECT_EQ(inst.geometry(produced).shared_mem, g.shared_mem + 128);
   // Clusters of 2 and 4 blocks in m: whole clusters, the blocks past m idle.
@@ -232,13 +232,18 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
            {},
            {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "1"}, {"stages", "3"}},
            {{"block_m", "192"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "4"}},
-           {{"block_m", "256"}, {"tiles_n", "1"}, {"warpgroups", "2"}, {"stages", "3"}},
+           {{"block_m", "256"},
+            {"tiles_n", "1"},
+            {"warpgroups", "2"},
+            {"stages", "3"},
+            {"a_registers", "0"}},
            {{"block_m", "192"},
             {"block_k", "64"},
             {"tiles_n", "1"},
             {"warpgroups", "2"},
             {"stages", "2"},
-            {"wait_depth", "0"}},
+            {"wait_depth", "0"},
+            {"a_registers", "0"}},
            {{"block_m", "128"},
             {"tiles_n", "1"},
             {"warpgroups", "2"},
@@ -249,7 +254,8 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
             {"tiles_n", "2"},
             {"warpgroups", "2"},
             {"stages", "4"},
-            {"producer", "1"}},
+            {"producer", "1"},
+            {"a_registers", "0"}},
            {{"block_m", "128"},
             {"tiles_n", "1"},
             {"warpgroups", "4"},
