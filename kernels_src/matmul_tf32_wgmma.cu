@@ -19,8 +19,9 @@
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
 // vectors aligned, else 4) through STAGES buffers: one multiplied, WAIT_DEPTH (0 or 1) whose
 // products may still run while the next step starts, and the rest loading ahead.
-// A_REGISTERS = 1 moves A's tiles through registers instead: each thread loads its vectors a
-// tile ahead, and rounds and stores them (swizzled) before the tile's barrier.
+// A_REGISTERS = 1 moves A's tiles through registers instead: each thread loads its vectors of
+// the next tile after a tile's barrier, and rounds and stores them (swizzled) while the tensor
+// cores multiply the current one.
 // CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
 // need the same tiles of B: each block copies its share of a tile's rows, and the threads load
 // their fragments from the block that holds them (distributed shared memory), so B is read
@@ -470,10 +471,7 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     barrier_wait(smem_address(&full[stage]), (tile / kStages) & 1);
 #else
     wait_copies<kAhead - 1>();  // this thread's copies of `tile` have landed
-    if constexpr (kARegs)
-      store_a(stage);  // fetched a step ago; the buffer's last products (tile - STAGES) are done
-    else
-      round_tile(stage);
+    if constexpr (!kARegs) round_tile(stage);  // (through registers: stored a step ago)
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
     // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
     // cluster, in every block of it.
@@ -517,6 +515,10 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
       for (int p = 0; p < kTilesN; ++p)
         mma(acc[p], fr[p][s], descriptor(as + s / 4 * (kBm * 128) + s % 4 * 32));
     mma_commit();
+    // While the tensor cores work: the next tile's A, fetched above, into its buffer, whose
+    // last products (tile + 1 - STAGES) every warpgroup finished before this tile's barrier.
+    if constexpr (kARegs)
+      if (tile + 1 < tiles) store_a((tile + 1) % kStages);
     // The products of tile - WAIT_DEPTH are done: their fragments and buffer are free.
     mma_wait<kDepth>();
 #if PRODUCER
@@ -532,7 +534,10 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     if (s < tiles) load_tile(s, s);
     commit();
   }
-  if constexpr (kARegs) fetch_a(0);
+  if constexpr (kARegs) {
+    fetch_a(0);
+    store_a(0);
+  }
 #endif
   // Two fragment sets, alternating: a step's products may still read the previous step's.
   Fragments f0, f1;
