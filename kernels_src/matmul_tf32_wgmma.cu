@@ -19,9 +19,9 @@
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
 // vectors aligned, else 4) through STAGES buffers: one multiplied, WAIT_DEPTH (0 or 1) whose
 // products may still run while the next step starts, and the rest loading ahead.
-// A_REGISTERS = 1 moves A's tiles through registers instead: each thread loads its vectors of
-// the next tile after a tile's barrier, and rounds and stores them (swizzled) while the tensor
-// cores multiply the current one.
+// A_REGISTERS = 1 moves A's tiles through registers instead: each thread loads its vectors two
+// tiles ahead, and rounds and stores those of the next tile (swizzled) while the tensor cores
+// multiply the current one.
 // CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
 // need the same tiles of B: each block copies its share of a tile's rows, and the threads load
 // their fragments from the block that holds them (distributed shared memory), so B is read
@@ -378,8 +378,8 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
 
   // A_REGISTERS: this thread's vectors of A's tile `tile` (zero past the matrix), and their
   // store, rounded to TF32, into `stage`.
-  float4 ra[kAVectors];
-  const auto fetch_a = [&](unsigned tile) {
+  using AVectors = float4[kAVectors];
+  const auto fetch_a = [&](unsigned tile, AVectors& ra) {
     const unsigned k0 = tile * kBk;
     const bool inside = inside_mn && k0 + kBk <= k;
 #pragma unroll
@@ -401,7 +401,7 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
       ra[p] = x;
     }
   };
-  const auto store_a = [&](int stage) {
+  const auto store_a = [&](int stage, const AVectors& ra) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
 #pragma unroll
     for (int p = 0; p < kAVectors; ++p) {
@@ -465,12 +465,16 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
   using Fragments = unsigned[kTilesN][kBk / 8][4];
   // One tile: wait for it (and, without a producer, refill the buffer it frees), multiply it
   // (asynchronously), and wait for the products of tile - WAIT_DEPTH.
-  const auto step = [&](unsigned tile, Fragments& fr) {
+  // A_REGISTERS: two sets of A's vectors, alternating: a step stores the next tile's (fetched a
+  // step ago) and fetches the one after (its load latency hidden by a whole step).
+  AVectors ra0, ra1;
+  const auto step = [&](unsigned tile, Fragments& fr, AVectors& fetch_into,
+                        const AVectors& store_from) {
     const int stage = tile % kStages;
 #if PRODUCER
     barrier_wait(smem_address(&full[stage]), (tile / kStages) & 1);
 #else
-    wait_copies<kAhead - 1>();  // this thread's copies of `tile` have landed
+    wait_copies<kAhead - 1>();                 // this thread's copies of `tile` have landed
     if constexpr (!kARegs) round_tile(stage);  // (through registers: stored a step ago)
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
     // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
@@ -483,7 +487,7 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     if (next < tiles) load_tile(next % kStages, next);
     commit();
     if constexpr (kARegs)
-      if (tile + 1 < tiles) fetch_a(tile + 1);
+      if (tile + 2 < tiles) fetch_a(tile + 2, fetch_into);
 #endif
 
     const float* const bs = b_tiles + stage * kStageB;
@@ -518,7 +522,7 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     // While the tensor cores work: the next tile's A, fetched above, into its buffer, whose
     // last products (tile + 1 - STAGES) every warpgroup finished before this tile's barrier.
     if constexpr (kARegs)
-      if (tile + 1 < tiles) store_a((tile + 1) % kStages);
+      if (tile + 1 < tiles) store_a((tile + 1) % kStages, store_from);
     // The products of tile - WAIT_DEPTH are done: their fragments and buffer are free.
     mma_wait<kDepth>();
 #if PRODUCER
@@ -535,15 +539,16 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     commit();
   }
   if constexpr (kARegs) {
-    fetch_a(0);
-    store_a(0);
+    fetch_a(0, ra0);
+    store_a(0, ra0);
+    if (tiles > 1) fetch_a(1, ra1);
   }
 #endif
   // Two fragment sets, alternating: a step's products may still read the previous step's.
   Fragments f0, f1;
   for (unsigned tile = 0; tile < tiles; tile += 2) {
-    step(tile, f0);
-    if (tile + 1 < tiles) step(tile + 1, f1);
+    step(tile, f0, ra0, ra1);
+    if (tile + 1 < tiles) step(tile + 1, f1, ra1, ra0);
   }
   mma_wait<0>();
   wait_copies<0>();  // nothing may be in flight into shared memory when the block exits

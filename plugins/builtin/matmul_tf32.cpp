@@ -163,8 +163,10 @@ const char* const kWgmmaRestrictions[] = {
     "producer == 0 or (warpgroups <= 2 and launch_bounds == 0)",
     // Each block of a cluster holds whole 8-deep slices of B's tile; without a producer.
     "cluster_m == 1 or (block_k // cluster_m % 8 == 0 and producer == 0)",
-    // A through registers: at most 4 vectors (16 registers) per thread, without a producer.
-    "a_registers == 0 or (producer == 0 and block_m * block_k <= 2048 * warpgroups)",
+    // A through registers: at most 4 vectors per thread in each of two sets, without a
+    // producer, and room beside the accumulators (192 x 256 blocks of 512 threads spill).
+    "a_registers == 0 or (producer == 0 and block_m * block_k <= 2048 * warpgroups and "
+    "block_m * tiles_n * warpgroups * 64 <= 40960)",
     "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma exists on sm_90a alone
 };
