@@ -81,6 +81,7 @@ constexpr int kAVectors = (kBm * kBk / 4 + kThreads - 1) / kThreads;  // float4 
 static_assert(!kARegs || !kProducer, "A through registers without a producer");
 static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
 
+#undef KTUNE_WGMMA_D8  // (several configurations may share one program)
 #define KTUNE_WGMMA_D8(i)                                                                     \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -296,6 +297,8 @@ __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"
 }  // namespace wgmm
 
 // launch_bounds = N > 0: ktune's __launch_bounds__(threads, N) (N blocks per SM); else one.
+#undef WGMM_BOUNDS
+#undef WGMM_CLUSTER
 #if defined(LAUNCH_BOUNDS) && LAUNCH_BOUNDS > 0
 #define WGMM_BOUNDS KTUNE_LAUNCH_BOUNDS
 #else
