@@ -146,7 +146,7 @@ const ktune_param_desc kWgmmaParams[] = {
     {"cluster_m", "1, 2, 4", "1",
      "blocks (one above the other in m) sharing B's tiles through distributed shared memory"},
     {"a_registers", "0, 1", "1",
-     "1: A's tiles through registers (loaded a tile ahead, rounded there); 0: cp.async"},
+     "1: A's tiles through registers (loaded two tiles ahead, rounded there); 0: cp.async"},
 };
 
 const char* const kWgmmaRestrictions[] = {
