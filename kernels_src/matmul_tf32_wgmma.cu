@@ -11,8 +11,9 @@
 //     its 16-byte chunk c stored at chunk c ^ (r % 8)), 1024-byte aligned; one descriptor per
 //     8-deep k slice (32 bytes further within a block);
 //   - B's tile (BLOCK_K k x BLOCK_N columns) sits row-major, rows padded by 8 floats, and each
-//     thread loads its fragments of B^T from it (conflict-free: rows t, columns g of a warp's
-//     16 x 8 piece, g = lane / 4, t = lane % 4) and rounds them to TF32 in registers;
+//     thread loads its fragments of B^T from it and rounds them to TF32 in registers: a warp's
+//     fragment rows g and g + 8 (g = lane / 4) are columns 2g and 2g + 1 of its 16, so a
+//     thread's two are one 8-byte load per k row (rows t = lane % 4, conflict-free);
 //   - A's elements are rounded in shared memory, each by the thread that copied it.
 // A block of WARPGROUPS warpgroups computes BLOCK_M rows x BLOCK_N = 64 * TILES_N * WARPGROUPS
 // columns of C; each warpgroup TILES_N 64-column pieces, m64nBLOCK_Mk8 per piece and k slice.
@@ -496,21 +497,26 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
     const float* const bs = b_tiles + stage * kStageB;
 #pragma unroll
     for (int p = 0; p < kTilesN; ++p) {
-      const unsigned col = (group * kTilesN + p) * 64 + warp * 16 + g;
+      // Fragment rows g and g + 8 of the warp's 16 are columns 2g and 2g + 1 of its piece of C
+      // (the epilogue stores them so): one 8-byte load per k row, conflict-free (rows t of
+      // pitch 8 mod 32 banks, each half-warp's 16 lanes on 32 different banks).
+      const unsigned col = (group * kTilesN + p) * 64 + warp * 16 + 2 * g;
 #pragma unroll
       for (int s = 0; s < kBk / 8; ++s) {
         const float* q = bs + (8 * s + t) * kPitchB + col;
         if constexpr (kCluster == 1) {
-          fr[p][s][0] = to_tf32(q[0]);
-          fr[p][s][1] = to_tf32(q[8]);
-          fr[p][s][2] = to_tf32(q[4 * kPitchB]);
-          fr[p][s][3] = to_tf32(q[4 * kPitchB + 8]);
+          const float2 lo = *reinterpret_cast<const float2*>(q);
+          const float2 hi = *reinterpret_cast<const float2*>(q + 4 * kPitchB);
+          fr[p][s][0] = to_tf32(lo.x);
+          fr[p][s][1] = to_tf32(lo.y);
+          fr[p][s][2] = to_tf32(hi.x);
+          fr[p][s][3] = to_tf32(hi.y);
         } else {  // slice s lives in the block of rank s / kSlicesPerRank
           const unsigned r = peer_address(smem_address(q), s / kSlicesPerRank);
           fr[p][s][0] = to_tf32(load_cluster(r));
-          fr[p][s][1] = to_tf32(load_cluster(r + 32));
+          fr[p][s][1] = to_tf32(load_cluster(r + 4));
           fr[p][s][2] = to_tf32(load_cluster(r + 16 * kPitchB));
-          fr[p][s][3] = to_tf32(load_cluster(r + 16 * kPitchB + 32));
+          fr[p][s][3] = to_tf32(load_cluster(r + 16 * kPitchB + 4));
         }
       }
     }
@@ -561,19 +567,26 @@ __global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restri
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[i][j]);
 
-      // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + g + 8 v1, row 8j + 2t + v0 of C.
+  // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + 2g + v1, row 8j + 2t + v0 of C; the
+  // two columns as one float2 where n is even (the pair 8-byte aligned and inside the row).
+  const bool pairs = n % 2 == 0;
 #pragma unroll
   for (int p = 0; p < kTilesN; ++p) {
+    const unsigned col = n0 + (group * kTilesN + p) * 64 + warp * 16 + 2 * g;
+    if (col >= n) continue;
 #pragma unroll
-    for (int v1 = 0; v1 < 2; ++v1) {
-      const unsigned col = n0 + (group * kTilesN + p) * 64 + warp * 16 + g + 8 * v1;
-      if (col >= n) continue;
+    for (int j = 0; j < kBm / 8; ++j) {
 #pragma unroll
-      for (int j = 0; j < kBm / 8; ++j) {
-#pragma unroll
-        for (int v0 = 0; v0 < 2; ++v0) {
-          const unsigned row = m0 + 8 * j + 2 * t + v0;
-          if (row < m) c[u64(row) * n + col] = acc[p][4 * j + v0 + 2 * v1];
+      for (int v0 = 0; v0 < 2; ++v0) {
+        const unsigned row = m0 + 8 * j + 2 * t + v0;
+        if (row >= m) continue;
+        float* const out = c + u64(row) * n + col;
+        const float x = acc[p][4 * j + v0], y = acc[p][4 * j + v0 + 2];
+        if (pairs) {
+          *reinterpret_cast<float2*>(out) = make_float2(x, y);
+        } else {
+          out[0] = x;
+          if (col + 1 < n) out[1] = y;
         }
       }
     }
