@@ -14,7 +14,8 @@
 //     thread loads its fragments of B^T from it and rounds them to TF32 in registers: a warp's
 //     fragment rows g and g + 8 (g = lane / 4) are columns 2g and 2g + 1 of its 16, so a
 //     thread's two are one 8-byte load per k row (rows t = lane % 4, conflict-free);
-//   - A's elements are rounded in shared memory, each by the thread that copied it.
+//   - A's elements are rounded in shared memory, each by the thread that copied it (or in
+//     registers, with A_REGISTERS below).
 // A block of WARPGROUPS warpgroups computes BLOCK_M rows x BLOCK_N = 64 * TILES_N * WARPGROUPS
 // columns of C; each warpgroup TILES_N 64-column pieces, m64nBLOCK_Mk8 per piece and k slice.
 // Tiles go from global to shared memory with cp.async (16 bytes at a time where rows keep
@@ -75,8 +76,8 @@ static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flig
 static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
 static_assert(kCluster >= 1 && kRowsPerRank % 8 == 0, "whole 8-deep slices of B per block");
 static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a producer");
-// A_REGISTERS = 1: A's tile goes through registers (loaded a step ahead, rounded there, stored
-// swizzled) instead of cp.async and a rounding pass in shared memory.
+// A_REGISTERS = 1: A's tile goes through registers (loaded two tiles ahead, rounded there,
+// stored swizzled) instead of cp.async and a rounding pass in shared memory.
 constexpr bool kARegs = A_REGISTERS;
 constexpr int kAVectors = (kBm * kBk / 4 + kThreads - 1) / kThreads;  // float4 per thread
 static_assert(!kARegs || !kProducer, "A through registers without a producer");
