@@ -36,7 +36,7 @@
 // between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
 // any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
-// CLUSTER_M, A_REGISTERS, LAUNCH_BOUNDS (with KTUNE_LAUNCH_BOUNDS) and KTUNE_BLOCK_X.
+// CLUSTER_M, A_REGISTERS and KTUNE_BLOCK_X.
 
 #ifndef PRODUCER
 #define PRODUCER 0
@@ -298,14 +298,7 @@ __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"
 
 }  // namespace wgmm
 
-// launch_bounds = N > 0: ktune's __launch_bounds__(threads, N) (N blocks per SM); else one.
-#undef WGMM_BOUNDS
 #undef WGMM_CLUSTER
-#if defined(LAUNCH_BOUNDS) && LAUNCH_BOUNDS > 0
-#define WGMM_BOUNDS KTUNE_LAUNCH_BOUNDS
-#else
-#define WGMM_BOUNDS __launch_bounds__(KTUNE_BLOCK_X, 1)
-#endif
 
 #if CLUSTER_M > 1
 #define WGMM_CLUSTER __cluster_dims__(1, CLUSTER_M, 1)
@@ -313,10 +306,9 @@ __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"
 #define WGMM_CLUSTER
 #endif
 
-__global__ void WGMM_CLUSTER WGMM_BOUNDS matmul_tf32_wgmma(const float* __restrict__ a,
-                                                           const float* __restrict__ b,
-                                                           float* __restrict__ c, unsigned m,
-                                                           unsigned n, unsigned k) {
+__global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
+    matmul_tf32_wgmma(const float* __restrict__ a, const float* __restrict__ b,
+                      float* __restrict__ c, unsigned m, unsigned n, unsigned k) {
   using namespace wgmm;
   extern __shared__ float4 wgmm_smem[];
   // A's tiles first, 1024-byte aligned (the swizzle's period), then B's.

@@ -140,7 +140,6 @@ const ktune_param_desc kWgmmaParams[] = {
     {"warpgroups", "1, 2, 3, 4", "2", "warpgroups (128 threads each) per block, side by side in n"},
     {"stages", "2, 3, 4, 5, 6", "4", "shared-memory buffers of A's and B's tiles (cp.async)"},
     {"wait_depth", "0, 1", "1", "groups of products left running while the next tile starts"},
-    {"launch_bounds", "0, 2", "0", "blocks per SM the registers must allow (0: one)"},
     {"producer", "0, 1", "0",
      "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
     {"cluster_m", "1, 2, 4", "1",
@@ -153,14 +152,12 @@ const char* const kWgmmaRestrictions[] = {
     "block_m * tiles_n <= 256",      // at most 128 accumulators per thread
     "stages - 1 - wait_depth >= 1",  // at least one tile loading ahead
     // Accumulators and B's fragments (two sets with wait_depth 1) fit a thread's registers
-    // with room, and a block's (or launch_bounds blocks') the 65,536 of an SM: 128
-    // accumulators on 512 threads do not compile.
+    // with room, and a block's the 65,536 of an SM: 128 accumulators on 512 threads do not
+    // compile.
     "block_m * tiles_n / 2 + (1 + wait_depth) * tiles_n * block_k / 2 <= 200",
     "block_m * tiles_n * warpgroups < 1024",
-    "launch_bounds == 0 or (block_m * tiles_n / 2 + (1 + wait_depth) * tiles_n * block_k / 2 + "
-    "40) * 128 * warpgroups * launch_bounds <= 65536",
     // A producer's registers (setmaxnreg) serve one or two consumer warpgroups.
-    "producer == 0 or (warpgroups <= 2 and launch_bounds == 0)",
+    "producer == 0 or warpgroups <= 2",
     // Each block of a cluster holds whole 8-deep slices of B's tile; without a producer.
     "cluster_m == 1 or (block_k // cluster_m % 8 == 0 and producer == 0)",
     // A through registers: at most 4 vectors per thread in each of two sets, without a

@@ -293,7 +293,7 @@ TEST_F(GpuKernelsA, MatmulTf32VerifiesAtSizesNoTileDivides) {
 }
 
 // The warpgroup (wgmma, sm_90a) kernel: every block height (wgmma's n), piece count, warpgroup
-// count, pipeline depth, tile depth, wait depth, launch bound, producer, cluster and A's path,
+// count, pipeline depth, tile depth, wait depth, producer, cluster and A's path,
 // at sizes no
 // tile divides (k not a multiple of the 32-deep tile, n and k not multiples of 4: the 4-byte
 // copies), against the product in double.
@@ -318,14 +318,13 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
       wg("192", "1", "4", "3"),  // 512 threads
   };
   // 64-deep tiles (two swizzled column blocks) and no products left running (2 stages, one
-  // loading ahead), two blocks per SM.
+  // loading ahead).
   Sets deep = wg("192", "1", "2", "2");
   deep["block_k"] = "64";
   deep["wait_depth"] = "0";
   configs.push_back(deep);
   Sets shallow = wg("128", "1", "2", "2");
   shallow["wait_depth"] = "0";
-  shallow["launch_bounds"] = "2";
   configs.push_back(shallow);
   Sets both = wg("64", "2", "2", "2");
   both["block_k"] = "64";
