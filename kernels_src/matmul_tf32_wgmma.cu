@@ -176,6 +176,10 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
   return r;
 }
+__device__ __forceinline__ float4 to_tf32(float4 x) {
+  return make_float4(__uint_as_float(to_tf32(x.x)), __uint_as_float(to_tf32(x.y)),
+                     __uint_as_float(to_tf32(x.z)), __uint_as_float(to_tf32(x.w)));
+}
 
 // Four floats of row `row` (of `rows`, each `len` long) from column `col` to shared address
 // `dst`, zero past the matrix; `vectors`: rows start 16-byte aligned (len % 4 == 0).
@@ -195,16 +199,17 @@ __device__ __forceinline__ void load4(unsigned dst, const float* base, unsigned 
   }
 }
 
-// Calls f(row, col) for each 4-float vector of a Rows x Cols tile that thread `tid` of
-// `Threads` moves (vector p * Threads + tid, consecutive threads along a row): the walk of the
-// copies and of the rounding in shared memory, which must be the same.
+// Calls f(row, col, slot) for each 4-float vector of a Rows x Cols tile that thread `tid` of
+// `Threads` moves (vector slot * Threads + tid, consecutive threads along a row): the walk of
+// the copies, of the rounding in shared memory and of A's registers (slot), which must be the
+// same.
 template <int Rows, int Cols, int Threads, typename F>
 __device__ __forceinline__ void for_each_vector(unsigned tid, F&& f) {
   constexpr int kVectors = Rows * Cols / 4;
 #pragma unroll
   for (int p = 0; p < (kVectors + Threads - 1) / Threads; ++p) {
     const unsigned v = p * Threads + tid;
-    if (kVectors % Threads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4);
+    if (kVectors % Threads == 0 || v < kVectors) f(v / (Cols / 4), v % (Cols / 4) * 4, p);
   }
 }
 
@@ -340,19 +345,19 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       const float* const a0 = a + u64(m0) * k + k0;
       const float* const b0 = b + u64(k0 + b_row0) * n + n0;
       if constexpr (!kARegs)
-        for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+        for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(as + swizzled(r, cc), a0 + u64(r) * k + cc);
         });
-      for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+      for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
         copy16(bs + ((r + b_row0) * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
       });
       return;
     }
     if constexpr (!kARegs)
-      for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+      for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
         load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
       });
-    for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+    for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
       r += b_row0;
       load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
@@ -361,14 +366,9 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // makes its writes visible to wgmma (the async proxy).
   const auto round_tile = [&](int stage) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
-    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc) {
+    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
       float4* const p = reinterpret_cast<float4*>(as + swizzled(r, cc));
-      float4 x = *p;
-      x.x = __uint_as_float(to_tf32(x.x));
-      x.y = __uint_as_float(to_tf32(x.y));
-      x.z = __uint_as_float(to_tf32(x.z));
-      x.w = __uint_as_float(to_tf32(x.w));
-      *p = x;
+      *p = to_tf32(*p);
     });
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   };
@@ -379,39 +379,26 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   const auto fetch_a = [&](unsigned tile, AVectors& ra) {
     const unsigned k0 = tile * kBk;
     const bool inside = inside_mn && k0 + kBk <= k;
-#pragma unroll
-    for (int p = 0; p < kAVectors; ++p) {
-      const unsigned v = p * kThreads + tid, r = v / (kBk / 4), cc = v % (kBk / 4) * 4;
+    for_each_vector<kBm, kBk, kThreads>(tid, [&](unsigned r, unsigned cc, int slot) {
+      const unsigned row = m0 + r, col = k0 + cc;
+      const float* src = a + u64(row) * k + col;
       float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if ((kBm * kBk / 4) % kThreads == 0 || v < kBm * kBk / 4) {
-        const unsigned row = m0 + r, col = k0 + cc;
-        const float* src = a + u64(row) * k + col;
-        if (inside || (a_vectors && row < m && col + 3 < k)) {
-          x = __ldg(reinterpret_cast<const float4*>(src));
-        } else if (row < m) {
-          if (col < k) x.x = __ldg(src);
-          if (col + 1 < k) x.y = __ldg(src + 1);
-          if (col + 2 < k) x.z = __ldg(src + 2);
-          if (col + 3 < k) x.w = __ldg(src + 3);
-        }
+      if (inside || (a_vectors && row < m && col + 3 < k)) {
+        x = __ldg(reinterpret_cast<const float4*>(src));
+      } else if (row < m) {
+        if (col < k) x.x = __ldg(src);
+        if (col + 1 < k) x.y = __ldg(src + 1);
+        if (col + 2 < k) x.z = __ldg(src + 2);
+        if (col + 3 < k) x.w = __ldg(src + 3);
       }
-      ra[p] = x;
-    }
+      ra[slot] = x;
+    });
   };
   const auto store_a = [&](int stage, const AVectors& ra) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
-#pragma unroll
-    for (int p = 0; p < kAVectors; ++p) {
-      const unsigned v = p * kThreads + tid, r = v / (kBk / 4), cc = v % (kBk / 4) * 4;
-      if ((kBm * kBk / 4) % kThreads == 0 || v < kBm * kBk / 4) {
-        float4 x = ra[p];
-        x.x = __uint_as_float(to_tf32(x.x));
-        x.y = __uint_as_float(to_tf32(x.y));
-        x.z = __uint_as_float(to_tf32(x.z));
-        x.w = __uint_as_float(to_tf32(x.w));
-        *reinterpret_cast<float4*>(as + swizzled(r, cc)) = x;
-      }
-    }
+    for_each_vector<kBm, kBk, kThreads>(tid, [&](unsigned r, unsigned cc, int slot) {
+      *reinterpret_cast<float4*>(as + swizzled(r, cc)) = to_tf32(ra[slot]);
+    });
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   };
 

@@ -14,6 +14,22 @@
 
 namespace ktune::builtin {
 
+// What every C = A B kernel (matmul, matmul_tf32, matmul_tf32_wgmma) takes: A m x k, B k x n,
+// C m x n, passed as (a, b, c, m, n, k).
+inline constexpr ktune_problem_desc kMatmulProblem[] = {
+    {"m", "4096", "rows of A and C"},
+    {"n", "4096", "columns of B and C"},
+    {"k", "4096", "columns of A, rows of B"},
+};
+inline constexpr ktune_arg_desc kMatmulArgs[] = {
+    {"a", nullptr, 0},
+    {"b", nullptr, 0},
+    {"c", nullptr, 0},
+    {nullptr, "m", KTUNE_TYPE_U32},
+    {nullptr, "n", KTUNE_TYPE_U32},
+    {nullptr, "k", KTUNE_TYPE_U32},
+};
+
 inline const ktune_host_buffer* find_buffer(const ktune_reference_ctx* ctx, const char* name) {
   for (std::size_t i = 0; i < ctx->buffer_count; ++i) {
     if (std::strcmp(ctx->buffers[i].name, name) == 0) return &ctx->buffers[i];

@@ -66,12 +66,6 @@ const char* const kRestrictions[] = {
     "m < 2**31 and n < 2**31 and k < 2**31",  // 32-bit arguments and tile indices
 };
 
-const ktune_problem_desc kProblem[] = {
-    {"m", "4096", "rows of A and C"},
-    {"n", "4096", "columns of B and C"},
-    {"k", "4096", "columns of A, rows of B"},
-};
-
 // C is checked against the reference configuration with |c - ref| <= 5e-3 + 1e-4 |ref|. The
 // inputs are uniform in [-1, 1); both variants add an element's k products in the same order,
 // but nothing should depend on that, so the tolerance covers two different fp32 summations:
@@ -83,15 +77,6 @@ const ktune_buffer_desc kBuffers[] = {
     {"a", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "m * k", "random", 0, 0},
     {"b", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "k * n", "random", 0, 0},
     {"c", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, "m * n", nullptr, 5e-3, 1e-4},
-};
-
-const ktune_arg_desc kArgs[] = {
-    {"a", nullptr, 0},
-    {"b", nullptr, 0},
-    {"c", nullptr, 0},
-    {nullptr, "m", KTUNE_TYPE_U32},
-    {nullptr, "n", KTUNE_TYPE_U32},
-    {nullptr, "k", KTUNE_TYPE_U32},
 };
 
 const char* const kOptions[] = {"-std=c++17"};
@@ -106,7 +91,7 @@ const ktune_kernel_desc kMatmul =
         .options(kOptions)
         .params(kParams)
         .restrictions(kRestrictions)
-        .problem(kProblem)
+        .problem(kMatmulProblem)
         .grid("div_up(n, block_n)", "div_up(m, block_m)")
         .block("block_n // thread_n", "block_m // thread_m")
         // The tile of A (rounded up to 16 bytes), then the tile of B, rows padded; variant 3 has
@@ -115,7 +100,7 @@ const ktune_kernel_desc kMatmul =
             "4 * (variant // 3 + 1) * (div_up(block_k * (block_m + padding), 4) * 4 + block_k * "
             "(block_n + padding))")
         .buffers(kBuffers)
-        .args(kArgs)
+        .args(kMatmulArgs)
         // The lecture's kernel: 32 x 32 tiles, one element per thread, 8 KiB of shared memory (no
         // opt-in needed, which the reference run does not do).
         .reference_config(

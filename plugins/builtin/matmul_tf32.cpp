@@ -83,12 +83,6 @@ const char* const kRestrictions[] = {
     "compute_capability >= 80",               // mma.sync with TF32 and cp.async
 };
 
-const ktune_problem_desc kProblem[] = {
-    {"m", "4096", "rows of A and C"},
-    {"n", "4096", "columns of B and C"},
-    {"k", "4096", "columns of A, rows of B"},
-};
-
 // Inputs uniform in [-1, 1). TF32 rounds each input to 10 mantissa bits (relative error up to
 // u = 2^-11), so a product is off by a b (da + db), standard deviation about 0.82 u / 3 = 1.3e-4;
 // k = 4096 of them sum to 8.5e-3, and the largest of 16.7 M elements is near 5.5 standard
@@ -98,15 +92,6 @@ const ktune_buffer_desc kBuffers[] = {
     {"a", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "m * k", "random", 0, 0},
     {"b", KTUNE_TYPE_F32, KTUNE_BUFFER_INPUT, "k * n", "random", 0, 0},
     {"c", KTUNE_TYPE_F32, KTUNE_BUFFER_OUTPUT, "m * n", nullptr, 0.1, 1e-3},
-};
-
-const ktune_arg_desc kArgs[] = {
-    {"a", nullptr, 0},
-    {"b", nullptr, 0},
-    {"c", nullptr, 0},
-    {nullptr, "m", KTUNE_TYPE_U32},
-    {nullptr, "n", KTUNE_TYPE_U32},
-    {nullptr, "k", KTUNE_TYPE_U32},
 };
 
 const char* const kOptions[] = {"-std=c++17"};
@@ -119,13 +104,13 @@ const ktune_kernel_desc kMatmulTf32 =
         .options(kOptions)
         .params(kParams)
         .restrictions(kRestrictions)
-        .problem(kProblem)
+        .problem(kMatmulProblem)
         .grid("div_up(n, block_n)", "div_up(m, block_m)")
         .block("32 * warps_m * warps_n")
         // STAGES tiles of A (rows padded by 4 floats) and of B (rows padded by 8).
         .shared_mem("4 * stages * (block_m * (block_k + 4) + block_k * (block_n + 8))")
         .buffers(kBuffers)
-        .args(kArgs)
+        .args(kMatmulArgs)
         .reference(matmul_tf32_reference)
         .bytes("4 * (m * k + k * n + m * n)")
         .flops("2 * m * n * k");
@@ -179,7 +164,7 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .arch_specific()
         .params(kWgmmaParams)
         .restrictions(kWgmmaRestrictions)
-        .problem(kProblem)
+        .problem(kMatmulProblem)
         // Whole clusters in m: the blocks past m load zeros and store nothing.
         .grid("div_up(n, 64 * tiles_n * warpgroups)", "cluster_m * div_up(m, cluster_m * block_m)")
         .block("128 * (warpgroups + producer)")
@@ -190,7 +175,7 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
             "1024 + 128 * producer + 4 * stages * block_k * (block_m + 64 * tiles_n * "
             "warpgroups + 8)")
         .buffers(kBuffers)
-        .args(kArgs)
+        .args(kMatmulArgs)
         .reference(matmul_tf32_reference)
         .bytes("4 * (m * k + k * n + m * n)")
         .flops("2 * m * n * k");

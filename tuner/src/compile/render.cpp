@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <charconv>
 #include <regex>
 
 #include "compile/internal.h"
+#include "ktune/device_limits.h"
 #include "ktune/hash.h"
 
 namespace ktune {
@@ -105,11 +105,9 @@ std::vector<std::string> render_options(const std::vector<Setting>& settings) {
 }
 
 std::string arch_specific_target(const std::string& arch) {
-  if (!arch.starts_with("sm_") || arch.ends_with('a')) return arch;
-  int number = 0;
-  const auto [end, error] = std::from_chars(arch.data() + 3, arch.data() + arch.size(), number);
-  if (error != std::errc{} || end != arch.data() + arch.size() || number < 90) return arch;
-  return arch + "a";
+  const auto cc = parse_arch(arch);
+  const bool plain = cc && arch.back() >= '0' && arch.back() <= '9';  // not sm_90a or sm_100f
+  return plain && cc->first >= 9 ? arch + "a" : arch;
 }
 
 CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,

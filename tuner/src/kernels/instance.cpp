@@ -225,6 +225,12 @@ double KernelInstance::flops(const Config& config) const {
 }
 
 namespace {
+// What rendering reads of a kernel.
+KernelText kernel_text(const KernelSpec& k) {
+  return {k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
+          k.define_style, k.block_names, k.arch_specific};
+}
+
 std::vector<Setting> settings(const SearchSpace& space, const Config& config) {
   std::vector<Setting> out;
   for (std::size_t i = 0; i < space.size(); ++i)
@@ -236,10 +242,7 @@ std::vector<Setting> settings(const SearchSpace& space, const Config& config) {
 std::vector<std::pair<std::string, std::string>> KernelInstance::defines(
     const Config& config) const {
   const LaunchGeometry g = geometry(config);
-  const KernelSpec& k = kernel();
-  const KernelText text{k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
-                        k.define_style, k.block_names, k.arch_specific};
-  return render_defines(text, settings(impl_->space, config), {g.grid, g.block});
+  return render_defines(kernel_text(kernel()), settings(impl_->space, config), {g.grid, g.block});
 }
 
 std::vector<std::string> KernelInstance::config_options(const Config& config) const {
@@ -270,12 +273,9 @@ void check_data_files(const KernelInstance& instance) {
 
 CompileRequest render(const KernelInstance& instance, const Config& config,
                       const std::string& arch) {
-  const KernelSpec& k = instance.kernel();
-  const KernelText text{k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
-                        k.define_style, k.block_names, k.arch_specific};
   const LaunchGeometry g = instance.geometry(config);
-  return render(text, settings(instance.space(), config), {g.grid, g.block},
-                instance.space().key(config), arch);
+  return render(kernel_text(instance.kernel()), settings(instance.space(), config),
+                {g.grid, g.block}, instance.space().key(config), arch);
 }
 
 }  // namespace ktune
