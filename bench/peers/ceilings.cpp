@@ -35,14 +35,9 @@ double median_of(std::vector<double> v) {
 double time_once(const Candidate& c, EventTimer& timer, int samples) {
   for (int w = 0; w < 3; ++w) check(c.launch());
   check(last_error());
-  std::vector<double> ms;
-  for (int i = 0; i < samples; ++i) {
-    timer.start();
-    check(c.launch());
-    const double t = timer.stop();
-    if (t < 0) check(last_error());
-    ms.push_back(t);
-  }
+  std::string error;
+  const std::vector<double> ms = timer.time(c.launch, samples, error);
+  check(error);
   return median_of(ms);
 }
 
@@ -88,20 +83,33 @@ std::vector<Candidate> stream_candidates(int sm_count, double work, Launch launc
   return out;
 }
 
+// The largest grid of stream_candidates and of the FMA loop, in blocks of up to 1024 threads.
+std::size_t sink_bytes(int sm_count) {
+  return std::size_t(sm_count) * 8 * 4 * 1024 * sizeof(float);
+}
+
+CeilingFigure read_of(const void* in, std::size_t bytes, int* sink, int sm_count, int rounds,
+                      int samples) {
+  return best_of(stream_candidates(sm_count, double(bytes),
+                                   [=](int grid, int block) {
+                                     return read_stream(in, bytes, grid, block, sink);
+                                   }),
+                 rounds, samples);
+}
+
 }  // namespace
+
+CeilingFigure measure_read(int sm_count, std::size_t bytes, int rounds, int samples) {
+  DeviceBuffer in(bytes), sink(sink_bytes(sm_count));
+  return read_of(in.get(), bytes, static_cast<int*>(sink.get()), sm_count, rounds, samples);
+}
 
 Ceilings measure_ceilings(int sm_count, int rounds, int samples) {
   // 1 GiB each way: far past the L2, as large as the largest case's input.
   const std::size_t bytes = std::size_t{1} << 30;
-  const int max_grid = sm_count * 8 * 4;
-  DeviceBuffer in(bytes), out(bytes), sink(std::size_t(max_grid) * 1024 * sizeof(float));
+  DeviceBuffer in(bytes), out(bytes), sink(sink_bytes(sm_count));
   Ceilings c;
-  auto* sink_int = static_cast<int*>(sink.get());
-  c.read = best_of(stream_candidates(sm_count, double(bytes),
-                                     [&](int grid, int block) {
-                                       return read_stream(in.get(), bytes, grid, block, sink_int);
-                                     }),
-                   rounds, samples);
+  c.read = read_of(in.get(), bytes, static_cast<int*>(sink.get()), sm_count, rounds, samples);
   std::vector<Candidate> copies = stream_candidates(
       sm_count, 2.0 * double(bytes),
       [&](int grid, int block) { return copy_stream(out.get(), in.get(), bytes, grid, block); });

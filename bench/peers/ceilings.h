@@ -2,6 +2,7 @@
 // the streaming-read bandwidth, the read+write (copy) bandwidth and the FP32 FMA peak.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct Ceilings {
 // Measures the three limits on the current device (`sm_count` multiprocessors): `rounds` rounds
 // of every candidate, `samples` timed runs each after 3 warm-up runs. Throws Error(kDevice).
 Ceilings measure_ceilings(int sm_count, int rounds, int samples);
+
+// The streaming-read bandwidth over a buffer of `bytes` (a multiple of 16), measured as the read
+// ceiling is: what reading that much costs once, launch and ramp-up included, for the cases whose
+// input is far smaller than the 1 GiB of the ceiling.
+CeilingFigure measure_read(int sm_count, std::size_t bytes, int rounds, int samples);
 
 nlohmann::ordered_json to_json(const Ceilings& c);
 

@@ -226,6 +226,9 @@ struct Row {
   double peer_max_error = std::nan(""), peer_rms_error = std::nan("");
   int samples_differing = -1;      // sampled elements where ktune's and the peer's C differ
   double fraction = std::nan("");  // of the case's ceiling
+  // Read rows smaller than the ceiling's 1 GiB: the read kernel's bandwidth over the row's bytes
+  double read_at_size = std::nan("");
+  std::string read_at_size_best;
   double ratio() const { return peer_ms / ktune_ms; }
 };
 
@@ -417,14 +420,9 @@ void set_up_peer(const Case& c, const GpuEvaluator& ev, double work, PeerSetup& 
 double time_peer(const PeerRun& peer, peers::EventTimer& timer, int samples) {
   for (int w = 0; w < 3; ++w) check(peer.launch());
   check(peers::last_error());
-  std::vector<double> s;
-  for (int i = 0; i < samples; ++i) {
-    timer.start();
-    check(peer.launch());
-    const double ms = timer.stop();
-    if (ms < 0) check(peers::last_error());
-    s.push_back(ms);
-  }
+  std::string error;
+  const std::vector<double> s = timer.time(peer.launch, samples, error);
+  check(error);
   return median(s);
 }
 
@@ -501,6 +499,15 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   row.peer_metric = (c.peer == Peer::kMemcpy ? setup.peer_work : work) / (row.peer_ms * 1e6);
   row.gflops = inst.flops(chosen.config) / (row.ktune_ms * 1e6);
   row.fraction = fraction_of_ceiling(row, ceilings);
+  // A read below the ceiling's size pays the launch, ramp-up and tail on fewer bytes; the read
+  // kernel over the same bytes says what that costs the machine's own streaming read.
+  const std::size_t bytes = static_cast<std::size_t>(work) / 16 * 16;
+  if (c.ceiling == Ceiling::kRead && row.unit == "GB/s" && bytes > 0 &&
+      bytes < (std::size_t{1} << 30)) {
+    const peers::CeilingFigure at = peers::measure_read(dev.sm_count, bytes, rounds, samples);
+    row.read_at_size = at.rate;
+    row.read_at_size_best = at.best;
+  }
   return row;
 }
 
@@ -587,6 +594,12 @@ void print_row(const Row& r, bool ok, double ratio) {
         "    error against double (4096 sampled elements): ktune max {:.2e} rms {:.2e}, peer max "
         "{:.2e} rms {:.2e}; the two differ in {} of them\n",
         r.max_error, r.rms_error, r.peer_max_error, r.peer_rms_error, r.samples_differing);
+  if (std::isfinite(r.read_at_size) && ok)
+    std::cout << fmt::format(
+        "    the read kernel over the same bytes: {:.1f} GB/s ({:.3f} of the ceiling, {}); the "
+        "row reaches {:.3f} of it\n",
+        r.read_at_size, r.read_at_size * r.fraction / r.metric, r.read_at_size_best,
+        r.metric / r.read_at_size);
   if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
   if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
 }
@@ -614,6 +627,8 @@ json row_json(const Row& r, double ratio) {
   j["peer_round_ms"] = r.peer_rounds;
   j["stored_ms"] = r.stored_ms;
   j["stored_vs_now"] = r.stored_ms / r.ktune_ms;  // the stored best's time / this run's
+  if (std::isfinite(r.read_at_size))
+    j["read_at_size"] = {{"rate", r.read_at_size}, {"best", r.read_at_size_best}};
   if (std::isfinite(r.max_error))
     j["error_vs_double"] = {{"ktune_max", r.max_error},
                             {"ktune_rms", r.rms_error},

@@ -183,28 +183,34 @@ std::string Blas::version() const {
          std::to_string(v % 100);
 }
 
-EventTimer::EventTimer() {
-  cudaEvent_t a = nullptr, b = nullptr;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  begin_ = a;
-  end_ = b;
-}
-
 EventTimer::~EventTimer() {
-  if (begin_) cudaEventDestroy(static_cast<cudaEvent_t>(begin_));
-  if (end_) cudaEventDestroy(static_cast<cudaEvent_t>(end_));
+  for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
-void EventTimer::start() { cudaEventRecord(static_cast<cudaEvent_t>(begin_), 0); }
-
-double EventTimer::stop() {
-  cudaEventRecord(static_cast<cudaEvent_t>(end_), 0);
-  if (cudaEventSynchronize(static_cast<cudaEvent_t>(end_)) != cudaSuccess) return -1;
-  float ms = 0;
-  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_), static_cast<cudaEvent_t>(end_)) !=
-      cudaSuccess)
-    return -1;
+std::vector<double> EventTimer::time(const std::function<std::string()>& launch, int count,
+                                     std::string& error) {
+  while (events_.size() < 2 * static_cast<std::size_t>(count)) {
+    cudaEvent_t e = nullptr;
+    if (!(error = cuda_error(cudaEventCreate(&e), "cudaEventCreate")).empty()) return {};
+    events_.push_back(e);
+  }
+  const auto event = [&](int i) { return static_cast<cudaEvent_t>(events_[i]); };
+  for (int i = 0; i < count; ++i) {
+    cudaEventRecord(event(2 * i), 0);
+    if (!(error = launch()).empty()) return {};
+    cudaEventRecord(event(2 * i + 1), 0);
+  }
+  if (!(error = cuda_error(cudaEventSynchronize(event(2 * count - 1)), "timed runs")).empty())
+    return {};
+  std::vector<double> ms;
+  for (int i = 0; i < count; ++i) {
+    float t = 0;
+    if (!(error = cuda_error(cudaEventElapsedTime(&t, event(2 * i), event(2 * i + 1)),
+                             "cudaEventElapsedTime"))
+             .empty())
+      return {};
+    ms.push_back(t);
+  }
   return ms;
 }
 

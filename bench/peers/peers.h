@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ktune::peers {
 
@@ -56,20 +58,23 @@ class Blas {
   std::string error_;
 };
 
-// Timing on the legacy default stream with CUDA events.
+// Timing on the legacy default stream with CUDA events, the way ktune's worker times a kernel:
+// the runs are queued back to back, each between its own pair of events, and waited for once,
+// so no sample contains the time the CPU took to submit its launch (a few microseconds, which a
+// wait after every run would leave inside each short sample while the GPU idles).
 class EventTimer {
  public:
-  EventTimer();
+  EventTimer() = default;
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
-  void start();
-  // Milliseconds since start(); waits for the stream. Negative on a CUDA error.
-  double stop();
+  // Milliseconds of each of `count` runs of `launch` (which returns an error string, empty on
+  // success); empty with `error` set on a launch's error or a CUDA error.
+  std::vector<double> time(const std::function<std::string()>& launch, int count,
+                           std::string& error);
 
  private:
-  void* begin_ = nullptr;
-  void* end_ = nullptr;
+  std::vector<void*> events_;
 };
 
 // The device's own limits (bench/peers/README.md, "Ceilings"): kernels of peers.cu, each
