@@ -220,6 +220,9 @@ struct Row {
          peer_metric = std::nan(""), stored_ms = std::nan("");
   std::string unit;
   std::vector<double> ktune_rounds, peer_rounds;
+  // NVML's SM clock read after each of ktune's rounds, and the device's highest (-1: no NVML)
+  std::vector<int> ktune_sm_mhz;
+  int max_sm_mhz = -1;
   double gflops = std::nan("");  // the kernel's FLOPs per second, where it counts them
   // matmul: the error against the product in double of sampled elements, ktune's and the peer's
   double max_error = std::nan(""), rms_error = std::nan("");
@@ -438,6 +441,8 @@ bool time_rounds(GpuEvaluator& ev, const Config& config, const CompileResult& co
       if (meas.status != TrialStatus::kOk)
         throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
       row.ktune_rounds.push_back(meas.time_ms);
+      if (meas.sm_clock_mhz > 0) row.ktune_sm_mhz.push_back(meas.sm_clock_mhz);
+      row.max_sm_mhz = std::max(row.max_sm_mhz, meas.max_sm_clock_mhz);
     };
     try {
       if (r % 2 == 0) {
@@ -594,6 +599,13 @@ void print_row(const Row& r, bool ok, double ratio) {
         "    error against double (4096 sampled elements): ktune max {:.2e} rms {:.2e}, peer max "
         "{:.2e} rms {:.2e}; the two differ in {} of them\n",
         r.max_error, r.rms_error, r.peer_max_error, r.peer_rms_error, r.samples_differing);
+  if (!r.ktune_sm_mhz.empty()) {
+    // A sustained load (the peer's rounds between ktune's) can hold the clock below where a
+    // short tuning trial ran: the usual reason for a row slower than its stored best.
+    const auto [lo, hi] = std::minmax_element(r.ktune_sm_mhz.begin(), r.ktune_sm_mhz.end());
+    std::cout << fmt::format("    SM clock after ktune's rounds: {}-{} MHz (highest {} MHz)\n", *lo,
+                             *hi, r.max_sm_mhz);
+  }
   if (std::isfinite(r.read_at_size) && ok)
     std::cout << fmt::format(
         "    the read kernel over the same bytes: {:.1f} GB/s ({:.3f} of the ceiling, {}); the "
@@ -627,6 +639,7 @@ json row_json(const Row& r, double ratio) {
   j["peer_round_ms"] = r.peer_rounds;
   j["stored_ms"] = r.stored_ms;
   j["stored_vs_now"] = r.stored_ms / r.ktune_ms;  // the stored best's time / this run's
+  j["ktune_sm_clock_mhz"] = r.ktune_sm_mhz;
   if (std::isfinite(r.read_at_size))
     j["read_at_size"] = {{"rate", r.read_at_size}, {"best", r.read_at_size_best}};
   if (std::isfinite(r.max_error))
