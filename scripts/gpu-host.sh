@@ -11,7 +11,8 @@
 #   (tune the kernels of the peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored
 #   bests, with the measured ceilings, $KTUNE_PEER_ONLY), recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
-#   switched off in turn), copy-verify (copy's whole space, outputs checked on the GPU and on the
+#   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
+#   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
 #   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
@@ -107,20 +108,26 @@ for step in $steps; do
         adaptive="$out/kt270-s0.json" | tee -a "$out/summary.txt" ;;
     compile-ab)
       # What each compile-side change gives: the kt270 space at 32 samples, cold compile cache,
-      # with everything on, then with one change switched off, then with both off (as before).
-      for variant in on no-minimal no-warmup off; do
+      # with everything on, then with one change switched off, then with all off (as before);
+      # no-reorder: brute force measured in the queue's order instead of as compilations finish;
+      # batchN: at most N configurations per NVRTC program (16 by default).
+      runs=(); i=0
+      for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder off}; do
         case $variant in
           on) env_set=() ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
-          no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0) ;;
+          no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; no-reorder) env_set=(KTUNE_OUT_OF_ORDER=0) ;;
+          batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
+          off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0) ;;
+          *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
-        rm -rf /tmp/ktune-cache-ab
+        i=$((i + 1)); rm -rf /tmp/ktune-cache-ab
         env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config configs/reduce-kt270.toml \
-          --samples 32 --db /tmp/kt270-ab.db --no-reuse --retime-top 0 --json \
-          >"$out/ab-$variant.json" 2>"$out/ab-$variant.err"
+          --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab.db --no-reuse --retime-top 0 --json \
+          >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
         log "compile-ab $variant: rc=$?"
+        runs+=("$i-$variant=$out/ab-$i-$variant.json")
       done
-      python3 bench/summarize_tune.py all-on="$out/ab-on.json" no-minimal="$out/ab-no-minimal.json" \
-        no-warmup="$out/ab-no-warmup.json" both-off="$out/ab-off.json" | tee -a "$out/summary.txt" ;;
+      python3 bench/summarize_tune.py "${runs[@]}" | tee -a "$out/summary.txt" ;;
     copy-verify)
       # Tuning copy's whole space (1 GiB buffers), outputs checked on the GPU and on the host.
       for where in device host; do

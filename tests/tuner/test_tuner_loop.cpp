@@ -468,3 +468,43 @@ TEST_F(TunerLoop, PipelinedBackendKeepsTwoInFlightAndResumesEverything) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// The slow configuration (slow=1) comes first in the space's order and takes NVRTC ~35 times as
+// long as each of the four quick ones; a pool of two compile threads finishes the quick ones
+// while it compiles.
+class SlowCompile : public TunerLoop {
+ protected:
+  std::vector<std::string> evaluated_order(std::unique_ptr<Strategy> strategy,
+                                           const std::string& cache_dir) {
+    registry_.load_manifest(std::string(KTUNE_TEST_DATA_DIR) + "/slow_compile/slow.toml");
+    KernelInstance slow(registry_.get("slow_compile"), {}, DeviceLimits::for_arch(90));
+    FakeBackend backend(slow, /*compiles=*/true);
+    CompilePool pool(2, std::make_shared<CompileCache>(dir_ / cache_dir));
+    TuneOptions options;
+    options.retime_top = 0;
+    const TuneSummary s = tune(slow, backend, *store_, *strategy, options, &pool);
+    EXPECT_EQ(s.by_status.at("ok"), 5u);
+    return backend.evaluated;
+  }
+};
+
+TEST_F(SlowCompile, AFixedOrderStrategyMeasuresWhicheverCompilationIsDoneFirst) {
+  const std::vector<std::string> order = evaluated_order(make_strategy("brute_force"), "a");
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order.back(), "slow=1,block_size=64") << "the quick ones went first";
+  EXPECT_EQ(order.front().rfind("slow=0", 0), 0u);
+}
+
+TEST_F(SlowCompile, AStrategyThatLearnsIsAnsweredInTheOrderItAsked) {
+  // Recording wraps brute force without declaring a fixed order: the loop keeps the order.
+  const std::vector<std::string> order =
+      evaluated_order(std::make_unique<Recording>(make_strategy("brute_force")), "b");
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order.front(), "slow=1,block_size=64");
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,6 +1,7 @@
 // The compile pool: a queue served by N threads, each compiling in this process or through a
 // compile process of its own, with the cache in front.
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -33,7 +34,12 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
-  std::size_t max_batch = 16;
+  // Configurations per NVRTC program at most; KTUNE_COMPILE_BATCH sets it, for measuring.
+  std::size_t max_batch = [] {
+    const char* v = std::getenv("KTUNE_COMPILE_BATCH");
+    const long n = v ? std::strtol(v, nullptr, 10) : 0;
+    return n > 0 ? static_cast<std::size_t>(n) : std::size_t{16};
+  }();
 
   void work() {
     Subprocess process;  // this thread's compile process, when the pool uses processes

@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "ktune/error.h"
@@ -362,6 +364,7 @@ class TuningRun {
   // backend (from the database, invalid, failed to compile) are recorded here.
   void feed_backend(std::size_t depth) {
     while (!queue_.empty() && in_flight_.size() < depth) {
+      if (strategy_.fixed_order() && out_of_order_) bring_ready_forward();
       if (queue_.front().busy && !wait_for_claim()) break;
       Pending& p = queue_.front();
       // A duplicate proposed earlier in this run may have been measured since it was queued.
@@ -411,6 +414,33 @@ class TuningRun {
       in_flight_.push_back(std::move(p));
       queue_.pop_front();
     }
+  }
+
+  // A strategy whose order is fixed (brute force, random search) learns nothing from the order
+  // of its answers, so the GPU takes the first queued configuration whose compilation is done
+  // rather than wait on the queue's head while later ones, finished by other compile processes,
+  // sit ready (compilations finish out of order: each process compiles a batch at a time). With
+  // nothing in flight it waits for whichever compilation finishes first.
+  void bring_ready_forward() {
+    const auto ready = [](const Pending& p) {
+      return !p.has_compile ||
+             p.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    };
+    const auto w0 = Clock::now();
+    for (;;) {
+      if (queue_.front().busy || ready(queue_.front())) break;
+      const auto it = std::find_if(std::next(queue_.begin()), queue_.end(),
+                                   [&](const Pending& p) { return !p.busy && ready(p); });
+      if (it != queue_.end()) {
+        Pending p = std::move(*it);
+        queue_.erase(it);
+        queue_.push_front(std::move(p));
+        break;
+      }
+      if (!in_flight_.empty()) break;  // collect that measurement meanwhile
+      queue_.front().compiled.wait_for(std::chrono::milliseconds(1));
+    }
+    summary_.wait_compile_seconds += seconds_since(w0);
   }
 
   // Whether a configuration's trial came from the backend (rather than a restriction or the
@@ -636,7 +666,13 @@ class TuningRun {
   Progress progress_state_;
   RunStatus status_ = RunStatus::kFinished;
   double compile_busy_start_ = 0;
-  std::deque<Pending> queue_;      // asked; compiling or compiled
+  std::deque<Pending> queue_;  // asked; compiling or compiled
+  // Measure a fixed-order strategy's compiled configurations as they come (KTUNE_OUT_OF_ORDER=0
+  // keeps the queue's order, for measuring what this gives).
+  const bool out_of_order_ = [] {
+    const char* v = std::getenv("KTUNE_OUT_OF_ORDER");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
   std::set<std::string> told_keys_;
   std::set<std::string> warm_keys_;
