@@ -110,14 +110,16 @@ for step in $steps; do
       # What each compile-side change gives: the kt270 space at 32 samples, cold compile cache,
       # with everything on, then with one change switched off, then with all off (as before);
       # no-reorder: brute force measured in the queue's order instead of as compilations finish;
-      # batchN: at most N configurations per NVRTC program (16 by default).
+      # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
+      # processes at the tuner's priority instead of below it.
       runs=(); i=0
-      for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder off}; do
+      for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
         case $variant in
           on) env_set=() ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
           no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; no-reorder) env_set=(KTUNE_OUT_OF_ORDER=0) ;;
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
-          off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0) ;;
+          no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;;
+          off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab

@@ -1,7 +1,11 @@
 // Compile processes (`ktune __compile`): the same compile_batch(), in a child process, over the
 // ipc framing. Some NVRTC builds serialise compilations inside one process; separate processes
 // always run in parallel.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "compile/internal.h"
@@ -152,7 +156,23 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 
 }  // namespace detail
 
+int detail::compile_process_niceness() {
+  const char* v = std::getenv("KTUNE_COMPILE_NICE");
+  if (v == nullptr) return 5;
+  const long n = std::strtol(v, nullptr, 10);
+  return static_cast<int>(std::clamp(n, 0L, 19L));
+}
+
 int compile_worker_main() {
+  // Compiling is throughput work; the tuning loop and the GPU worker, which keep the GPU fed, are
+  // not: below them in the scheduler, the worker's start (context, inputs) and each measurement
+  // get a core at once while NVRTC fills the rest (KTUNE_COMPILE_NICE, default 5; 0 leaves it).
+  if (const int n = detail::compile_process_niceness(); n > 0) {
+    errno = 0;
+    if (::nice(n) == -1 && errno != 0) {
+      // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.
+    }
+  }
   if (detail::compile_warmup_enabled()) detail::warm_up_nvrtc();
   for (;;) {
     ipc::Message message;
