@@ -1,6 +1,8 @@
 // Compile processes (`ktune __compile`) run below the tuning loop and the GPU worker in the
 // scheduler: `nice` 5 by default, KTUNE_COMPILE_NICE to change it, 0 to leave it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -19,9 +21,22 @@ namespace {
 
 // Starts `ktune __compile` with `nice_env` (or without KTUNE_COMPILE_NICE), has it answer an
 // empty batch (so it is past its start), and returns its priority then.
+// A pipe whose ends are close-on-exec and numbered above the child's 3 and 4, so that the child
+// keeps only the two ends dup2 gives it (an inherited write end of its own input would keep it
+// from ever seeing the end of its input).
+void high_pipe(int fds[2]) {
+  int raw[2];
+  if (::pipe(raw) != 0) ADD_FAILURE() << "pipe";
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::fcntl(raw[i], F_DUPFD_CLOEXEC, 10);
+    ::close(raw[i]);
+  }
+}
+
 int priority_of_a_compile_process(const char* nice_env) {
   int to_child[2], from_child[2];
-  if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) ADD_FAILURE() << "pipe";
+  high_pipe(to_child);
+  high_pipe(from_child);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to_child[0], 3);
@@ -58,8 +73,19 @@ int priority_of_a_compile_process(const char* nice_env) {
   }
   ::close(to_child[1]);  // end of input: it exits
   ::close(from_child[0]);
-  int status = 0;
-  if (pid > 0) ::waitpid(pid, &status, 0);
+  if (pid > 0) {
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 200 && !ended; ++i) {
+      ended = ::waitpid(pid, &status, WNOHANG) == pid;
+      if (!ended) ::usleep(50'000);
+    }
+    if (!ended) {
+      ADD_FAILURE() << "the compile process did not end at the end of its input";
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+  }
   return priority;
 }
 

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "cli.h"
+#include "ktune/compiler.h"
 #include "ktune/cuda_backend.h"
 #include "ktune/error.h"
 #include "ktune/setup.h"
@@ -412,6 +413,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
   }
+  compile_environment();  // a bad KTUNE_COMPILE_* value is refused before anything starts
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);

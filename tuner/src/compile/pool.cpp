@@ -1,9 +1,13 @@
 // The compile pool: a queue served by N threads, each compiling in this process or through a
 // compile process of its own, with the cache in front.
+#include <fmt/format.h>
+
+#include <charconv>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -34,12 +38,8 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
-  // Configurations per NVRTC program at most; KTUNE_COMPILE_BATCH sets it, for measuring.
-  std::size_t max_batch = [] {
-    const char* v = std::getenv("KTUNE_COMPILE_BATCH");
-    const long n = v ? std::strtol(v, nullptr, 10) : 0;
-    return n > 0 ? static_cast<std::size_t>(n) : std::size_t{16};
-  }();
+  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
+  std::size_t max_batch = 16;
 
   void work() {
     Subprocess process;  // this thread's compile process, when the pool uses processes
@@ -129,9 +129,35 @@ struct CompilePool::Impl {
   }
 };
 
+namespace {
+
+// An integer environment variable within [lo, hi], or `fallback` when unset.
+long bounded_env(const char* name, long lo, long hi, long fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  const std::string text(v);
+  long n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n < lo || n > hi)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{}='{}': expected a whole number from {} to {}", name, text, lo, hi));
+  return n;
+}
+
+}  // namespace
+
+CompileEnvironment compile_environment() {
+  CompileEnvironment e;
+  e.niceness = static_cast<int>(bounded_env("KTUNE_COMPILE_NICE", 0, 19, e.niceness));
+  e.max_batch = static_cast<std::size_t>(
+      bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
+  return e;
+}
+
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
+  impl_->max_batch = compile_environment().max_batch;
   impl_->cache = std::move(cache);
   impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());

@@ -157,10 +157,11 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 }  // namespace detail
 
 int detail::compile_process_niceness() {
-  const char* v = std::getenv("KTUNE_COMPILE_NICE");
-  if (v == nullptr) return 5;
-  const long n = std::strtol(v, nullptr, 10);
-  return static_cast<int>(std::clamp(n, 0L, 19L));
+  try {
+    return compile_environment().niceness;
+  } catch (const Error&) {
+    return 5;  // the tuner refused such a value before starting compile processes
+  }
 }
 
 int compile_worker_main() {

@@ -97,6 +97,16 @@ class CompileCache {
   std::filesystem::path dir_;
 };
 
+// The compile pipeline's settings from the environment, checked: KTUNE_COMPILE_NICE (the compile
+// processes' niceness, 0 to 19, default 5) and KTUNE_COMPILE_BATCH (configurations per NVRTC
+// program at most, default 16). Throws Error(kUsage) naming the variable and its value when one
+// is set to something else.
+struct CompileEnvironment {
+  int niceness = 5;
+  std::size_t max_batch = 16;
+};
+CompileEnvironment compile_environment();
+
 // Compiles through the cache (when given) with a pool of threads.
 class CompilePool {
  public:
