@@ -507,12 +507,16 @@ TEST_F(Cli, BestOnSomeoneElsesSqliteDatabaseLeavesItUnchanged) {
 namespace ktune {
 namespace {
 
+// A small recorded convolution space that `tune --replay` runs in a moment.
+std::string small_convolution_recording() {
+  return std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+}
+
 // `ktune merge`: two replayed runs of the same job (two "hosts") merged into one database,
 // merged again without a change, the best the faster host's; bad sources merge nothing.
 TEST(CliMerge, MergesDatabasesOnceAndRefusesBadSources) {
   test::TempDir dir;
-  const std::string conv =
-      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  const std::string conv = small_convolution_recording();
   auto run = [&](const std::vector<std::string>& args) {
     return test::run_ktune(args, dir.path(), dir / "cache");
   };
@@ -559,20 +563,19 @@ TEST(CliMerge, MergesDatabasesOnceAndRefusesBadSources) {
   EXPECT_EQ(r.code, 2) << r;
 }
 
-}  // namespace
-}  // namespace ktune
-
-namespace ktune {
-namespace {
-
 // The compile pipeline's environment (KTUNE_COMPILE_NICE, KTUNE_COMPILE_BATCH) is checked before
 // anything starts: a bad value is a usage error naming the variable, and no database appears.
 TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {
   test::TempDir dir;
-  const std::string conv =
-      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
-  const std::vector<std::string> args = {
-      "tune", "convolution_kernel", "--replay", conv, "--budget-evals", "5", "--db", "t.db", "-q"};
+  const std::vector<std::string> args = {"tune",
+                                         "convolution_kernel",
+                                         "--replay",
+                                         small_convolution_recording(),
+                                         "--budget-evals",
+                                         "5",
+                                         "--db",
+                                         "t.db",
+                                         "-q"};
   for (const auto& [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"KTUNE_COMPILE_NICE", "abc"},
                                                         {"KTUNE_COMPILE_NICE", "20"},
