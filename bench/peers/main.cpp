@@ -230,7 +230,8 @@ struct Row {
   int samples_differing = -1;      // sampled elements where ktune's and the peer's C differ
   double fraction = std::nan("");  // of the case's ceiling
   // Read rows smaller than the ceiling's 1 GiB: the read kernel's bandwidth over the row's bytes
-  double read_at_size = std::nan("");
+  double read_at_size = std::nan("");           // GB/s
+  double read_at_size_fraction = std::nan("");  // of the read ceiling
   std::string read_at_size_best;
   double ratio() const { return peer_ms / ktune_ms; }
 };
@@ -511,6 +512,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
       bytes < (std::size_t{1} << 30)) {
     const peers::CeilingFigure at = peers::measure_read(dev.sm_count, bytes, rounds, samples);
     row.read_at_size = at.rate;
+    row.read_at_size_fraction = at.rate / ceilings.read.rate;
     row.read_at_size_best = at.best;
   }
   return row;
@@ -610,8 +612,7 @@ void print_row(const Row& r, bool ok, double ratio) {
     std::cout << fmt::format(
         "    the read kernel over the same bytes: {:.1f} GB/s ({:.3f} of the ceiling, {}); the "
         "row reaches {:.3f} of it\n",
-        r.read_at_size, r.read_at_size * r.fraction / r.metric, r.read_at_size_best,
-        r.metric / r.read_at_size);
+        r.read_at_size, r.read_at_size_fraction, r.read_at_size_best, r.metric / r.read_at_size);
   if (!r.error.empty()) std::cout << "    error: " << r.error << "\n";
   if (!r.peer_error.empty()) std::cout << "    peer output differs: " << r.peer_error << "\n";
 }
@@ -641,7 +642,9 @@ json row_json(const Row& r, double ratio) {
   j["stored_vs_now"] = r.stored_ms / r.ktune_ms;  // the stored best's time / this run's
   j["ktune_sm_clock_mhz"] = r.ktune_sm_mhz;
   if (std::isfinite(r.read_at_size))
-    j["read_at_size"] = {{"rate", r.read_at_size}, {"best", r.read_at_size_best}};
+    j["read_at_size"] = {{"rate", r.read_at_size},
+                         {"fraction_of_ceiling", r.read_at_size_fraction},
+                         {"best", r.read_at_size_best}};
   if (std::isfinite(r.max_error))
     j["error_vs_double"] = {{"ktune_max", r.max_error},
                             {"ktune_rms", r.rms_error},

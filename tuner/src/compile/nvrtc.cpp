@@ -120,14 +120,10 @@ void check_arch(const std::string& arch) {
                                      nvrtc_version() + " supports " + list);
 }
 
-namespace {
-
-bool env_switch(const char* name) {
+bool detail::env_switch(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string_view(v) != "0";
 }
-
-}  // namespace
 
 bool detail::compile_warmup_enabled() { return env_switch("KTUNE_COMPILE_WARMUP"); }
 
@@ -140,7 +136,7 @@ void detail::warm_up_nvrtc() {
   (void)compile(r);
 }
 
-bool detail::minimal_front_end_enabled() { return env_switch("KTUNE_NVRTC_MINIMAL"); }
+bool detail::minimal_front_end_enabled() { return detail::env_switch("KTUNE_NVRTC_MINIMAL"); }
 
 namespace {
 CompileResult compile_once(const CompileRequest& request);

@@ -156,19 +156,23 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 
 }  // namespace detail
 
-int detail::compile_process_niceness() {
+namespace {
+
+int compile_process_niceness() {
   try {
     return compile_environment().niceness;
   } catch (const Error&) {
-    return 5;  // the tuner refused such a value before starting compile processes
+    return CompileEnvironment{}.niceness;  // the tuner refused such a value before starting us
   }
 }
+
+}  // namespace
 
 int compile_worker_main() {
   // Compiling is throughput work; the tuning loop and the GPU worker, which keep the GPU fed, are
   // not: below them in the scheduler, the worker's start (context, inputs) and each measurement
   // get a core at once while NVRTC fills the rest (KTUNE_COMPILE_NICE, default 5; 0 leaves it).
-  if (const int n = detail::compile_process_niceness(); n > 0) {
+  if (const int n = compile_process_niceness(); n > 0) {
     errno = 0;
     if (::nice(n) == -1 && errno != 0) {
       // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.

@@ -9,15 +9,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <deque>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <string_view>
 #include <thread>
 
+#include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "loop/records.h"
 
@@ -669,10 +668,7 @@ class TuningRun {
   std::deque<Pending> queue_;  // asked; compiling or compiled
   // Measure a fixed-order strategy's compiled configurations as they come (KTUNE_OUT_OF_ORDER=0
   // keeps the queue's order, for measuring what this gives).
-  const bool out_of_order_ = [] {
-    const char* v = std::getenv("KTUNE_OUT_OF_ORDER");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
+  const bool out_of_order_ = compile_environment().out_of_order;
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
   std::set<std::string> told_keys_;
   std::set<std::string> warm_keys_;

@@ -98,12 +98,14 @@ class CompileCache {
 };
 
 // The compile pipeline's settings from the environment, checked: KTUNE_COMPILE_NICE (the compile
-// processes' niceness, 0 to 19, default 5) and KTUNE_COMPILE_BATCH (configurations per NVRTC
-// program at most, default 16). Throws Error(kUsage) naming the variable and its value when one
-// is set to something else.
+// processes' niceness, 0 to 19, default 5), KTUNE_COMPILE_BATCH (configurations per NVRTC
+// program at most, default 16) and KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
+// measured as their compilations finish; on unless "0"). Throws Error(kUsage) naming the
+// variable and its value when a number is set to something else.
 struct CompileEnvironment {
   int niceness = 5;
   std::size_t max_batch = 16;
+  bool out_of_order = true;
 };
 CompileEnvironment compile_environment();
 
