@@ -13,7 +13,7 @@
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
 #   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
+#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
@@ -139,6 +139,21 @@ for step in $steps; do
       done
       python3 bench/summarize_tune.py verify-device="$out/copy-device.json" verify-host="$out/copy-host.json" \
         | tee -a "$out/summary.txt" ;;
+    copy-start)
+      # copy's job (configs/copy.toml, 1 GiB buffers) with a fresh database: first with an empty
+      # compile cache (the figure of tuning its whole space), then three pairs on the warm cache
+      # with the worker's uploads through page-locked slots and as plain cudaMemcpy
+      # (KTUNE_STAGED_UPLOAD=0), alternating: the worker's start step by step.
+      export KTUNE_CACHE_DIR=/tmp/ktune-cache-copy; rm -rf $KTUNE_CACHE_DIR
+      runs=()
+      for run in cold 1-on 1-off 2-on 2-off 3-on 3-off; do
+        staged=1; [ "${run#*-}" = off ] && staged=0
+        KTUNE_STAGED_UPLOAD=$staged timeout -s INT -k 20 $limit $ktune tune --config configs/copy.toml \
+          --db /tmp/copy-start-$run.db --no-reuse --json >"$out/copy-start-$run.json" 2>"$out/copy-start-$run.err"
+        log "copy-start $run: rc=$?"; runs+=("$run=$out/copy-start-$run.json")
+      done
+      export KTUNE_CACHE_DIR=/tmp/ktune-cache
+      python3 bench/summarize_tune.py "${runs[@]}" | tee -a "$out/summary.txt" ;;
     kt-examples)
       # Each example twice in this call: as written (Kernel Tuner), then with its import line
       # changed at run time (`from ktune import tune_kernel`, `import ktune as kernel_tuner`);

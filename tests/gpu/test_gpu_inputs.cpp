@@ -138,6 +138,17 @@ TEST_F(GpuInputs, FloatInputAndExpectedOutputFromFilesWithinTolerance) {
   }
 }
 
+TEST_F(GpuInputs, LargeInputsAndReferencesReachTheGpuWhole) {
+  // copy at 3 * 2^24 + 5 floats: input and reference (192 MiB each) go up in page-locked slots
+  // of 64 MiB, the last slot ragged. The device check compares with the uploaded reference, the
+  // host check with the host's own copy of the input: a slot sent before it was filled, or
+  // refilled before it had left, fails one or the other.
+  for (const char* where : {"device", "host"})
+    expect_all_ok(tune({"copy", "--problem", "n=50331653", "--budget-evals", "3", "--verify", where,
+                        "--no-reuse"}),
+                  std::string("copy, --verify ") + where);
+}
+
 TEST_F(GpuInputs, AConstantBufferReachesTheKernelsConstantVariable) {
   // constscale: out[i] = in[i] * coeff[i % 8], coeff = iota in constant memory; the expected
   // output is computed here, so a constant left unset (zeros) could not pass.

@@ -4,10 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <thread>
+#include <cstring>
 #include <type_traits>
+
+#include "backends/cuda/host_memory.h"
 
 namespace ktune::worker {
 
@@ -66,20 +69,13 @@ Mismatch compare_range(ElemType type, const void* got, const void* want, std::si
 // is checked in tens of milliseconds, not a second). The first mismatch is the lowest index.
 Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol,
                  double rel_tol) {
-  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  const std::size_t slice = std::max<std::size_t>(1 << 20, (n + threads - 1) / threads);
-  if (n <= slice) return compare_range(type, got, want, 0, n, abs_tol, rel_tol);
-  std::vector<Mismatch> parts((n + slice - 1) / slice);
-  std::vector<std::thread> pool;
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    pool.emplace_back([&, p] {
-      const std::size_t begin = p * slice;
-      parts[p] =
-          compare_range(type, got, want, begin, std::min(n, begin + slice), abs_tol, rel_tol);
-      parts[p].first += begin;
-    });
-  }
-  for (auto& t : pool) t.join();
+  std::vector<Mismatch> parts(kMaxSlices);
+  const std::size_t count = parallel_slices(
+      n, std::size_t{1} << 20, [&](std::size_t p, std::size_t begin, std::size_t end) {
+        parts[p] = compare_range(type, got, want, begin, end, abs_tol, rel_tol);
+        parts[p].first += begin;
+      });
+  parts.resize(count);
   Mismatch m;
   for (auto& part : parts) {
     if (part.count == 0) continue;
@@ -93,14 +89,49 @@ Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n
   return m;
 }
 
-bool contains_pattern(const std::vector<unsigned char>& data, std::size_t elem,
-                      unsigned char byte) {
-  for (std::size_t i = 0; i + elem <= data.size(); i += elem) {
-    bool all = true;
-    for (std::size_t k = 0; k < elem && all; ++k) all = data[i + k] == byte;
-    if (all) return true;
+namespace {
+
+template <typename Word>
+bool contains_word(const unsigned char* data, std::size_t n, unsigned char byte) {
+  Word pattern;
+  std::memset(&pattern, byte, sizeof(Word));
+  std::atomic<bool> found{false};
+  parallel_slices(n, std::size_t{1} << 22, [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end && !found.load(std::memory_order_relaxed);) {
+      const std::size_t stop = std::min(end, i + 4096);  // look at `found` every 4096 elements
+      bool hit = false;
+      for (; i < stop; ++i) {
+        Word w;
+        std::memcpy(&w, data + i * sizeof(Word), sizeof(Word));
+        hit |= w == pattern;
+      }
+      if (hit) found = true;
+    }
+  });
+  return found;
+}
+
+}  // namespace
+
+bool contains_pattern(std::span<const unsigned char> data, std::size_t elem, unsigned char byte) {
+  if (elem == 0) return false;
+  const std::size_t n = data.size() / elem;
+  switch (elem) {
+    case 1:
+      return contains_word<std::uint8_t>(data.data(), n, byte);
+    case 2:
+      return contains_word<std::uint16_t>(data.data(), n, byte);
+    case 4:
+      return contains_word<std::uint32_t>(data.data(), n, byte);
+    case 8:
+      return contains_word<std::uint64_t>(data.data(), n, byte);
+    default:
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::all_of(data.begin() + i * elem, data.begin() + (i + 1) * elem,
+                        [byte](unsigned char c) { return c == byte; }))
+          return true;
+      return false;
   }
-  return false;
 }
 
 }  // namespace ktune::worker

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ Mismatch compare(ElemType type, const void* got, const void* want, std::size_t n
 // Whether some element of `data` (elements of `elem` bytes) has every byte equal to `byte`: an
 // element equal to the poison would pass unwritten, so such buffers are checked a second time
 // with another pattern.
-bool contains_pattern(const std::vector<unsigned char>& data, std::size_t elem, unsigned char byte);
+bool contains_pattern(std::span<const unsigned char> data, std::size_t elem, unsigned char byte);
 
 constexpr unsigned char kPoison = 0xFF;  // int -1, float NaN
 constexpr unsigned char kPoison2 = 0x5A;

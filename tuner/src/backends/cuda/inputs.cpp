@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "backends/cuda/host_memory.h"
 #include "ktune/data_file.h"
 #include "ktune/error.h"
 
@@ -153,47 +153,41 @@ void fill_typed(T* data, std::size_t begin, std::size_t end, const BufferInit& s
 }  // namespace
 
 void fill(void* data, ElemType type, std::size_t count, const BufferInit& s, std::uint64_t stream) {
-  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  const std::size_t chunk = std::max<std::size_t>(1 << 20, (count + threads - 1) / threads);
-  std::vector<std::thread> pool;
-  for (std::size_t begin = 0; begin < count; begin += chunk) {
-    const std::size_t end = std::min(count, begin + chunk);
-    pool.emplace_back([=] {
-      switch (type) {
-        case ElemType::kI8:
-          fill_typed(static_cast<std::int8_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kU8:
-          fill_typed(static_cast<std::uint8_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kI16:
-          fill_typed(static_cast<std::int16_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kU16:
-          fill_typed(static_cast<std::uint16_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kI32:
-          fill_typed(static_cast<std::int32_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kU32:
-          fill_typed(static_cast<std::uint32_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kI64:
-          fill_typed(static_cast<std::int64_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kU64:
-          fill_typed(static_cast<std::uint64_t*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kF32:
-          fill_typed(static_cast<float*>(data), begin, end, s, stream);
-          break;
-        case ElemType::kF64:
-          fill_typed(static_cast<double*>(data), begin, end, s, stream);
-          break;
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
+  parallel_slices(count, std::size_t{1} << 20,
+                  [&](std::size_t, std::size_t begin, std::size_t end) {
+                    switch (type) {
+                      case ElemType::kI8:
+                        fill_typed(static_cast<std::int8_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kU8:
+                        fill_typed(static_cast<std::uint8_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kI16:
+                        fill_typed(static_cast<std::int16_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kU16:
+                        fill_typed(static_cast<std::uint16_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kI32:
+                        fill_typed(static_cast<std::int32_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kU32:
+                        fill_typed(static_cast<std::uint32_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kI64:
+                        fill_typed(static_cast<std::int64_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kU64:
+                        fill_typed(static_cast<std::uint64_t*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kF32:
+                        fill_typed(static_cast<float*>(data), begin, end, s, stream);
+                        break;
+                      case ElemType::kF64:
+                        fill_typed(static_cast<double*>(data), begin, end, s, stream);
+                        break;
+                    }
+                  });
 }
 
 namespace {

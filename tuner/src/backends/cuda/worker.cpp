@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 
@@ -174,7 +175,11 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
 void Worker::generate_host_input(std::size_t i, std::size_t need) {
   Buffer& b = buffers_[i];
   if (!b.has_input() || b.host_generated >= need) return;
+  const std::size_t had = b.host.size();
   b.host.resize(need * elem_size(b.spec.type));
+  // A distribution or a file writes every element; a plugin's generate function finds zeros.
+  if (b.init.kind == BufferInit::Kind::kGenerator && b.host.size() > had)
+    parallel_set(b.host.data() + had, 0, b.host.size() - had);
   fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
              instance_->kernel(), instance_->problem());
   b.host_generated = need;
@@ -238,9 +243,8 @@ void Worker::prepare_buffers(const Loaded& l) {
     }
     if (b.has_input() && b.generated < need) {
       generate_host_input(i, need);
-      check(cudaMemcpy(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(),
-                       need * esize, cudaMemcpyHostToDevice),
-            "upload of inputs");
+      upload(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(), need * esize,
+             "upload of inputs");
       b.generated = need;
       inputs_changed = true;
       ++inputs_generation_;
@@ -274,7 +278,9 @@ void Worker::compute_reference() {
   }
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
-    b.expected.resize(b.count * elem_size(b.spec.type));
+    const std::size_t had = b.expected.size(), bytes = b.count * elem_size(b.spec.type);
+    b.expected.resize(bytes);
+    if (bytes > had) parallel_set(b.expected.data() + had, 0, bytes - had);
     // An expected file replaces what the kernel's reference made (or is all there is).
     const std::string path = KernelSpec::expected_file(b.spec);
     if (!path.empty())
@@ -304,8 +310,11 @@ void Worker::reference_from_function() {
     if (b.spec.role == BufferRole::kScratch) continue;
     const std::size_t bytes = b.count * elem_size(b.spec.type);
     if (b.checked()) {
-      b.expected.assign(bytes, 0);
-      if (b.spec.role == BufferRole::kInOut) b.expected = b.host;
+      b.expected.resize(bytes);
+      if (b.spec.role == BufferRole::kInOut)
+        parallel_copy(b.expected.data(), b.host.data(), bytes);
+      else
+        parallel_set(b.expected.data(), 0, bytes);
     }
     hb.push_back(
         {b.spec.name.c_str(), static_cast<int>(b.spec.type), static_cast<int>(b.spec.role), b.count,
@@ -344,10 +353,55 @@ void Worker::reference_from_config() {
   for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = counts[i];
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
-    b.expected.resize(b.count * elem_size(b.spec.type));
+    const std::size_t had = b.expected.size(), bytes = b.count * elem_size(b.spec.type);
+    b.expected.resize(bytes);
+    if (bytes > had) parallel_set(b.expected.data() + had, 0, bytes - had);
     check(cudaMemcpy(b.expected.data(), b.device, b.expected.size(), cudaMemcpyDeviceToHost),
           "download of the reference");
   }
+}
+
+struct Worker::Staging {
+  static constexpr std::size_t kSlot = std::size_t{64} << 20;
+  unsigned char* slots = nullptr;  // two of kSlot bytes, page-locked
+  cudaEvent_t free[2] = {nullptr, nullptr};
+  static void destroy(Staging* s) {
+    for (cudaEvent_t e : s->free)
+      if (e) cudaEventDestroy(e);
+    if (s->slots) cudaFreeHost(s->slots);
+    delete s;
+  }
+};
+
+void Worker::upload(void* device, const void* host, std::size_t bytes, const char* what) {
+  static const bool staged = [] {
+    const char* v = std::getenv("KTUNE_STAGED_UPLOAD");  // 0: a plain cudaMemcpy (for A/B runs)
+    return v == nullptr || std::string(v) != "0";
+  }();
+  if (staged && bytes >= 2 * Staging::kSlot && !staging_) {
+    std::unique_ptr<Staging, void (*)(Staging*)> s(new Staging, &Staging::destroy);
+    if (cudaMallocHost(reinterpret_cast<void**>(&s->slots), 2 * Staging::kSlot) == cudaSuccess &&
+        cudaEventCreateWithFlags(&s->free[0], cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventCreateWithFlags(&s->free[1], cudaEventDisableTiming) == cudaSuccess)
+      staging_ = std::move(s);
+    else
+      cudaGetLastError();  // not sticky: pageable copies serve
+  }
+  if (!staged || !staging_ || bytes < 2 * Staging::kSlot) {
+    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
+    return;
+  }
+  const auto* from = static_cast<const unsigned char*>(host);
+  auto* to = static_cast<unsigned char*>(device);
+  for (std::size_t offset = 0, k = 0; offset < bytes; offset += Staging::kSlot, ++k) {
+    const std::size_t n = std::min(Staging::kSlot, bytes - offset);
+    unsigned char* slot = staging_->slots + (k % 2) * Staging::kSlot;
+    check(cudaEventSynchronize(staging_->free[k % 2]), what);  // its last copy has left
+    parallel_copy(slot, from + offset, n);
+    check(cudaMemcpyAsync(to + offset, slot, n, cudaMemcpyHostToDevice, stream_), what);
+    check(cudaEventRecord(staging_->free[k % 2], stream_), what);
+  }
+  check(cudaStreamSynchronize(stream_), what);
 }
 
 // The reference on the GPU too, where outputs are checked there.
@@ -362,9 +416,7 @@ void Worker::upload_reference() {
       check(cudaMalloc(&b.expected_device, b.expected.size()), "cudaMalloc(reference on the GPU)");
       b.expected_device_bytes = b.expected.size();
     }
-    check(
-        cudaMemcpy(b.expected_device, b.expected.data(), b.expected.size(), cudaMemcpyHostToDevice),
-        "upload of the reference");
+    upload(b.expected_device, b.expected.data(), b.expected.size(), "upload of the reference");
   }
 }
 

@@ -19,6 +19,7 @@
 
 #include "backends/cuda/device_compare.h"
 #include "backends/cuda/gpu_clocks.h"
+#include "backends/cuda/host_memory.h"
 #include "backends/cuda/protocol.h"
 #include "ktune/backend.h"
 #include "ktune/device.h"
@@ -38,14 +39,14 @@ std::string cuda_text(cudaError_t e);  // "cudaErrorIllegalAddress (an illegal m
 struct Buffer {
   BufferSpec spec;
   BufferInit init;
-  void* device = nullptr;           // what the kernel sees
-  void* pristine = nullptr;         // INOUT: the initial contents, restored before every run
-  std::size_t capacity = 0;         // bytes allocated
-  std::size_t count = 0;            // elements for the current config
-  std::size_t generated = 0;        // INPUT/INOUT: elements generated and uploaded
-  std::size_t host_generated = 0;   // INPUT/INOUT: elements generated into `host`
-  std::vector<unsigned char> host;  // INPUT/INOUT: generated data
-  std::vector<unsigned char> expected;
+  void* device = nullptr;          // what the kernel sees
+  void* pristine = nullptr;        // INOUT: the initial contents, restored before every run
+  std::size_t capacity = 0;        // bytes allocated
+  std::size_t count = 0;           // elements for the current config
+  std::size_t generated = 0;       // INPUT/INOUT: elements generated and uploaded
+  std::size_t host_generated = 0;  // INPUT/INOUT: elements generated into `host`
+  HostBytes host;                  // INPUT/INOUT: generated data
+  HostBytes expected;
   void* expected_device = nullptr;  // the reference on the GPU, for DeviceCompare
   std::size_t expected_device_bytes = 0;
   // OUTPUT/INOUT: page-locked host memory the output is downloaded into for checking, kept
@@ -53,7 +54,7 @@ struct Buffer {
   // comparison); empty where page-locked memory could not be had, then `download` serves.
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
-  std::vector<unsigned char> download;
+  HostBytes download;
   bool fetched = false;    // MeasureOptions::fetch_outputs: the caller checks it, not the worker
   bool unchecked = false;  // the kernel's outputs are not checked (KernelSpec::unchecked)
   bool checked() const {
@@ -122,6 +123,10 @@ class Worker {
   std::optional<std::string> verify_buffer(Buffer& b);
   std::optional<std::string> verify_on_host(Buffer& b);
   void upload_reference();
+  // Copies `bytes` of pageable host memory to the GPU and waits: large copies go through two
+  // page-locked slots, filled on several threads while the other slot is on its way (a pageable
+  // cudaMemcpy copies into the driver's staging memory on one thread).
+  void upload(void* device, const void* host, std::size_t bytes, const char* what);
   int launches_per_sample(double first_ms, bool flush) const;
   bool needs_flush() const;
   void flush_l2();
@@ -158,6 +163,8 @@ class Worker {
   std::unique_ptr<GpuClocks> clocks_;  // null without NVML
   std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
   std::map<std::string, double> startup_;          // seconds of each step of the constructor
+  struct Staging;                                  // upload()'s page-locked slots
+  std::unique_ptr<Staging, void (*)(Staging*)> staging_{nullptr, nullptr};
   // The buffer counts the constructor's host reference was made for (empty: none pending).
   std::vector<std::size_t> host_reference_sizes_;
   bool dead_ = false;
