@@ -111,20 +111,21 @@ for step in $steps; do
       # with everything on, then with one change switched off, then with all off (as before);
       # no-reorder: brute force measured in the queue's order instead of as compilations finish;
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
-      # processes at the tuner's priority instead of below it.
+      # processes at the tuner's priority instead of below it; niceN: at nice N.
+      # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
         case $variant in
           on) env_set=() ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
           no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; no-reorder) env_set=(KTUNE_OUT_OF_ORDER=0) ;;
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
-          no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;;
+          no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab
-        env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config configs/reduce-kt270.toml \
-          --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab.db --no-reuse --retime-top 0 --json \
+        env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config ${KTUNE_AB_CONFIG:-configs/reduce-kt270.toml} \
+          --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab-$i.db --no-reuse --retime-top 0 --json \
           >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
         log "compile-ab $variant: rc=$?"
         runs+=("$i-$variant=$out/ab-$i-$variant.json")

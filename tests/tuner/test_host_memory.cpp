@@ -26,11 +26,12 @@ TEST(HostMemory, SlicesCoverTheRangeOnceInOrder) {
     std::mutex m;
     std::set<std::pair<std::size_t, std::size_t>> ranges;
     std::set<std::size_t> ids;
-    const std::size_t count = parallel_slices(n, 1000, [&](std::size_t p, std::size_t b, std::size_t e) {
-      std::lock_guard lock(m);
-      ranges.insert({b, e});
-      ids.insert(p);
-    });
+    const std::size_t count =
+        parallel_slices(n, 1000, [&](std::size_t p, std::size_t b, std::size_t e) {
+          std::lock_guard lock(m);
+          ranges.insert({b, e});
+          ids.insert(p);
+        });
     EXPECT_EQ(count, ranges.size()) << n;
     EXPECT_LE(count, kMaxSlices);
     EXPECT_EQ(ids.size(), count);
@@ -50,7 +51,8 @@ TEST(HostMemory, SlicesCoverTheRangeOnceInOrder) {
 TEST(HostMemory, CopyAndSetOfManySlicesMatchMemcpyAndMemset) {
   const std::size_t bytes = (std::size_t{40} << 20) + 7;  // five slices and a ragged end
   HostBytes src(bytes), dst(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+  for (std::size_t i = 0; i < bytes; ++i)
+    src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
   parallel_copy(dst.data(), src.data(), bytes);
   EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0);
   parallel_set(dst.data() + 5, 0xA5, bytes - 10);

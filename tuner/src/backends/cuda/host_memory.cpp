@@ -9,7 +9,8 @@ namespace ktune::worker {
 
 std::size_t parallel_slices(std::size_t n, std::size_t min_slice,
                             const std::function<void(std::size_t, std::size_t, std::size_t)>& fn) {
-  const std::size_t threads = std::max(1u, std::min<unsigned>(kMaxSlices, std::thread::hardware_concurrency()));
+  const std::size_t threads =
+      std::max(1u, std::min<unsigned>(kMaxSlices, std::thread::hardware_concurrency()));
   const std::size_t slice = std::max<std::size_t>({min_slice, 1, (n + threads - 1) / threads});
   const std::size_t count = n == 0 ? 0 : (n + slice - 1) / slice;
   if (count <= 1) {

@@ -40,8 +40,8 @@ using HostBytes = std::vector<unsigned char, DefaultInitAllocator<unsigned char>
 constexpr std::size_t kMaxSlices = 16;
 
 // Calls fn(slice, begin, end) for the slices of [0, n), each at least `min_slice` long, at most
-// kMaxSlices (or the machine's threads), on their own threads; a range of one slice runs on the caller's.
-// Returns the number of slices.
+// kMaxSlices (or the machine's threads), on their own threads; a range of one slice runs on the
+// caller's. Returns the number of slices.
 std::size_t parallel_slices(std::size_t n, std::size_t min_slice,
                             const std::function<void(std::size_t, std::size_t, std::size_t)>& fn);
 
