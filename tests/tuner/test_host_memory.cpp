@@ -73,21 +73,6 @@ TEST(HostMemory, GrownBytesKeepWhatTheyHad) {
   EXPECT_EQ(b, HostBytes({0, 0, 0, 0}));
 }
 
-TEST(HostMemory, LargeBytesComeFromTheirOwnMappingAndKeepTheirContents) {
-  const std::size_t big = kLargeAllocation + 12345;
-  HostBytes b(big, 3);
-  EXPECT_EQ(std::count(b.begin(), b.end(), 3), static_cast<long>(big));
-  b.resize(2 * big);  // a new mapping; the old contents move over, the old mapping is freed
-  EXPECT_EQ(std::count(b.begin(), b.begin() + static_cast<long>(big), 3), static_cast<long>(big));
-  parallel_set(b.data() + big, 9, big);
-  EXPECT_EQ(b.back(), 9);
-  HostBytes small(100, 1);  // below the threshold: the ordinary allocator
-  b = small;
-  EXPECT_EQ(b, small);
-  b.shrink_to_fit();
-  EXPECT_EQ(b.size(), 100u);
-}
-
 // One element of all-`byte` bytes at index `at` of n elements of `elem` bytes; the other bytes
 // are 0-6, never a pattern.
 HostBytes with_pattern_at(std::size_t n, std::size_t elem, std::size_t at, unsigned char byte) {

@@ -1,13 +1,8 @@
 // Host memory of the GPU worker (host_memory.h).
 #include "backends/cuda/host_memory.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
-#include <string>
 #include <thread>
 
 namespace ktune::worker {
@@ -29,21 +24,6 @@ std::size_t parallel_slices(std::size_t n, std::size_t min_slice,
   for (auto& t : pool) t.join();
   return count;
 }
-
-void* allocate_large(std::size_t bytes) {
-  static const bool huge = [] {
-    const char* v = std::getenv("KTUNE_HUGE_PAGES");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (huge) (void)madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages serve
-#endif
-  return p;
-}
-
-void free_large(void* p, std::size_t bytes) noexcept { munmap(p, bytes); }
 
 namespace {
 constexpr std::size_t kByteSlice = std::size_t{8} << 20;  // below 8 MiB a thread costs more

@@ -13,15 +13,8 @@
 
 namespace ktune::worker {
 
-// Memory of at least kLargeAllocation bytes comes straight from mmap, marked for transparent
-// huge pages where the kernel offers them (madvise): a 1 GiB buffer is then touched in 512
-// faults instead of 262,144. KTUNE_HUGE_PAGES=0 leaves them out (for A/B runs).
-constexpr std::size_t kLargeAllocation = std::size_t{32} << 20;
-void* allocate_large(std::size_t bytes);  // throws std::bad_alloc
-void free_large(void* p, std::size_t bytes) noexcept;
-
 // An allocator whose value-less construct leaves the element uninitialised, so that resize()
-// of a vector of bytes costs no pass over the memory; large blocks as allocate_large() says.
+// of a vector of bytes costs no pass over the memory.
 template <typename T>
 struct DefaultInitAllocator : std::allocator<T> {
   template <typename U>
@@ -31,16 +24,6 @@ struct DefaultInitAllocator : std::allocator<T> {
   DefaultInitAllocator() = default;
   template <typename U>
   DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    if (n * sizeof(T) >= kLargeAllocation) return static_cast<T*>(allocate_large(n * sizeof(T)));
-    return std::allocator<T>::allocate(n);
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    if (n * sizeof(T) >= kLargeAllocation)
-      free_large(p, n * sizeof(T));
-    else
-      std::allocator<T>::deallocate(p, n);
-  }
   template <typename U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;
