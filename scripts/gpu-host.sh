@@ -142,14 +142,14 @@ for step in $steps; do
         | tee -a "$out/summary.txt" ;;
     copy-start)
       # copy's job (configs/copy.toml, 1 GiB buffers) with a fresh database: first with an empty
-      # compile cache (the figure of tuning its whole space), then three pairs on the warm cache
-      # with the worker's uploads through page-locked slots and as plain cudaMemcpy
-      # (KTUNE_STAGED_UPLOAD=0), alternating: the worker's start step by step.
+      # compile cache (the figure of tuning its whole space), then three pairs on the warm cache,
+      # as built and with $KTUNE_START_OFF set (default KTUNE_STAGED_UPLOAD=0: uploads as plain
+      # cudaMemcpy), alternating: the worker's start step by step.
       export KTUNE_CACHE_DIR=/tmp/ktune-cache-copy; rm -rf $KTUNE_CACHE_DIR
       runs=()
       for run in cold 1-on 1-off 2-on 2-off 3-on 3-off; do
-        staged=1; [ "${run#*-}" = off ] && staged=0
-        KTUNE_STAGED_UPLOAD=$staged timeout -s INT -k 20 $limit $ktune tune --config configs/copy.toml \
+        env_set=(KTUNE_UNUSED=0); [ "${run#*-}" = off ] && env_set=(${KTUNE_START_OFF:-KTUNE_STAGED_UPLOAD=0})
+        env "${env_set[@]}" timeout -s INT -k 20 $limit $ktune tune --config configs/copy.toml \
           --db /tmp/copy-start-$run.db --no-reuse --json >"$out/copy-start-$run.json" 2>"$out/copy-start-$run.err"
         log "copy-start $run: rc=$?"; runs+=("$run=$out/copy-start-$run.json")
       done
