@@ -58,8 +58,9 @@ po::options_description bench_options() {
       "output,o", po::value<std::string>()->value_name("FILE"),
       "also write the results as JSON to FILE")(
       "transfer", po::value<std::size_t>()->implicit_value(kTransferTopK)->value_name("K"),
-      "leave one GPU out: warm-start each space with the top K of the consensus ranking of the "
-      "other recordings of its kernel (K as `tune --warm-start` takes it when not given)");
+      "leave one GPU out: open each run with K evaluations of the transfer from the other "
+      "recordings of its kernel, then the strategy (K as `tune --warm-start` takes it when not "
+      "given)");
   opts.add(own).add(plugin_options()).add(output_options());
   return opts;
 }
@@ -164,11 +165,10 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
   return out;
 }
 
-// Leave one GPU out: each space is warm-started from the other recordings of its kernel and
-// named after them; a space whose kernel has no other recording is left out, one whose
-// warm start cannot be made is reported and left out (`failed`).
-std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose,
-                                        std::vector<SpaceFailure>& failed) {
+// Leave one GPU out: each space's runs open with a transfer from the other recordings of its
+// kernel (TransferSearch, k evaluations), and the space is named after them; a space whose
+// kernel has no other recording is left out.
+std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose) {
   std::vector<BenchSpace> out;
   // Kernels and names first: each space is moved out below.
   std::vector<std::string> kernels, spaces;
@@ -192,13 +192,8 @@ std::vector<BenchSpace> transfer_spaces(Spaces in, std::size_t k, bool verbose,
       continue;
     }
     space.name = fmt::format("{} <- {}", space.name, fmt::join(names, "+"));
-    try {
-      space.warm_start = consensus_top(*space.space, from, k);
-    } catch (const std::exception& e) {
-      failed.push_back({space.name, e.what()});
-      report_failure(failed.back());
-      continue;
-    }
+    space.transfer = std::move(from);
+    space.transfer_opening = k;
     out.push_back(std::move(space));
   }
   return out;
@@ -245,7 +240,7 @@ int cmd_bench_strategies(const std::vector<std::string>& args) {
   const std::size_t unread = failed.size();
   std::vector<BenchSpace> spaces =
       vm.count("transfer")
-          ? transfer_spaces(std::move(read), vm["transfer"].as<std::size_t>(), !quiet, failed)
+          ? transfer_spaces(std::move(read), vm["transfer"].as<std::size_t>(), !quiet)
           : std::move(read.spaces);
   if (spaces.empty() && failed.size() == unread)
     throw Error(ErrorKind::kUsage,

@@ -120,7 +120,8 @@ po::options_description tune_options() {
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
       "warm-start",
-      "start from what this kernel's trials stored for other devices/problems rank best")(
+      "open the search with a transfer from this kernel's trials stored for other "
+      "devices/problems")(
       "warm-start-from", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
       "also rank by this recording of the kernel on another GPU (Kernel Tuner cache or ktune "
       "database; repeatable; implies --warm-start)")(

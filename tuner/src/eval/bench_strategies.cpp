@@ -165,13 +165,15 @@ BenchRun run_strategy(const BenchSpace& space, Strategy& s, std::uint64_t seed,
                       std::uint64_t evaluations, const BenchOptions& options) {
   BenchRun run;
   run.best.assign(evaluations, kNaN);
+  std::optional<TransferSearch> transfer;
   Strategy* strategy = &s;
+  if (!space.transfer.empty())
+    strategy = &transfer.emplace(s, space.transfer, space.transfer_opening);
   StrategyContext context;
   context.space = space.space.get();
   context.seed = seed;
   context.budget = evaluations;
   context.options = options.strategy_options;
-  context.warm_start = space.warm_start;
   strategy->start(context);
 
   std::vector<std::uint8_t> seen(space.configs.size(), 0);

@@ -13,6 +13,7 @@
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -95,7 +96,7 @@ class TuningRun {
         space_(instance.space()),
         backend_(backend),
         store_(store),
-        strategy_(strategy),
+        strategy_(&strategy),
         options_(options),
         pool_(pool),
         progress_(progress),
@@ -138,9 +139,15 @@ class TuningRun {
     context.options = options_.strategy_options;
     context.part = options_.part;
     context.parts = options_.parts;
-    if (options_.warm_start) context.warm_start = warm_start_configs();
-    for (const Config& c : context.warm_start) warm_keys_.insert(space_.key(c));
-    strategy_.start(context);  // rejects bad options before the run is registered
+    if (options_.warm_start) {
+      std::vector<TransferSource> sources = options_.transfer;
+      for (auto& s : stored_sources()) sources.push_back(std::move(s));
+      if (!sources.empty()) {
+        transfer_.emplace(*strategy_, std::move(sources), options_.warm_start_top);
+        strategy_ = &*transfer_;
+      }
+    }
+    strategy_->start(context);  // rejects bad options before the run is registered
     compile_busy_start_ = pool_ ? pool_->busy_seconds() : 0;
 
     progress_state_.total = std::min<std::uint64_t>(
@@ -175,26 +182,6 @@ class TuningRun {
         s.times.push_back(t.status == TrialStatus::kOk ? t.time_ms : std::nan(""));
       }
       out.push_back(std::move(s));
-    }
-    return out;
-  }
-
-  // The top of the consensus ranking over the given recordings and the stored trials of other
-  // devices and problems, then the best configurations stored for those that are valid
-  // configurations of this space, once each.
-  std::vector<Config> warm_start_configs() const {
-    std::vector<TransferSource> sources = options_.transfer;
-    for (auto& s : stored_sources()) sources.push_back(std::move(s));
-    std::vector<Config> out = consensus_top(space_, sources, options_.warm_start_top);
-    for (const BestRecord& b : store_.bests(instance_.kernel().name)) {
-      if (b.device_id == ids_.device && b.problem_id == ids_.problem) continue;
-      try {
-        const Config c = space_.parse_key(b.trial.config_key);
-        if (space_.is_valid(c) && std::find(out.begin(), out.end(), c) == out.end())
-          out.push_back(c);
-      } catch (const Error&) {
-        // A best from another version of the space may not exist in this one.
-      }
     }
     return out;
   }
@@ -236,7 +223,7 @@ class TuningRun {
         options_.lookahead
             ? options_.lookahead
             : std::max<std::size_t>(
-                  8, (strategy_.fixed_order() && pool_ ? kFixedOrderBatch : 4) * threads);
+                  8, (strategy_->fixed_order() && pool_ ? kFixedOrderBatch : 4) * threads);
     const std::size_t depth = std::max<std::size_t>(1, backend_.pipeline_depth());
     for (;;) {
       beat();
@@ -258,7 +245,7 @@ class TuningRun {
       if (!in_flight_.empty()) {
         collect();
       } else if (queue_.empty() &&
-                 (strategy_.exhausted() || (silent && silent_asks_ >= kSilentAsks))) {
+                 (strategy_->exhausted() || (silent && silent_asks_ >= kSilentAsks))) {
         // Nothing outstanding and nothing more to propose. A strategy that had nothing to
         // propose before answers from the database were told (a resumed run's whole batch)
         // is asked again, and so is one that proposed nothing this time (a sampler whose
@@ -283,11 +270,11 @@ class TuningRun {
   // Asks the strategy for more until `lookahead` configurations are queued and starts their
   // compilations; true when the strategy has nothing to propose for now.
   bool fill_queue(std::size_t lookahead) {
-    bool starved = strategy_.exhausted();
+    bool starved = strategy_->exhausted();
     // Room for fewer than a batch while work is queued: wait for more room.
-    const std::size_t batch = std::min(strategy_.ask_batch(), lookahead);
+    const std::size_t batch = std::min(strategy_->ask_batch(), lookahead);
     if (!queue_.empty() && lookahead - std::min(lookahead, queue_.size()) < batch) return starved;
-    while (queue_.size() < lookahead && !strategy_.exhausted()) {
+    while (queue_.size() < lookahead && !strategy_->exhausted()) {
       const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
       const std::uint64_t left =
           options_.budget.evaluations > committed ? options_.budget.evaluations - committed : 0;
@@ -295,7 +282,7 @@ class TuningRun {
           static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue_.size(), left));
       if (want == 0) break;
       const auto a0 = Clock::now();
-      const std::vector<Config> configs = strategy_.ask(want);
+      const std::vector<Config> configs = strategy_->ask(want);
       summary_.strategy_seconds += seconds_since(a0);
       if (configs.empty()) {
         starved = true;
@@ -363,7 +350,7 @@ class TuningRun {
   // backend (from the database, invalid, failed to compile) are recorded here.
   void feed_backend(std::size_t depth) {
     while (!queue_.empty() && in_flight_.size() < depth) {
-      if (strategy_.fixed_order() && out_of_order_) bring_ready_forward();
+      if (strategy_->fixed_order() && out_of_order_) bring_ready_forward();
       if (queue_.front().busy && !wait_for_claim()) break;
       Pending& p = queue_.front();
       // A duplicate proposed earlier in this run may have been measured since it was queued.
@@ -477,8 +464,9 @@ class TuningRun {
       ++summary_.from_database;
     } else {
       t = measured_trial(instance_, p.config, device_.arch, *m, c);
-      t.kind = warm_keys_.count(p.key) && !told_keys_.count(p.key) ? TrialKind::kWarmStart
-                                                                   : TrialKind::kSearch;
+      t.kind = transfer_ && transfer_->from_opening(p.config) && !told_keys_.count(p.key)
+                   ? TrialKind::kWarmStart
+                   : TrialKind::kSearch;
       ensure_registered();
       ids_.stamp(t);
       const auto s0 = Clock::now();
@@ -494,7 +482,7 @@ class TuningRun {
     // budget; after max_repeats_ repeats in a row the run ends.
     repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
     const auto t1 = Clock::now();
-    strategy_.tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
+    strategy_->tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
     summary_.strategy_seconds += seconds_since(t1);
     if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
     ++summary_.trials;
@@ -650,7 +638,8 @@ class TuningRun {
   const SearchSpace& space_;
   Backend& backend_;
   Store& store_;
-  Strategy& strategy_;
+  Strategy* strategy_;                      // the caller's, or transfer_ around it
+  std::optional<TransferSearch> transfer_;  // --warm-start: the transfer opening
   const TuneOptions& options_;
   CompilePool* pool_;
   const ProgressFn& progress_;
@@ -671,7 +660,6 @@ class TuningRun {
   const bool out_of_order_ = compile_environment().out_of_order;
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
   std::set<std::string> told_keys_;
-  std::set<std::string> warm_keys_;
   std::uint64_t repeats_ = 0;
   static constexpr int kSilentAsks = 4;
   int silent_asks_ = 0;  // asks in a row that proposed nothing and were followed by no tell

@@ -16,6 +16,7 @@
 #include "ktune/replay.h"
 #include "ktune/space.h"
 #include "ktune/strategy.h"
+#include "ktune/transfer.h"
 
 namespace ktune {
 
@@ -33,8 +34,9 @@ struct BenchSpace {
   std::vector<Outcome> outcomes;  // per config; missing from the recording: invalid
   std::unordered_map<Config, std::size_t, ConfigHash> index;
   std::vector<std::string> notes;
-  // Proposed first in every run (StrategyContext::warm_start): transfer from other recordings.
-  std::vector<Config> warm_start;
+  // Transfer from other recordings: every run opens with TransferSearch over these.
+  std::vector<TransferSource> transfer;
+  std::size_t transfer_opening = kTransferTopK;
 
   // Statistics over the ok outcomes (NaN when there is none).
   std::size_t ok_count() const;

@@ -36,9 +36,9 @@ struct TuneOptions {
   // Trials already in the database for this kernel source, space, device and problem are
   // answered from there instead of being measured again (resume, duplicates).
   bool reuse = true;
-  // Seed the search with what other devices or problems say (ktune/transfer.h): the top
-  // `warm_start_top` of the consensus ranking over `transfer` and over this kernel's trials
-  // stored for other devices and problems, then the stored bests of those.
+  // Start the search from what other devices or problems say (ktune/transfer.h): a transfer
+  // opening of `warm_start_top` evaluations (TransferSearch) over `transfer` and this kernel's
+  // trials stored for other devices and problems, then the strategy from there.
   bool warm_start = false;
   std::vector<TransferSource> transfer;  // recordings given with --warm-start-from
   std::size_t warm_start_top = kTransferTopK;
