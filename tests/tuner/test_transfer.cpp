@@ -126,6 +126,22 @@ TEST(Transfer, TheOpeningFollowsTheSourceThatResemblesTheNewDevice) {
   }
 }
 
+TEST(Transfer, ASingleSourcesRankingTakesTurnsWithTheClimb) {
+  // One source (another problem size, say): fastest at (2, 2), second at (7, 7), then by
+  // distance from (2, 2). The new problem is fastest at (7, 7). Nothing to race: after the
+  // favourite, the climb around it and the source's next in rank alternate, so (7, 7) comes
+  // third instead of after the whole neighbourhood of (2, 2).
+  TransferSource s = bowl(2, 2);
+  for (std::size_t r = 0; r < s.configs.size(); ++r)
+    if (s.configs[r] == ints({7, 7})) s.times[r] = 1.5;
+  const auto got = proposals(grid_space(), {s}, 10, 10, [](const Config& c) {
+    return c == Config{7, 7} ? 0.5 : 10.0 - 0.1 * c[0];
+  });
+  ASSERT_EQ(got.size(), 10u);
+  EXPECT_EQ(got[0], (Config{2, 2}));
+  EXPECT_EQ(got[2], (Config{7, 7}));
+}
+
 TEST(Transfer, TheInnerSearchGetsTheRestAndNeverMeasuresTheOpeningAgain) {
   // Brute force after an opening of 12: it proposes all 100 configurations, the opening's 12
   // are answered from the opening, so the 100 evaluations are 100 different configurations.

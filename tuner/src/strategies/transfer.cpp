@@ -137,16 +137,25 @@ struct TransferSearch::State {
     return pick;
   }
 
-  // One step of `arm`: near its best, else its next in rank, else the consensus's next.
-  std::optional<Config> step(std::size_t arm) {
+  bool single_source = false;    // the consensus is the source's own ranking
+  std::uint64_t last_steps = 0;  // taken by the last arm standing
+  // One step of `arm`: near its best, else its next in rank, else the consensus's next;
+  // `rank_first`: its next in rank first.
+  std::optional<Config> step(std::size_t arm, bool rank_first = false) {
+    if (rank_first)
+      if (auto c = next_in_rank(arm)) return c;
     if (arms[arm].best)
       for (int radius : {1, 2})
         if (auto c = nearest(arm, *arms[arm].best, radius)) return c;
-    for (std::size_t a : {arm, std::size_t{0}}) {
-      Arm& x = arms[a];
-      while (x.next < x.order.size() && used(universe[x.order[x.next]])) ++x.next;
-      if (x.next < x.order.size()) return universe[x.order[x.next]];
-    }
+    if (auto c = next_in_rank(arm)) return c;
+    return next_in_rank(0);
+  }
+
+  // The configuration `arm` ranks best among those not measured yet.
+  std::optional<Config> next_in_rank(std::size_t arm) {
+    Arm& x = arms[arm];
+    while (x.next < x.order.size() && used(universe[x.order[x.next]])) ++x.next;
+    if (x.next < x.order.size()) return universe[x.order[x.next]];
     return std::nullopt;
   }
 
@@ -178,7 +187,9 @@ struct TransferSearch::State {
     }
     if (phase == Phase::kLast) {
       if (alive.empty()) return false;
-      if (auto c = step(alive[0])) propose(alive[0], *c);
+      // With one source there is no race: its ranking's next and the climb take turns.
+      const bool next_in_rank = single_source && ++last_steps % 2 == 0;
+      if (auto c = step(alive[0], next_in_rank)) propose(alive[0], *c);
       return !planned.empty();
     }
     --steps_left;
@@ -228,6 +239,7 @@ void TransferSearch::start(const StrategyContext& context) {
                      [&](std::size_t a, std::size_t b) { return arm.score[a] < arm.score[b]; });
   }
   for (std::size_t a = 0; a < s.arms.size(); ++a) s.alive.push_back(a);
+  s.single_source = ranks.size() == 1;
   s.opening = std::min<std::uint64_t>(opening_, context.budget);
   if (s.universe.empty() || s.opening == 0) s.phase = State::Phase::kInner;
 }

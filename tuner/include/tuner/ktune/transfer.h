@@ -37,7 +37,8 @@ constexpr std::size_t kTransferTopK = 20;
 // then, in rounds, the slower half of the arms (by the best time each has found on this device)
 // drops out, and each arm left takes 1, 2, 4, ... steps: the configuration it ranks best among
 // the unmeasured ones at most one parameter (else two) away from its own best so far, else its
-// next in rank. The last arm standing spends what is left of the opening. Then `inner` starts
+// next in rank. The last arm standing spends what is left of the opening (with a single source,
+// where there is nothing to race, its next in rank and its climb take turns). Then `inner` starts
 // afresh with the rest of the budget; a configuration the opening measured that it proposes is
 // answered from the opening's result, not measured again. The opening is deterministic and
 // knows nothing of GPUs, vendors or kernels, only parameter values and times. Measured leaving
