@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The strategy benchmark in CI's time (docs/strategies.md#measurements): `ktune bench-strategies`
 # on the recordings shipped in db/recordings (ktune's own kernels on an H100 and an H200, spaces
-# the default was not chosen on), 5 seeds, the default and its rivals. Fails when a strategy
-# leaves a space out or `auto` ends below 0.98 of the optimum at 200 evaluations on average.
+# the default was not chosen on), 5 seeds, the default and its rivals; then the transfer
+# between the two GPUs that recorded the same kernel. Fails when a strategy leaves a space out,
+# `auto` ends below 0.98 of the optimum at 200 evaluations on average, or the transfer is below
+# 0.95 after 20.
 #
 #   scripts/bench-strategies-quick.sh KTUNE [OUT.json]
 set -euo pipefail
@@ -42,4 +44,18 @@ if auto < 0.98:
 if bad:
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
+PY
+# Transfer (leave one GPU out) on the kernels recorded on two GPUs: the opening and the search
+# after it, 3 seeds. Fails below 0.95 of the optimum after 20 evaluations on average.
+transfer=$(dirname "$out")/bench-strategies-transfer.json
+"$ktune" bench-strategies --transfer --strategies auto --seeds 3 --budgets 10,20,200 \
+  -o "$transfer" --replay "$root"/db/recordings/soa_aos-*.json.gz >/dev/null
+python3 - "$transfer" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+overall = [r for r in d["results"] if r["space"] == "overall"][0]
+at20 = overall["fractions"][1]["fraction"]
+print(f"transfer: {at20:.3f} of the optimum after 20 evaluations, mean over {len(d['spaces'])} GPUs")
+if len(d["spaces"]) < 2 or at20 < 0.95:
+    sys.exit(f"transfer: {len(d['spaces'])} spaces, {at20:.3f} after 20 (at least 0.95 expected)")
 PY
