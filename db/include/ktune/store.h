@@ -37,7 +37,7 @@ std::optional<RunStatus> run_status_from_string(std::string_view name);
 enum class TrialKind : int {
   kSearch = 0,     // proposed by the strategy and measured (or replayed) for the search
   kRetime = 1,     // the final interleaved re-timing of the leaders
-  kWarmStart = 2,  // a best from another device or problem, tried first (--warm-start)
+  kWarmStart = 2,  // proposed by the transfer opening (--warm-start, ktune/transfer.h)
 };
 std::string_view to_string(TrialKind kind);  // "search", "retime", "warm_start"
 std::optional<TrialKind> trial_kind_from_int(int value);
