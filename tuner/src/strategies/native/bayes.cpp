@@ -71,7 +71,7 @@ class GaussianProcessSearch final : public NativeStrategy {
 
  protected:
   void configure(OptionReader& options) override {
-    sample_ = options.count("sample", 5, 1, 1u << 20);
+    sample_ = options.count("sample", 1, 1, 1u << 20);
     lengthscale_ = options.number("lengthscale", 1.0, 1e-3, 1e3);
     additive_ = options.number("additive", 0.8, 0.0, 1.0);
     add_lengthscale_ = options.number("additive_lengthscale", 0.3, 1e-3, 1e3);
@@ -369,7 +369,7 @@ class GaussianProcessSearch final : public NativeStrategy {
   }
 
   // Options.
-  std::uint64_t sample_ = 5;
+  std::uint64_t sample_ = 1;
   double lengthscale_ = 1.0;
   double additive_ = 0.8, add_lengthscale_ = 0.3;
   std::string kernel_ = "matern52";
