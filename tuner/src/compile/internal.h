@@ -25,8 +25,6 @@ const std::vector<std::pair<std::string_view, int CompiledResources::*>>& resour
 // Whether compile processes start with the pool and warm NVRTC before their first request (on
 // unless KTUNE_COMPILE_WARMUP=0, the switch that measures what it gives: docs/measuring.md).
 bool compile_warmup_enabled();
-// A switch of the environment: on unless set to "0".
-bool env_switch(const char* name);
 // Whether sources without #include compile with NVRTC's -minimal (on unless
 // KTUNE_NVRTC_MINIMAL=0): it skips most of NVRTC's built-in declarations, which halves the front
 // end's time, and gives byte-identical CUBINs (tests/compile/test_minimal.cpp).

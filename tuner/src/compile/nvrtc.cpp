@@ -10,6 +10,7 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
+#include "ktune/env.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -120,11 +121,6 @@ void check_arch(const std::string& arch) {
                                      nvrtc_version() + " supports " + list);
 }
 
-bool detail::env_switch(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string_view(v) != "0";
-}
-
 bool detail::compile_warmup_enabled() { return env_switch("KTUNE_COMPILE_WARMUP"); }
 
 void detail::warm_up_nvrtc() {
@@ -136,7 +132,7 @@ void detail::warm_up_nvrtc() {
   (void)compile(r);
 }
 
-bool detail::minimal_front_end_enabled() { return detail::env_switch("KTUNE_NVRTC_MINIMAL"); }
+bool detail::minimal_front_end_enabled() { return env_switch("KTUNE_NVRTC_MINIMAL"); }
 
 namespace {
 CompileResult compile_once(const CompileRequest& request);

@@ -13,6 +13,7 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
+#include "ktune/env.h"
 #include "ktune/error.h"
 #include "process/subprocess.h"
 
@@ -151,7 +152,7 @@ CompileEnvironment compile_environment() {
   e.niceness = static_cast<int>(bounded_env("KTUNE_COMPILE_NICE", 0, 19, e.niceness));
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
-  e.out_of_order = detail::env_switch("KTUNE_OUT_OF_ORDER");
+  e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
   return e;
 }
 

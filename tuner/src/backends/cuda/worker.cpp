@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <future>
 
@@ -15,6 +14,7 @@
 #include "backends/cuda/inputs.h"
 #include "backends/stats.h"
 #include "ktune/data_file.h"
+#include "ktune/env.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -374,10 +374,7 @@ struct Worker::Staging {
 };
 
 void Worker::upload(void* device, const void* host, std::size_t bytes, const char* what) {
-  static const bool staged = [] {
-    const char* v = std::getenv("KTUNE_STAGED_UPLOAD");  // 0: a plain cudaMemcpy (for A/B runs)
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool staged = env_switch("KTUNE_STAGED_UPLOAD");  // 0: a plain cudaMemcpy
   if (staged && bytes >= 2 * Staging::kSlot && !staging_) {
     std::unique_ptr<Staging, void (*)(Staging*)> s(new Staging, &Staging::destroy);
     if (cudaMallocHost(reinterpret_cast<void**>(&s->slots), 2 * Staging::kSlot) == cudaSuccess &&
