@@ -15,8 +15,6 @@
 //              multiple of 4, the point, the planes above and below and the y neighbours move as
 //              float4 (one 16-byte access for four points; only the x neighbours at the ends are
 //              single floats), else one float at a time. A quarter of the memory instructions.
-//   vector2d   as vector, for ROWS rows per thread: ROWS + 2 row loads per plane instead of
-//              3 ROWS, and the x neighbours at the ends by warp shuffle.
 // Plane offsets are 64-bit: nx * ny * nz may exceed 2^31.
 
 #ifndef KTUNE_LAUNCH_BOUNDS
@@ -144,102 +142,7 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
 #pragma unroll
     for (int j = 0; j < 4; ++j) below[j] = here[j], here[j] = above[j];
   }
-#elif VARIANT_VECTOR2D
-  // As vector, for ROWS consecutive rows per thread (y0 .. y0 + ROWS - 1): each step loads the
-  // next plane's ROWS + 2 rows (the thread's own and one above and below them, its y neighbours
-  // on the following step) instead of three rows per output row, and the x neighbours at the
-  // ends of the four points come from the neighbouring lanes by warp shuffle (the warp's first
-  // and last lanes load theirs). A warp is one row of threads (BLOCK_SIZE_X is a multiple of
-  // 32), so lanes past the end of a row stay in the loop for the shuffles but load and store
-  // nothing.
-  constexpr int R = ROWS;
-  const int x0 = (blockIdx.x * BLOCK_SIZE_X + threadIdx.x) * 4;
-  const int y0 = (blockIdx.y * BLOCK_SIZE_Y + threadIdx.y) * R;
-  if (y0 >= ny) return;  // the whole warp
-  const bool active = x0 < nx;
-  const bool fast = nx % 4 == 0;
-  const int lane = threadIdx.x % 32;
-  constexpr unsigned kAll = 0xffffffffu;
-  // Row y of the plane at offset `at` (at: that plane's start + x0); zero outside the grid.
-  const auto load_row = [&](long long at, int yy, float(&r)[4]) {
-    if (!active || yy < 0 || yy >= ny) {
-      r[0] = r[1] = r[2] = r[3] = 0.0f;
-    } else if (fast) {
-      const float4 t = *reinterpret_cast<const float4*>(in + at + static_cast<long long>(yy) * nx);
-      r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
-    } else {
-      const long long k = at + static_cast<long long>(yy) * nx;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) r[j] = x0 + j < nx ? in[k + j] : 0.0f;
-    }
-  };
-  long long p = z_begin * plane + x0;  // start of plane z, plus x0
-  float below[R][4], here[R + 2][4], above[R + 2][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (z_begin > 0) {
-      load_row(p - plane, y0 + r, below[r]);
-    } else {
-      below[r][0] = below[r][1] = below[r][2] = below[r][3] = 0.0f;
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R + 2; ++r) load_row(p, y0 - 1 + r, here[r]);
-  for (int z = z_begin; z < z_end; ++z, p += plane) {
-#pragma unroll
-    for (int r = 0; r < R + 2; ++r) {
-      if (z + 1 < nz) {
-        load_row(p + plane, y0 - 1 + r, above[r]);
-      } else {
-        above[r][0] = above[r][1] = above[r][2] = above[r][3] = 0.0f;
-      }
-    }
-    const bool interior_z = z > 0 && z < nz - 1;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int yy = y0 + r;
-      const float(&c)[4] = here[r + 1];
-      // Every lane shuffles (yy and z are the same across the warp).
-      float west = __shfl_up_sync(kAll, c[3], 1);
-      float east = __shfl_down_sync(kAll, c[0], 1);
-      if (yy >= ny) continue;
-      const long long i = p + static_cast<long long>(yy) * nx;
-      if (active && yy > 0 && yy < ny - 1 && interior_z) {
-        if (lane == 0) west = x0 > 0 ? in[i - 1] : 0.0f;
-        if (lane == 31) east = x0 + 4 < nx ? in[i + 4] : 0.0f;
-      }
-      float v[4] = {c[0], c[1], c[2], c[3]};
-      if (yy > 0 && yy < ny - 1 && interior_z) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int xj = x0 + j;
-          if (xj > 0 && xj < nx - 1) {
-            const float left = j == 0 ? west : c[j - 1];
-            const float right = j == 3 ? east : c[j + 1];
-            v[j] = c0 * c[j] + c1 * (left + right + here[r][j] + here[r + 2][j] + below[r][j] +
-                                     above[r + 1][j]);
-          }
-        }
-      }
-      if (!active) continue;
-      if (fast) {
-        *reinterpret_cast<float4*>(out + i) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (x0 + j < nx) out[i + j] = v[j];
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) below[r][j] = here[r + 1][j];
-#pragma unroll
-    for (int r = 0; r < R + 2; ++r)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) here[r][j] = above[r][j];
-  }
 #else
-#error "VARIANT must be naive, registers, shared, vector or vector2d"
+#error "VARIANT must be naive, registers, shared or vector"
 #endif
 }

@@ -1,7 +1,6 @@
 // Built-in kernel `stencil3d`: one sweep of a 7-point stencil over an fp32 3-D grid with the
 // lectures' z-marching kernels (kernels_src/stencil3d.cu): naive, register-pipelined, and
-// register-pipelined with a shared-memory plane or with four points per thread as float4 (on one
-// row, or on several rows with the x neighbours by warp shuffle).
+// register-pipelined with a shared-memory plane or with four points per thread as float4.
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -62,11 +61,9 @@ int stencil3d_reference(const ktune_reference_ctx* ctx, char* error, std::size_t
 const ktune_param_desc kParams[] = {
     {"block_size_x", "32, 64, 128, 256", "64", "threads per block along x"},
     {"block_size_y", "1, 2, 4, 8, 16", "4", "threads per block along y"},
-    {"variant", "\"naive\", \"registers\", \"shared\", \"vector\", \"vector2d\"", "\"shared\"",
+    {"variant", "\"naive\", \"registers\", \"shared\", \"vector\"", "\"shared\"",
      "naive: 7 global loads per point; registers: z-1/z/z+1 in registers; shared: and the plane in "
-     "shared memory; vector: as registers, 4 points along x per thread moved as float4; "
-     "vector2d: as vector for `rows` rows per thread, x neighbours by warp shuffle"},
-    {"rows", "1, 2, 4", "1", "vector2d: consecutive rows along y per thread"},
+     "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
     {"z_chunk", "16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
 };
@@ -74,8 +71,6 @@ const ktune_param_desc kParams[] = {
 const char* const kRestrictions[] = {
     // Chunks of nz or more planes are one chunk: keep only the smallest such value.
     "z_chunk == 16 or z_chunk // 2 < nz",
-    // Rows per thread belong to vector2d alone.
-    "rows == 1 or variant == 'vector2d'",
 };
 
 const ktune_problem_desc kProblem[] = {
@@ -110,10 +105,8 @@ const ktune_kernel_desc kStencil3d =
         .params(kParams)
         .restrictions(kRestrictions)
         .problem(kProblem)
-        // vector and vector2d: 4 points a thread along x; vector2d: `rows` rows a thread along y.
-        .grid(
-            "div_up(nx, block_size_x * (1 if variant in ['naive', 'registers', 'shared'] else 4))",
-            "div_up(ny, block_size_y * rows)", "div_up(nz, z_chunk)")
+        .grid("div_up(nx, block_size_x * (4 if variant == 'vector' else 1))",
+              "div_up(ny, block_size_y)", "div_up(nz, z_chunk)")  // vector: 4 points a thread
         .block("block_size_x", "block_size_y")
         .buffers(kBuffers)
         .args(kArgs)

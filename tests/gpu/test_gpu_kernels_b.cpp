@@ -192,21 +192,6 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
       }
     }
   }
-  // vector2d: rows per thread that do not divide ny (45) nor the block's rows, and lanes past
-  // the end of a row (nx = 77: 20 threads of a 32-lane row) that must still take part in the
-  // warp shuffles.
-  for (const char* rows : {"1", "2", "4"}) {
-    for (const auto& [bx, by] :
-         std::vector<std::pair<const char*, const char*>>{{"32", "1"}, {"32", "8"}, {"128", "2"}}) {
-      for (const char* chunk : {"16", "64"}) {
-        sets.push_back({{"variant", "vector2d"},
-                        {"rows", rows},
-                        {"block_size_x", bx},
-                        {"block_size_y", by},
-                        {"z_chunk", chunk}});
-      }
-    }
-  }
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 128}, {"ny", 64}, {"nz", 64}}, sets),
             static_cast<int>(sets.size()));
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 77}, {"ny", 45}, {"nz", 39}}, sets),
