@@ -860,7 +860,12 @@ STALE_SECONDS = 600
 def _abandoned(trial, now):
     """A running trial whose process is gone. Every worker writes ktune_worker while it holds the
     study's lock, so a running trial read under the lock without it was left by a process that
-    died inside its ask (or was not written by ktune)."""
+    died inside its ask (or was not written by ktune). Read without the lock, it may be another
+    worker's trial still being drawn: Optuna 3.1's Study.ask (optuna/study/study.py) creates the
+    trial before it suggests the parameters, JournalStorage.create_new_trial
+    (optuna/storages/_journal/storage.py) appends CREATE_TRIAL at once, which any reader's
+    get_all_trials replays, and the parameters and ktune_worker follow with the next append
+    (BatchedJournalStorage) or the release of the lock. So only Study.trials under the lock asks."""
     worker = trial.user_attrs.get("ktune_worker")
     if not worker:
         return True
@@ -1062,13 +1067,16 @@ class Study:
     def trials(self, first):
         out = []
         now = datetime.datetime.now()
+        # Abandonment is judged only under the study's lock (_abandoned); read without it, a
+        # running trial is reported running.
+        judge = self.shared and self.lock_.depth > 0
         for t in self.study.get_trials(deepcopy=False):
             if t.number < first:
                 continue
             state = int(t.state)
             # Another worker's trial whose process is gone: reported as ABANDONED (5), so its
             # configuration is free to measure again.
-            if self.shared and t.state == TrialState.RUNNING and t.number not in self.asked:
+            if judge and t.state == TrialState.RUNNING and t.number not in self.asked:
                 if _abandoned(t, now):
                     state = 5
             has = all(name in t.params for name in self.names)

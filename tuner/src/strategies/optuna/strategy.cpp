@@ -338,7 +338,8 @@ struct OptunaStrategy::Impl {
               },
               &ctx, &error),
           error);
-    // Running trials are read again next time: they may have finished by then.
+    // Running trials are read again next time: they may have finished by then. Abandoned ones
+    // are not (their process is gone), which holds only for a read under the study's lock.
     synced = std::min(ctx.next, ctx.first_running);
   }
 
@@ -576,8 +577,13 @@ void OptunaStrategy::start(const StrategyContext& context) {
   const std::vector<KtuneOptunaParam> params = m.index_space();
   m.reset_order(context);
   m.create_study(context, options, params);
-  // A continued or shared study: what it already knows is not proposed to the loop again.
+  // A continued or shared study: what it already knows is not proposed to the loop again. A
+  // shared study is read under its lock, as ask() reads it: without the lock, another worker's
+  // trial still being drawn (created, its parameters and ktune_worker not yet written) would
+  // read as abandoned, and sync() would never read it again, nor learn what it measures.
   m.synced = 0;
+  std::optional<Impl::Locked> locked;
+  if (m.shared) locked.emplace(m);
   m.sync();
 }
 
