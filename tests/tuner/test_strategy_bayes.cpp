@@ -1,7 +1,7 @@
 // The `bayes` strategy beyond the shared contract (test_strategy_conformance.cpp runs its first
 // stage): the hand-over to every second stage without a configuration proposed twice, under a
-// lookahead and out-of-order tells; determinism across the hand-over; options checked; and the
-// model doing its job on a smooth space.
+// lookahead and out-of-order tells; determinism across the hand-over; options checked; the
+// model doing its job on a smooth space, and with its kernel fitted, on a comb.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -132,11 +132,60 @@ TEST(BayesStrategy, TheModelFindsTheOptimumOfASmoothSpaceQuickly) {
   }
 }
 
+// Four parameters of ten values: a bowl in p1 to p3, and in p0 a comb (even values three times
+// faster than odd ones), so that p0's neighbouring values say nothing about each other; the
+// fastest at (6, 7, 4, 2).
+const RecordedSpace& comb() {
+  static const RecordedSpace r =
+      test::synthetic_space("comb", 4, 10, [](const Config& c) -> std::optional<double> {
+        const auto at = [&](std::size_t p, double v) { return static_cast<double>(c[p]) - v; };
+        const double teeth = (c[0] % 2 == 0 ? 1.0 : 3.0) + 0.02 * std::fabs(at(0, 6));
+        return teeth *
+               (1.0 + 0.1 * (at(1, 7) * at(1, 7) + at(2, 4) * at(2, 4) + at(3, 2) * at(3, 2)));
+      });
+  return r;
+}
+
+TEST(BayesStrategy, FittingEachParametersWidthFindsTheOptimumOfACombQuickly) {
+  // 10,000 configurations. The fixed kernel takes p0 for smooth and misses the optimum within
+  // 80 evaluations for 3 of these 10 seeds; fitted per parameter, p0's width goes to "the same
+  // value or not" and every seed finds it within 35 (13 to 33 when this was written).
+  for (const std::uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+    DriveOptions o;
+    o.seed = seed;
+    o.budget = 35;
+    o.lookahead = 1;
+    o.options = {{"fit", "5"}, {"fit_each", "1"}};
+    const Trace t = run(comb(), o);
+    ASSERT_TRUE(t.best_ms.has_value());
+    EXPECT_EQ(t.best_key, comb().optimum) << "seed " << seed << ": best " << *t.best_ms;
+  }
+}
+
+TEST(BayesStrategy, AFittedKernelStillProposesNothingTwiceAndIsDeterministic) {
+  // The shape is refitted as results arrive, under a lookahead and out-of-order tells: the model
+  // is rebuilt with the outstanding proposals at their believed times.
+  DriveOptions o;
+  o.budget = 120;
+  o.lookahead = 8;
+  o.order = TellOrder::kShuffled;
+  o.seed = 3;
+  o.options = {{"fit", "5"}, {"fit_each", "1"}, {"fit_range", "2"}, {"switch", "80"}};
+  const Trace a = run(subset(), o);
+  const Trace b = run(subset(), o);
+  EXPECT_EQ(a.invalid, 0u);
+  EXPECT_FALSE(a.stalled);
+  EXPECT_EQ(a.told, o.budget);
+  EXPECT_EQ(a.distinct.size(), a.asked.size()) << "a configuration proposed twice";
+  EXPECT_EQ(a.asked, b.asked);
+}
+
 TEST(BayesStrategy, RefusesBadOptionsByName) {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
       {{{"then", "bayes"}}, "then"},       {{{"switch", "0"}}, "switch"},
       {{{"additive", "1.5"}}, "additive"}, {{{"lengthscale", "-1"}}, "lengthscale"},
-      {{{"kernel", "cubic"}}, "kernel"},
+      {{{"kernel", "cubic"}}, "kernel"},   {{{"fit_range", "9"}}, "fit_range"},
+      {{{"fit_each", "2"}}, "fit_each"},
   };
   for (const auto& [options, name] : cases) {
     auto s = make_strategy("bayes");

@@ -11,7 +11,9 @@
 // their predicted value (the "kriging believer"), so the loop may ask ahead. The model is
 // updated incrementally: every candidate keeps its column of L^-1 K (L the Cholesky factor of
 // the kernel matrix of the points so far), so that adding a point costs one pass over the
-// candidates.
+// candidates. The kernel's widths and the weight of its additive part start at the options'
+// values and are refitted by marginal likelihood once `fit` results are in, and again whenever
+// they have grown by half (the model is then rebuilt: one pass over the candidates per point).
 //
 // Second stage: after `switch` evaluations another native strategy (`then`, the genetic
 // algorithm by default) continues with the fastest `elite` configurations as its warm start;
@@ -85,6 +87,10 @@ class GaussianProcessSearch final : public NativeStrategy {
     then_ = options.choice("then", "genetic_algorithm",
                            {"genetic_algorithm", "greedy_ils", "greedy_mls", "mls", "annealing"});
     elite_ = options.count("elite", 30, 1, 1u << 20);
+    fit_ = options.count("fit", 5, 0, 1u << 20);
+    fit_range_ = options.count("fit_range", 1, 0, 4);
+    fit_each_ = options.count("fit_each", 0, 0, 1) != 0;
+    next_fit_ = fit_;
 
     ready_ = false;
     own_ = 0;
@@ -134,12 +140,16 @@ class GaussianProcessSearch final : public NativeStrategy {
     const auto it = index_.find(config);
     if (it == index_.end()) {
       // A warm start, or the base class's safety net: learn from it while there is room.
-      if (configs_.size() < capacity_) add_point(config, value, /*told=*/true);
+      if (configs_.size() < capacity_) {
+        add_point(config, value, /*told=*/true);
+        maybe_fit();
+      }
       return;
     }
     y_[it->second] = value;
     told_[it->second] = true;
     refresh();
+    maybe_fit();
   }
 
  private:
@@ -158,7 +168,6 @@ class GaussianProcessSearch final : public NativeStrategy {
     // and the parameter's own kernel.
     const auto& params = space().params();
     d2_table_.assign(params.size(), {});
-    add_table_.assign(params.size(), {});
     tunable_ = 0;
     for (std::size_t p = 0; p < params.size(); ++p) {
       const std::size_t n = params[p].values.size();
@@ -169,9 +178,10 @@ class GaussianProcessSearch final : public NativeStrategy {
                              ? (k ? 1.0 : 0.0)
                              : static_cast<double>(k) / static_cast<double>(n - 1);
         d2_table_[p].push_back(d * d);
-        add_table_[p].push_back(base_kernel(d * d / (add_lengthscale_ * add_lengthscale_)));
       }
     }
+    shape_ = {lengthscale_, additive_, std::vector<double>(params.size(), add_lengthscale_)};
+    add_table_ = additive_table(shape_);
     // The candidates: every valid configuration when they fit, else a random sample of them.
     const std::uint64_t limit =
         std::max<std::uint64_t>(16, std::min<std::uint64_t>(pool_limit_, kColumnLimit / capacity_));
@@ -205,19 +215,142 @@ class GaussianProcessSearch final : public NativeStrategy {
     return (1 + std::sqrt(5.0) * r + 5.0 / 3.0 * r2) * std::exp(-std::sqrt(5.0) * r);
   }
 
+  // The kernel's widths and the weight of its additive part.
+  struct Shape {
+    double lengthscale = 1, additive = 0;
+    // Per parameter, the width of its own kernel in the additive part; 0: "the same value or
+    // not" (what one value does says nothing about its neighbours').
+    std::vector<double> widths;
+    bool operator==(const Shape&) const = default;
+  };
+
+  // Per parameter, by the distance between two value positions: that parameter's kernel.
+  std::vector<std::vector<double>> additive_table(const Shape& shape) const {
+    std::vector<std::vector<double>> table(d2_table_.size());
+    for (std::size_t p = 0; p < d2_table_.size(); ++p) {
+      const double w = shape.widths[p];
+      for (std::size_t k = 0; k < d2_table_[p].size(); ++k)
+        table[p].push_back(w > 0 ? base_kernel(d2_table_[p][k] / (w * w)) : (k ? 0.0 : 1.0));
+    }
+    return table;
+  }
+
   // (1 - additive) k(|x - z| / lengthscale) + additive * mean over the tunable parameters p of
   // k(|x_p - z_p| / additive_lengthscale).
-  double kernel(const Config& x, const Config& z) const {
+  double kernel(const Config& x, const Config& z, const Shape& shape,
+                const std::vector<std::vector<double>>& add_table) const {
     double d2 = 0, add = 0;
     for (std::size_t p = 0; p < x.size(); ++p) {
       if (d2_table_[p].empty()) continue;
       const std::size_t k = x[p] > z[p] ? x[p] - z[p] : z[p] - x[p];
       d2 += d2_table_[p][k];
-      add += add_table_[p][k];
+      add += add_table[p][k];
     }
-    const double full = base_kernel(d2 / (lengthscale_ * lengthscale_));
-    if (additive_ <= 0 || tunable_ == 0) return full;
-    return (1 - additive_) * full + additive_ * add / static_cast<double>(tunable_);
+    const double full = base_kernel(d2 / (shape.lengthscale * shape.lengthscale));
+    if (shape.additive <= 0 || tunable_ == 0) return full;
+    return (1 - shape.additive) * full + shape.additive * add / static_cast<double>(tunable_);
+  }
+  double kernel(const Config& x, const Config& z) const { return kernel(x, z, shape_, add_table_); }
+
+  // The log marginal likelihood of the told points' standardised values under `shape`, with
+  // the kernel's amplitude at its most likely value: -n/2 log(y' K^-1 y / n) - log det L.
+  double log_likelihood(const Shape& shape, const std::vector<std::size_t>& points,
+                        const std::vector<double>& y) const {
+    const auto table = additive_table(shape);
+    const std::size_t n = points.size();
+    std::vector<std::vector<double>> l(n);
+    std::vector<double> alpha(n);
+    double log_det = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      l[i].resize(i + 1);
+      for (std::size_t j = 0; j < i; ++j)
+        l[i][j] = (kernel(configs_[points[i]], configs_[points[j]], shape, table) -
+                   dot(l[i].data(), l[j].data(), j)) /
+                  l[j][j];
+      l[i][i] = std::sqrt(std::max(1.0 + kNugget - dot(l[i].data(), l[i].data(), i), 1e-12));
+      alpha[i] = (y[i] - dot(l[i].data(), alpha.data(), i)) / l[i][i];
+      log_det += std::log(l[i][i]);
+    }
+    const double fit =
+        std::max(dot(alpha.data(), alpha.data(), n) / static_cast<double>(n), 1e-300);
+    return -0.5 * static_cast<double>(n) * std::log(fit) - log_det;
+  }
+
+  // Once `fit` points are told, and again whenever they have grown by half: the shape of
+  // largest marginal likelihood among the options' widths and whole-distance weight each
+  // halved, kept or doubled (2^fit_range at most); with `fit_each`, then each parameter's own
+  // width in turn, among those and 0. The model is rebuilt when the shape changes.
+  void maybe_fit() {
+    if (fit_ == 0 || !have_success()) return;
+    std::vector<std::size_t> points;
+    for (std::size_t i = 0; i < configs_.size(); ++i)
+      if (told_[i]) points.push_back(i);
+    if (points.size() < next_fit_) return;
+    next_fit_ = std::max<std::uint64_t>(points.size() + 1, points.size() * 3 / 2);
+    std::vector<double> y;
+    for (const std::size_t i : points) y.push_back((model_value(i) - mean_) / scale_);
+    // Factors 1, 1/2, 2, 1/4, 4 ... up to 2^fit_range: the options' own shape first, so that a
+    // tie keeps it.
+    std::vector<double> factors = {1.0};
+    for (std::uint64_t k = 1; k <= fit_range_; ++k) {
+      factors.push_back(std::ldexp(1.0, -static_cast<int>(k)));
+      factors.push_back(std::ldexp(1.0, static_cast<int>(k)));
+    }
+    Shape best = shape_;
+    double best_ll = log_likelihood(shape_, points, y);
+    const auto consider = [&](const Shape& s) {
+      const double ll = log_likelihood(s, points, y);
+      if (ll > best_ll) {
+        best_ll = ll;
+        best = s;
+      }
+    };
+    for (const double fl : factors)
+      for (const double fa : factors)
+        for (const double fw : factors)
+          consider({lengthscale_ * fl, 1 - std::min(1.0, (1 - additive_) * fw),
+                    std::vector<double>(d2_table_.size(), add_lengthscale_ * fa)});
+    if (fit_each_) {
+      std::vector<double> widths = {0.0};
+      for (const double f : factors) widths.push_back(add_lengthscale_ * f);
+      for (std::size_t p = 0; p < d2_table_.size(); ++p) {
+        if (d2_table_[p].empty()) continue;
+        const Shape base = best;
+        for (const double w : widths) {
+          if (w == base.widths[p]) continue;
+          Shape s = base;
+          s.widths[p] = w;
+          consider(s);
+        }
+      }
+    }
+    if (best == shape_) return;
+    shape_ = best;
+    add_table_ = additive_table(shape_);
+    rebuild();
+  }
+
+  // Every point joins the model again, in the order it joined, under the current shape.
+  void rebuild() {
+    std::vector<Config> configs = std::move(configs_);
+    std::vector<double> y = std::move(y_);
+    std::vector<bool> told = std::move(told_);
+    configs_.clear();
+    y_.clear();
+    told_.clear();
+    index_.clear();
+    chol_.clear();
+    a_.clear();
+    b_.clear();
+    for (Candidate& k : cand_) {
+      if (!k.active) continue;
+      k.v.clear();
+      k.var = 1.0;
+      k.va = k.vb = 0;
+    }
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      add_point(configs[i], y[i], told[i], /*update=*/false);
+    refresh();
   }
 
   bool have_success() const { return std::isfinite(mean_); }
@@ -268,7 +401,8 @@ class GaussianProcessSearch final : public NativeStrategy {
   }
 
   // Appends a point: value is its time when told, its believed log time (or NaN) when not.
-  void add_point(const Config& c, double value, bool told) {
+  // Without `update`, the standardisation is left for the caller to refresh.
+  void add_point(const Config& c, double value, bool told, bool update = true) {
     const std::size_t n = configs_.size();
     std::vector<double> v(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -294,7 +428,7 @@ class GaussianProcessSearch final : public NativeStrategy {
       k.va += col * a_[n];
       k.vb += col * b_[n];
     }
-    if (told) refresh();
+    if (told && update) refresh();
   }
 
   // Where to look: every candidate, or after focus_after points those made of values of the
@@ -379,11 +513,15 @@ class GaussianProcessSearch final : public NativeStrategy {
   std::uint64_t switch_ = 200;
   std::string then_ = "genetic_algorithm";
   std::uint64_t elite_ = 30;
+  std::uint64_t fit_ = 5, fit_range_ = 1;
+  bool fit_each_ = false;
   // Model.
+  Shape shape_;                 // in use: the options', or the fitted
+  std::uint64_t next_fit_ = 0;  // told points at which the shape is fitted next
   bool ready_ = false;
   std::uint64_t capacity_ = 0;  // points the model takes at most
   std::uint64_t own_ = 0;       // points it proposed (the warm start's are not)
-  std::vector<std::vector<double>> d2_table_, add_table_;
+  std::vector<std::vector<double>> d2_table_, add_table_;  // add_table_: for shape_
   std::size_t tunable_ = 0;
   std::vector<Config> configs_;  // the points, in the order they joined
   std::vector<double> y_;        // time (told) or believed log time (outstanding)
