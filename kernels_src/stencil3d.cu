@@ -15,14 +15,10 @@
 //              multiple of 4, the point, the planes above and below and the y neighbours move as
 //              float4 (one 16-byte access for four points; only the x neighbours at the ends are
 //              single floats), else one float at a time. A quarter of the memory instructions.
-//              PREFETCH 2: the plane above is loaded one step ahead of its use.
 // Plane offsets are 64-bit: nx * ny * nz may exceed 2^31.
 
 #ifndef KTUNE_LAUNCH_BOUNDS
 #define KTUNE_LAUNCH_BOUNDS
-#endif
-#ifndef PREFETCH
-#define PREFETCH 1
 #endif
 
 __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, float* __restrict__ out,
@@ -112,24 +108,13 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
   float below[4] = {0.0f, 0.0f, 0.0f, 0.0f}, here[4], above[4];
   if (z_begin > 0) load4(i - plane, below);
   load4(i, here);
-#if PREFETCH == 2
-  // The plane above is loaded one step early: a whole step's work hides its latency.
-  float ahead[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (z_begin + 1 < nz) load4(i + plane, ahead);
-#endif
   for (int z = z_begin; z < z_end; ++z, i += plane) {
-#if PREFETCH == 2
-#pragma unroll
-    for (int j = 0; j < 4; ++j) above[j] = ahead[j];
-    if (z + 2 < nz && z + 1 < z_end) load4(i + 2 * plane, ahead);
-#else
     if (z + 1 < nz) {
       load4(i + plane, above);
     } else {
 #pragma unroll
       for (int j = 0; j < 4; ++j) above[j] = 0.0f;
     }
-#endif
     float v[4] = {here[0], here[1], here[2], here[3]};
     if (row_interior && z > 0 && z < nz - 1) {
       float south[4], north[4];

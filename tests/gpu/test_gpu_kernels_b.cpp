@@ -192,13 +192,13 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
       }
     }
   }
-  // vector loading the plane above a step ahead, with chunks that do not divide nz (39).
-  for (const char* chunk : {"8", "16", "64"})
-    sets.push_back({{"variant", "vector"},
-                    {"prefetch", "2"},
-                    {"block_size_x", "64"},
-                    {"block_size_y", "4"},
-                    {"z_chunk", chunk}});
+  // The short chunks, which do not divide nz = 39.
+  for (const char* variant : {"registers", "shared", "vector"})
+    for (const char* chunk : {"2", "4", "8"})
+      sets.push_back({{"variant", variant},
+                      {"block_size_x", "64"},
+                      {"block_size_y", "4"},
+                      {"z_chunk", chunk}});
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 128}, {"ny", 64}, {"nz", 64}}, sets),
             static_cast<int>(sets.size()));
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 77}, {"ny", 45}, {"nz", 39}}, sets),
