@@ -64,13 +64,13 @@ const ktune_param_desc kParams[] = {
     {"variant", "\"naive\", \"registers\", \"shared\", \"vector\"", "\"shared\"",
      "naive: 7 global loads per point; registers: z-1/z/z+1 in registers; shared: and the plane in "
      "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
-    {"z_chunk", "2, 4, 8, 16, 32, 64, 128, 256, 512", "64",
+    {"z_chunk", "4, 8, 16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
 };
 
 const char* const kRestrictions[] = {
     // Chunks of nz or more planes are one chunk: keep only the smallest such value.
-    "z_chunk == 2 or z_chunk // 2 < nz",
+    "z_chunk == 4 or z_chunk // 2 < nz",
 };
 
 const ktune_problem_desc kProblem[] = {
