@@ -66,11 +66,14 @@ const ktune_param_desc kParams[] = {
      "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
     {"z_chunk", "4, 8, 16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
+    {"maxrregcount", "0, 32, 40", "0",
+     "vector: register limit per thread (0: none), for more resident warps"},
 };
 
 const char* const kRestrictions[] = {
     // Chunks of nz or more planes are one chunk: keep only the smallest such value.
     "z_chunk == 4 or z_chunk // 2 < nz",
+    "maxrregcount == 0 or variant == 'vector'",
 };
 
 const ktune_problem_desc kProblem[] = {

@@ -199,6 +199,13 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
                       {"block_size_x", "64"},
                       {"block_size_y", "4"},
                       {"z_chunk", chunk}});
+  // vector under a register cap (32 spills to local memory).
+  for (const char* regs : {"32", "40"})
+    sets.push_back({{"variant", "vector"},
+                    {"maxrregcount", regs},
+                    {"block_size_x", "64"},
+                    {"block_size_y", "4"},
+                    {"z_chunk", "4"}});
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 128}, {"ny", 64}, {"nz", 64}}, sets),
             static_cast<int>(sets.size()));
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 77}, {"ny", 45}, {"nz", 39}}, sets),
