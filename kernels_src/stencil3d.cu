@@ -15,10 +15,14 @@
 //              multiple of 4, the point, the planes above and below and the y neighbours move as
 //              float4 (one 16-byte access for four points; only the x neighbours at the ends are
 //              single floats), else one float at a time. A quarter of the memory instructions.
-// Plane offsets are 64-bit: nx * ny * nz may exceed 2^31.
+// Plane offsets are 64-bit: nx * ny * nz may exceed 2^31 (vector: 32-bit with OFFSETS 32, which
+// the space allows only below 2^31 points).
 
 #ifndef KTUNE_LAUNCH_BOUNDS
 #define KTUNE_LAUNCH_BOUNDS
+#endif
+#ifndef OFFSETS
+#define OFFSETS 64
 #endif
 
 __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, float* __restrict__ out,
@@ -95,7 +99,14 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
   if (x0 >= nx || y >= ny) return;
   const bool fast = nx % 4 == 0;
   const bool row_interior = y > 0 && y < ny - 1;
-  const auto load4 = [&](long long at, float(&r)[4]) {
+  // OFFSETS 32: offsets as int where the grid has fewer than 2^31 points (fewer registers).
+#if OFFSETS == 32
+  using Offset = int;
+#else
+  using Offset = long long;
+#endif
+  const Offset step = static_cast<Offset>(plane);
+  const auto load4 = [&](Offset at, float(&r)[4]) {
     if (fast) {
       const float4 t = *reinterpret_cast<const float4*>(in + at);
       r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
@@ -104,13 +115,13 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
       for (int j = 0; j < 4; ++j) r[j] = x0 + j < nx ? in[at + j] : 0.0f;
     }
   };
-  long long i = z_begin * plane + static_cast<long long>(y) * nx + x0;
+  Offset i = static_cast<Offset>(z_begin) * step + static_cast<Offset>(y) * nx + x0;
   float below[4] = {0.0f, 0.0f, 0.0f, 0.0f}, here[4], above[4];
-  if (z_begin > 0) load4(i - plane, below);
+  if (z_begin > 0) load4(i - step, below);
   load4(i, here);
-  for (int z = z_begin; z < z_end; ++z, i += plane) {
+  for (int z = z_begin; z < z_end; ++z, i += step) {
     if (z + 1 < nz) {
-      load4(i + plane, above);
+      load4(i + step, above);
     } else {
 #pragma unroll
       for (int j = 0; j < 4; ++j) above[j] = 0.0f;

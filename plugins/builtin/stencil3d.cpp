@@ -68,12 +68,14 @@ const ktune_param_desc kParams[] = {
      "planes each thread marches through (grid.z chunks the z axis)"},
     {"maxrregcount", "0, 32, 40", "0",
      "vector: register limit per thread (0: none), for more resident warps"},
+    {"offsets", "64, 32", "64", "vector: bits of the grid offsets (32: fewer registers)"},
 };
 
 const char* const kRestrictions[] = {
     // Chunks of nz or more planes are one chunk: keep only the smallest such value.
     "z_chunk == 4 or z_chunk // 2 < nz",
     "maxrregcount == 0 or variant == 'vector'",
+    "offsets == 64 or (variant == 'vector' and nx * ny * nz < 2**31)",
 };
 
 const ktune_problem_desc kProblem[] = {

@@ -199,13 +199,15 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
                       {"block_size_x", "64"},
                       {"block_size_y", "4"},
                       {"z_chunk", chunk}});
-  // vector under a register cap (32 spills to local memory).
+  // vector under a register cap, with 64- and 32-bit offsets.
   for (const char* regs : {"32", "40"})
-    sets.push_back({{"variant", "vector"},
-                    {"maxrregcount", regs},
-                    {"block_size_x", "64"},
-                    {"block_size_y", "4"},
-                    {"z_chunk", "4"}});
+    for (const char* offsets : {"64", "32"})
+      sets.push_back({{"variant", "vector"},
+                      {"maxrregcount", regs},
+                      {"offsets", offsets},
+                      {"block_size_x", "64"},
+                      {"block_size_y", "4"},
+                      {"z_chunk", "4"}});
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 128}, {"ny", 64}, {"nz", 64}}, sets),
             static_cast<int>(sets.size()));
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 77}, {"ny", 45}, {"nz", 39}}, sets),
