@@ -66,7 +66,7 @@ const ktune_param_desc kParams[] = {
      "shared memory; vector: as registers, 4 points along x per thread moved as float4"},
     {"z_chunk", "4, 8, 16, 32, 64, 128, 256, 512", "64",
      "planes each thread marches through (grid.z chunks the z axis)"},
-    {"maxrregcount", "0, 32, 40", "0",
+    {"maxrregcount", "0, 40", "0",
      "vector: register limit per thread (0: none), for more resident warps"},
     {"offsets", "64, 32", "64", "vector: bits of the grid offsets (32: fewer registers)"},
 };

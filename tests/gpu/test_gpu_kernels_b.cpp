@@ -199,8 +199,8 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
                       {"block_size_x", "64"},
                       {"block_size_y", "4"},
                       {"z_chunk", chunk}});
-  // vector under a register cap, with 64- and 32-bit offsets.
-  for (const char* regs : {"32", "40"})
+  // vector without and under a register cap, with 64- and 32-bit offsets.
+  for (const char* regs : {"0", "40"})
     for (const char* offsets : {"64", "32"})
       sets.push_back({{"variant", "vector"},
                       {"maxrregcount", regs},
