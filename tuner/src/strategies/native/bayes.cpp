@@ -94,13 +94,7 @@ class GaussianProcessSearch final : public NativeStrategy {
 
     ready_ = false;
     own_ = 0;
-    configs_.clear();
-    y_.clear();
-    told_.clear();
-    index_.clear();
-    chol_.clear();
-    a_.clear();
-    b_.clear();
+    clear_points();
     cand_.clear();
     cand_index_.clear();
     mean_ = std::numeric_limits<double>::quiet_NaN();
@@ -330,11 +324,8 @@ class GaussianProcessSearch final : public NativeStrategy {
     rebuild();
   }
 
-  // Every point joins the model again, in the order it joined, under the current shape.
-  void rebuild() {
-    std::vector<Config> configs = std::move(configs_);
-    std::vector<double> y = std::move(y_);
-    std::vector<bool> told = std::move(told_);
+  // The model without points (the candidates' columns are the caller's to reset).
+  void clear_points() {
     configs_.clear();
     y_.clear();
     told_.clear();
@@ -342,6 +333,14 @@ class GaussianProcessSearch final : public NativeStrategy {
     chol_.clear();
     a_.clear();
     b_.clear();
+  }
+
+  // Every point joins the model again, in the order it joined, under the current shape.
+  void rebuild() {
+    std::vector<Config> configs = std::move(configs_);
+    std::vector<double> y = std::move(y_);
+    std::vector<bool> told = std::move(told_);
+    clear_points();
     for (Candidate& k : cand_) {
       if (!k.active) continue;
       k.v.clear();
