@@ -136,6 +136,23 @@ TEST_F(BuiltinB, RestrictionsShapeTheSpaces) {
   for (const Config& c : st.space().enumerate())
     chunks.insert(st.space().value(c, st.space().param_index("z_chunk")).as_int());
   EXPECT_EQ(chunks, (std::set<std::int64_t>{4, 8, 16, 32, 64, 128}));
+  // 32-bit offsets and the register cap are the vector variant's, and 32-bit offsets only where
+  // the grid has fewer than 2^31 points.
+  const auto offsets = [&](const KernelInstance& k) {
+    std::set<std::string> seen;
+    const SearchSpace& sp = k.space();
+    for (const Config& c : sp.enumerate()) {
+      const std::string variant = sp.value(c, sp.param_index("variant")).as_string();
+      const std::int64_t bits = sp.value(c, sp.param_index("offsets")).as_int();
+      const std::int64_t regs = sp.value(c, sp.param_index("maxrregcount")).as_int();
+      EXPECT_TRUE(variant == "vector" || (bits == 64 && regs == 0)) << sp.key(c);
+      seen.insert(std::to_string(bits));
+    }
+    return seen;
+  };
+  EXPECT_EQ(offsets(st), (std::set<std::string>{"32", "64"}));
+  EXPECT_EQ(offsets(instance("stencil3d", {{"nx", 2048}, {"ny", 1024}, {"nz", 1024}})),
+            (std::set<std::string>{"64"}));
 
   // soa_aos: shared-memory staging is an AoS remedy only.
   const KernelInstance sa = instance("soa_aos", {{"n", 1000}});
