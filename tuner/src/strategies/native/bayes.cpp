@@ -89,7 +89,7 @@ class GaussianProcessSearch final : public NativeStrategy {
     elite_ = options.count("elite", 30, 1, 1u << 20);
     fit_ = options.count("fit", 5, 0, 1u << 20);
     fit_range_ = options.count("fit_range", 1, 0, 4);
-    fit_each_ = options.count("fit_each", 0, 0, 1) != 0;
+    fit_each_ = options.flag("fit_each", false);
     next_fit_ = fit_;
 
     ready_ = false;
@@ -283,8 +283,8 @@ class GaussianProcessSearch final : public NativeStrategy {
     next_fit_ = std::max<std::uint64_t>(points.size() + 1, points.size() * 3 / 2);
     std::vector<double> y;
     for (const std::size_t i : points) y.push_back((model_value(i) - mean_) / scale_);
-    // Factors 1, 1/2, 2, 1/4, 4 ... up to 2^fit_range: the options' own shape first, so that a
-    // tie keeps it.
+    // Factors 1, 1/2, 2, 1/4, 4 ... up to 2^fit_range. The shape in use is the first best, so
+    // a tie keeps it.
     std::vector<double> factors = {1.0};
     for (std::uint64_t k = 1; k <= fit_range_; ++k) {
       factors.push_back(std::ldexp(1.0, -static_cast<int>(k)));
@@ -293,6 +293,7 @@ class GaussianProcessSearch final : public NativeStrategy {
     Shape best = shape_;
     double best_ll = log_likelihood(shape_, points, y);
     const auto consider = [&](const Shape& s) {
+      if (s == shape_) return;  // its likelihood is best_ll's start
       const double ll = log_likelihood(s, points, y);
       if (ll > best_ll) {
         best_ll = ll;
