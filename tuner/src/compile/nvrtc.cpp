@@ -157,6 +157,24 @@ CompileResult compile(const CompileRequest& request) {
 
 namespace {
 
+// The options NVRTC is given: the request's, and from NVRTC 12.9 on `--no-cache`. Since 12.9
+// NVRTC keeps what it compiles in the CUDA driver's compute cache where a driver is installed,
+// and a program found there comes back without running ptxas, so without the resource report
+// of `--ptxas-options=-v` (registers, spills, shared memory unknown) and with a compile time
+// that is not a compilation's. ktune's own CUBIN cache keeps the report with the CUBIN.
+std::vector<const char*> nvrtc_options(const std::vector<std::string>& requested) {
+  static const bool driver_cache = [] {
+    int major = 0, minor = 0;
+    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS &&
+           (major > 12 || (major == 12 && minor >= 9));
+  }();
+  std::vector<const char*> options;
+  options.reserve(requested.size() + 1);
+  for (const std::string& option : requested) options.push_back(option.c_str());
+  if (driver_cache) options.push_back("--no-cache");
+  return options;
+}
+
 CompileResult compile_once(const CompileRequest& request) {
   CompileResult result;
   result.options = request.options;
@@ -166,9 +184,7 @@ CompileResult compile_once(const CompileRequest& request) {
   try {
     Program program(request);
     check(nvrtcAddNameExpression(program.get(), request.entry.c_str()), "nvrtcAddNameExpression");
-    std::vector<const char*> options;
-    options.reserve(request.options.size());
-    for (const std::string& option : request.options) options.push_back(option.c_str());
+    const std::vector<const char*> options = nvrtc_options(request.options);
     nvrtcResult compiled =
         nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
     result.log = program_log(program.get());
@@ -260,8 +276,7 @@ std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requ
     Program program(combined);
     for (const std::string& e : entries)
       check(nvrtcAddNameExpression(program.get(), e.c_str()), "nvrtcAddNameExpression");
-    std::vector<const char*> options;
-    for (const std::string& option : combined.options) options.push_back(option.c_str());
+    const std::vector<const char*> options = nvrtc_options(combined.options);
     const nvrtcResult compiled =
         nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
     if (compiled != NVRTC_SUCCESS) return alone();
@@ -288,8 +303,9 @@ std::vector<CompileResult> compile_batch(const std::vector<CompileRequest>& requ
       r.resources = parse_ptxas_resources(log, r.lowered_name);
       r.compile_ms = share;
       // ptxas may compile a program's entries on several threads and interleave their reports;
-      // an entry whose report cannot be told apart is compiled again on its own.
-      if (r.resources.registers < 0 && log.find("ptxas info") != std::string::npos) {
+      // an entry whose report cannot be told apart, or is missing from the log, is compiled
+      // again on its own (its resources are never left unknown because of the batch).
+      if (r.resources.registers < 0) {
         r = compile(requests[i]);
         r.compile_ms += share;
       }
