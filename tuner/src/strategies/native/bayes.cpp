@@ -5,7 +5,10 @@
 // [0, 1] (a categorical parameter: same value or not). The kernel mixes a Matérn 5/2 kernel of
 // the whole distance with the mean of one such kernel per parameter (an additive part, which
 // learns what each parameter's values do from few measurements). After a random sample, the
-// candidate of largest expected improvement is proposed next; after `focus_after` points the
+// candidate of largest expected improvement is proposed next, with a margin that grows while
+// the search stalls (`xi_stall` per result since the fastest last improved, `stall_cap` at
+// most, during the first `stall_until` proposals), so that a search stuck on a plateau looks
+// where the model is unsure; after `focus_after` points the
 // candidates are those that recombine the values of the fastest configurations, or are Hamming
 // neighbours of the fastest few. Proposals whose results are outstanding join the model at
 // their predicted value (the "kriging believer"), so the loop may ask ahead. The model is
@@ -90,6 +93,11 @@ class GaussianProcessSearch final : public NativeStrategy {
     fit_ = options.count("fit", 5, 0, 1u << 20);
     fit_range_ = options.count("fit_range", 1, 0, 4);
     fit_each_ = options.flag("fit_each", false);
+    xi_stall_ = options.number("xi_stall", 0.1, 0.0, 10.0);
+    stall_cap_ = options.number("stall_cap", 1e9, 0.0, 1e9);
+    stall_until_ = options.count("stall_until", 100, 0, 1u << 30);
+    stall_ = 0;
+    best_told_ = std::numeric_limits<double>::infinity();
     next_fit_ = fit_;
 
     ready_ = false;
@@ -142,6 +150,12 @@ class GaussianProcessSearch final : public NativeStrategy {
     }
     y_[it->second] = value;
     told_[it->second] = true;
+    if (std::isfinite(value) && value < best_told_) {
+      best_told_ = value;
+      stall_ = 0;
+    } else {
+      ++stall_;
+    }
     refresh();
     maybe_fit();
   }
@@ -472,6 +486,10 @@ class GaussianProcessSearch final : public NativeStrategy {
     for (std::size_t i = 0; i < configs_.size(); ++i)
       if (told_[i] && std::isfinite(y_[i])) best_y = std::min(best_y, std::log(y_[i]));
     const double f = (best_y - mean_) / scale_;
+    // The margin: xi, and while the search stalls early on, xi_stall per stalled result.
+    const double xi =
+        xi_ +
+        (own_ < stall_until_ ? std::min(stall_cap_, xi_stall_ * static_cast<double>(stall_)) : 0.0);
     std::optional<std::pair<std::size_t, double>> pick;
     double best_ei = -1;
     const auto consider = [&](std::size_t i) {
@@ -484,7 +502,7 @@ class GaussianProcessSearch final : public NativeStrategy {
       // mu = v . L^-1 ((y - mean) / scale) = (v . a - mean v . b) / scale
       const double mu = (k.va - mean_ * k.vb) / scale_;
       const double sigma = std::sqrt(std::max(k.var, 1e-12));
-      const double gain = f - mu - xi_;
+      const double gain = f - mu - xi;
       const double z = gain / sigma;
       const double ei = gain * normal_cdf(z) + sigma * normal_pdf(z);
       if (ei > best_ei) {
@@ -515,6 +533,10 @@ class GaussianProcessSearch final : public NativeStrategy {
   std::uint64_t elite_ = 30;
   std::uint64_t fit_ = 5, fit_range_ = 1;
   bool fit_each_ = false;
+  double xi_stall_ = 0.1, stall_cap_ = 1e9;
+  std::uint64_t stall_until_ = 100;
+  std::uint64_t stall_ = 0;  // told results since the fastest improved
+  double best_told_ = std::numeric_limits<double>::infinity();
   // Model.
   Shape shape_;                 // in use: the options', or the fitted
   std::uint64_t next_fit_ = 0;  // told points at which the shape is fitted next
