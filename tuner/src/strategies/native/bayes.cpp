@@ -97,7 +97,6 @@ class GaussianProcessSearch final : public NativeStrategy {
     stall_cap_ = options.number("stall_cap", 1e9, 0.0, 1e9);
     stall_until_ = options.count("stall_until", 100, 0, 1u << 30);
     stall_ = 0;
-    best_told_ = std::numeric_limits<double>::infinity();
     next_fit_ = fit_;
 
     ready_ = false;
@@ -150,12 +149,9 @@ class GaussianProcessSearch final : public NativeStrategy {
     }
     y_[it->second] = value;
     told_[it->second] = true;
-    if (std::isfinite(value) && value < best_told_) {
-      best_told_ = value;
-      stall_ = 0;
-    } else {
-      ++stall_;
-    }
+    // The base class has already taken this result into best(): did it improve on the fastest
+    // (a warm start's included)?
+    stall_ = std::isfinite(value) && best() && *best() == config ? 0 : stall_ + 1;
     refresh();
     maybe_fit();
   }
@@ -535,8 +531,7 @@ class GaussianProcessSearch final : public NativeStrategy {
   bool fit_each_ = false;
   double xi_stall_ = 0.1, stall_cap_ = 1e9;
   std::uint64_t stall_until_ = 100;
-  std::uint64_t stall_ = 0;  // told results since the fastest improved
-  double best_told_ = std::numeric_limits<double>::infinity();
+  std::uint64_t stall_ = 0;  // own told results since the fastest improved
   // Model.
   Shape shape_;                 // in use: the options', or the fitted
   std::uint64_t next_fit_ = 0;  // told points at which the shape is fitted next
