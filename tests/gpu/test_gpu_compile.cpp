@@ -1,7 +1,6 @@
 // NVRTC where a CUDA driver is installed: since NVRTC 12.9 a program can come from the driver's
 // compute cache, without ptxas running and so without its resource report. A program compiled
 // twice in a row (alone, and as a batch) must report its registers and shared memory both times.
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "ktune/compiler.h"
+#include "ktune/device.h"
 
 namespace ktune {
 namespace {
@@ -17,11 +17,9 @@ namespace {
 class GpuCompile : public ::testing::Test {
  public:
   void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-    cudaDeviceProp prop{};
-    ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-    arch_ = "sm_" + std::to_string(prop.major * 10 + prop.minor);
+    const DeviceQuery q = list_devices();
+    if (q.devices.empty()) GTEST_SKIP() << "no CUDA device: " << q.problem;
+    arch_ = q.devices.front().arch;
     // A source no earlier run has compiled, so that the first compilation is a real one.
     tag_ = std::to_string(getpid()) + "_" +
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
