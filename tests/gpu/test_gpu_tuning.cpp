@@ -193,8 +193,9 @@ TEST_P(GpuFaults, FaultsCostOneTrialEachAndTheRunFinishes) {
   EXPECT_EQ(s.best->config_key.rfind("fault=0,", 0), 0u);
   EXPECT_GE(backend.worker_starts(), 5);  // one at the start, one after each fatal fault
   for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
-    if (t.status == TrialStatus::kWrongResult)
+    if (t.status == TrialStatus::kWrongResult) {
       EXPECT_NE(t.error.find("out["), std::string::npos) << "names the element: " << t.error;
+    }
   }
 }
 

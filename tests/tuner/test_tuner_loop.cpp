@@ -67,6 +67,9 @@ class FakeBackend final : public Backend {
       // Re-timing reverses the search's ranking: the winner must come from here.
       m.time_ms = retime_reverses ? 10.0 - static_cast<double>(i) : time_of(candidates[i].config);
       m.samples_ms.assign(static_cast<std::size_t>(rounds), m.time_ms);
+      // The rounds that rank the finalists disagree with those that time them: the ranking
+      // puts the second candidate first, and the stored time must come from the timing rounds.
+      if (rank_apart) m.rank_ms = i == 1 ? 0.5 : 5.0 + static_cast<double>(i);
       out.push_back(m);
     }
     return out;
@@ -82,6 +85,7 @@ class FakeBackend final : public Backend {
   std::vector<std::string> evaluated;
   std::chrono::milliseconds delay{0};
   bool retime_reverses = false;
+  bool rank_apart = false;
   std::size_t retimed = 0;
   int prepares = 0;
 
@@ -300,6 +304,29 @@ TEST_F(TunerLoop, RetimingPicksTheWinner) {
   const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->trial_id, s.best->id);
+}
+
+TEST_F(TunerLoop, TheWinnerIsRankedOnOtherRoundsThanTheOnesThatTimeIt) {
+  FakeBackend backend(*instance_);
+  backend.retime_reverses = true;  // times 10, 9, 8, 7 for the search's first four
+  backend.rank_apart = true;       // ranks the search's second first
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = 4;
+  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, nullptr);
+  ASSERT_EQ(s.finalists.size(), 4u);
+  ASSERT_TRUE(s.best.has_value());
+  // Not the fastest time (7.0, the fourth), but the ranking's first, stored with its own time
+  // from the timing rounds, not the 0.5 it was ranked on.
+  EXPECT_DOUBLE_EQ(s.best->time_ms, 9.0);
+  EXPECT_DOUBLE_EQ(s.finalists.front().time_ms, 9.0);
+  const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->trial_id, s.best->id);
+  // The others follow the ranking: 5 + i for the first, third and fourth.
+  EXPECT_DOUBLE_EQ(s.finalists[1].time_ms, 10.0);
+  EXPECT_DOUBLE_EQ(s.finalists[2].time_ms, 8.0);
+  EXPECT_DOUBLE_EQ(s.finalists[3].time_ms, 7.0);
 }
 
 // A strategy that proposes an invalid configuration once.

@@ -2,6 +2,8 @@
 // so the tuner and its worker process agree on what a measurement says.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/cuda/protocol.h"
 #include "ktune/error.h"
 
@@ -54,6 +56,9 @@ TEST(WorkerProtocol, AMeasurementRoundTrips) {
   EXPECT_EQ(back.max_sm_clock_mhz, 1980);
   EXPECT_EQ(back.temperature_c, 52);
   EXPECT_EQ(back.clock_reasons, 0x24u);
+  EXPECT_TRUE(std::isnan(back.rank_ms));  // a search trial's: nothing ranked apart
+  m.rank_ms = 0.45;                       // a re-timing's
+  EXPECT_EQ(measurement_from_json(to_json(m)).rank_ms, 0.45);
 
   Measurement failed;
   failed.status = TrialStatus::kWrongResult;

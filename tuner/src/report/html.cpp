@@ -317,15 +317,17 @@ void finalists_table(std::string& o, const DeviceAnalysis& a) {
   o += "<h4>Final interleaved re-timing</h4>\n<p class=\"note\">At the end of run #" +
        fmt::format("{}", a.finalists.front().run_id) +
        " the leaders were timed again, interleaved (A B C A B C ...), so that drift in clocks or "
-       "temperature cannot "
-       "crown one; the fastest here became the best. These are not search evaluations.</p>\n";
+       "temperature cannot crown one: half of the rounds ranked them, the other half timed them "
+       "(the times here), and the one ranked fastest became the best (highlighted), so its time "
+       "is not the luckiest of several draws. These are not search evaluations.</p>\n";
   o += "<div class=\"scroll\"><table><tr>" + th("#", true) + th("configuration") +
        th(fmt::format("re-timed ({})", unit.name), true) + th("spread", true) + th("rounds", true) +
        th("vs fastest", true) + "</tr>\n";
   const double fastest = a.finalists.front().time_ms;
   for (std::size_t i = 0; i < a.finalists.size(); ++i) {
     const TrialRecord& t = a.finalists[i];
-    o += (i == 0 ? "<tr class=\"best\">" : "<tr>") + td(fmt::format("{}", i + 1), true) +
+    const bool best = a.best_is_stored && a.best && a.best->id == t.id;
+    o += (best ? "<tr class=\"best\">" : "<tr>") + td(fmt::format("{}", i + 1), true) +
          td(config_cell(t)) + td(format_time(t.time_ms, unit), true) +
          td(format_percent(t.time_spread), true) + td(fmt::format("{}", t.sample_count), true) +
          td(fastest > 0 ? "+" + format_percent(t.time_ms / fastest - 1) : "-", true) + "</tr>\n";

@@ -165,14 +165,17 @@ void top(std::string& o, const DeviceAnalysis& a) {
   if (!a.finalists.empty()) {
     const double fastest = a.finalists.front().time_ms;
     o += fmt::format(
-        "Final interleaved re-timing of the leaders (run #{}; not search evaluations):\n\n",
+        "Final interleaved re-timing of the leaders (run #{}; not search evaluations; half of "
+        "the rounds ranked them, the other half timed them; **best**: the one ranked fastest):\n\n",
         a.finalists.front().run_id);
     o += header({">#", "configuration", fmt::format(">re-timed ({})", unit.name), ">spread",
                  ">rounds", ">vs fastest"});
     for (std::size_t i = 0; i < a.finalists.size(); ++i) {
       const TrialRecord& t = a.finalists[i];
-      o += row({fmt::format("{}", i + 1), code(t.config_key), format_time(t.time_ms, unit),
-                format_percent(t.time_spread), fmt::format("{}", t.sample_count),
+      const bool best = a.best_is_stored && a.best && a.best->id == t.id;
+      o += row({fmt::format("{}", i + 1), code(t.config_key) + (best ? " **best**" : ""),
+                format_time(t.time_ms, unit), format_percent(t.time_spread),
+                fmt::format("{}", t.sample_count),
                 fastest > 0 ? "+" + format_percent(t.time_ms / fastest - 1) : "-"});
     }
     o += "\n";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ struct Measurement {
   double time_min_ms = 0;
   double time_mean_ms = 0;
   double time_spread = 0;  // IQR / median
+  // A re-timing's ranking: the median of the rounds the finalists were ranked on, where
+  // time_ms comes from the others (NaN: rank by time_ms).
+  double rank_ms = std::numeric_limits<double>::quiet_NaN();
   // Resources of the loaded kernel; -1 where unknown.
   int registers = -1;
   int local_bytes = -1;

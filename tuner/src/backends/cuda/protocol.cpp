@@ -1,6 +1,9 @@
 // The CUDA backend's pipe protocol (protocol.h): every message to and from JSON.
 #include "backends/cuda/protocol.h"
 
+#include <cmath>
+#include <limits>
+
 #include "ktune/error.h"
 
 namespace ktune::protocol {
@@ -143,6 +146,7 @@ json to_json(const Measurement& m) {
     j["time_min_ms"] = m.time_min_ms;
     j["time_mean_ms"] = m.time_mean_ms;
     j["time_spread"] = m.time_spread;
+    if (std::isfinite(m.rank_ms)) j["rank_ms"] = m.rank_ms;
   }
   if (!m.outputs.empty()) {
     j["outputs"] = json::array();
@@ -180,6 +184,7 @@ Measurement measurement_from_json(const json& j) {
   m.time_min_ms = j.value("time_min_ms", 0.0);
   m.time_mean_ms = j.value("time_mean_ms", 0.0);
   m.time_spread = j.value("time_spread", 0.0);
+  m.rank_ms = j.value("rank_ms", std::numeric_limits<double>::quiet_NaN());
   m.registers = j.value("registers", -1);
   m.local_bytes = j.value("local_bytes", -1);
   m.static_shared_bytes = j.value("static_shared_bytes", -1);
