@@ -522,10 +522,13 @@ class QuickBackend final : public Backend {
       Measurement m;
       m.time_ms = time_of(c.config);
       m.samples_ms.assign(static_cast<std::size_t>(rounds), m.time_ms);
+      // The ranking rounds disagree with the timing rounds: the slowest is ranked first.
+      if (rank_reversed) m.rank_ms = 1.0 / m.time_ms;
       out.push_back(m);
     }
     return out;
   }
+  bool rank_reversed = false;
   double time_of(const Config& c) const {
     double t = 1.0;
     for (std::size_t i = 0; i < c.size(); ++i)
@@ -579,6 +582,48 @@ TEST(ReportOfATuningRun, ReadsTheTunersRetimingAsFinalists) {
   EXPECT_EQ(a.params[0], "block_size");
   EXPECT_EQ(a.params[1], "variant");
   EXPECT_FALSE(render_markdown(r).empty());
+}
+
+TEST(ReportOfATuningRun, MarksTheStoredBestAmongTheFinalistsWhereverItsTimeRanks) {
+  test::TempDir dir;
+  Registry registry;
+  register_builtin_kernels(registry);
+  const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}},
+                                DeviceLimits::for_arch(90));
+  std::string winner;
+  {
+    Store store = Store::open(dir / "t.db");
+    QuickBackend backend(instance);
+    backend.rank_reversed = true;
+    auto strategy = make_strategy("brute_force");
+    TuneOptions options;
+    options.retime_top = 3;
+    const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
+    ASSERT_TRUE(s.best.has_value());
+    winner = s.best->config_key;
+    ASSERT_EQ(s.finalists.size(), 3u);
+    // Ranked first although its timing rounds make it the slowest of the three.
+    EXPECT_GT(s.best->time_ms, s.finalists[1].time_ms);
+    EXPECT_GT(s.best->time_ms, s.finalists[2].time_ms);
+  }
+  Store store = Store::open(dir / "t.db", Store::Mode::kReadOnly);
+  const Report r = build_report(store, {});
+  const DeviceAnalysis& a = r.studies.at(0).devices.at(0);
+  ASSERT_EQ(a.finalists.size(), 3u);
+  ASSERT_TRUE(a.best_is_stored && a.best.has_value());
+  EXPECT_EQ(a.best->config_key, winner);
+  EXPECT_EQ(a.finalists.back().config_key, winner);  // the table lists them by time
+  const std::string md = render_markdown(r);
+  EXPECT_TRUE(test::contains(md, "| 3 | `" + winner + "` **best** |")) << md;
+  const std::string html = render_html(r);
+  const std::size_t table = html.find("Final interleaved re-timing");
+  ASSERT_NE(table, std::string::npos);
+  const std::size_t marked = html.find("<tr class=\"best\">", table);
+  ASSERT_NE(marked, std::string::npos);
+  EXPECT_EQ(html.find("<tr class=\"best\">", marked + 1), std::string::npos);
+  const std::size_t row_end = html.find("</tr>", marked);
+  EXPECT_NE(html.substr(marked, row_end - marked).find(">3<"), std::string::npos)
+      << html.substr(marked, row_end - marked);
 }
 
 // --- T4 export, validated against the vendored schemas. ---
