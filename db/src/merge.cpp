@@ -61,6 +61,7 @@ struct Evidence {
   std::string key;
   TrialStatus status = TrialStatus::kOk;
   double time_ms = 0;
+  double rank_ms = NAN;  // a re-timing's ranking rounds (schema 5); NaN: ranked by time_ms
   bool retime = false;
   bool replayed = false;
   std::string created_at;
@@ -70,7 +71,9 @@ struct Evidence {
 // answer before replayed ones; re-timing trials (the runs' interleaved final measurements)
 // answer before search trials; a configuration's time is the median of its trials of that kind
 // (the lower middle one, so it is a real measurement), and the fastest wins, ties going to the
-// smaller config key. Returns the trial that carries the winning time.
+// smaller config key. A re-timing trial counts with its ranking rounds' time where it has one
+// (rank_ms), as the run that made it chose: the winner's stored time (time_ms) is then not the
+// draw that made it win. Returns the trial that carries the winning time.
 std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all) {
   std::set<std::string> wrong;
   for (const Evidence& e : all)
@@ -82,14 +85,17 @@ std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all) {
         if (e.replayed == replayed && e.retime == retime && is_ok(e.status) &&
             std::isfinite(e.time_ms) && !wrong.count(e.key))
           by_config[e.key].push_back(&e);
+      const auto rank = [](const Evidence* e) {
+        return std::isfinite(e->rank_ms) ? e->rank_ms : e->time_ms;
+      };
       const Evidence* best = nullptr;
       for (auto& [key, trials] : by_config) {
-        std::sort(trials.begin(), trials.end(), [](const Evidence* a, const Evidence* b) {
-          return std::tie(a->time_ms, a->created_at, a->id) <
-                 std::tie(b->time_ms, b->created_at, b->id);
+        std::sort(trials.begin(), trials.end(), [&](const Evidence* a, const Evidence* b) {
+          return std::make_tuple(rank(a), a->created_at, a->id) <
+                 std::make_tuple(rank(b), b->created_at, b->id);
         });
         const Evidence* median = trials[(trials.size() - 1) / 2];
-        if (!best || median->time_ms < best->time_ms) best = median;  // keys come in order
+        if (!best || rank(median) < rank(best)) best = median;  // keys come in order
       }
       if (best) return best;
     }
@@ -240,7 +246,8 @@ struct Merger {
   std::vector<Evidence> evidence(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
     SQLite::Statement q(db,
                         "SELECT t.id, t.config_key, t.status, t.time_ms, t.kind, t.created_at, "
-                        "r.replayed FROM main.trials t JOIN main.runs r ON r.id = t.run_id "
+                        "r.replayed, t.rank_ms FROM main.trials t JOIN main.runs r "
+                        "ON r.id = t.run_id "
                         "WHERE t.kernel_id = ? AND t.device_id = ? AND t.problem_id = ?");
     q.bind(1, kernel);
     q.bind(2, device);
@@ -255,6 +262,7 @@ struct Merger {
       e.retime = q.getColumn(4).getInt() == static_cast<int>(TrialKind::kRetime);
       e.created_at = q.getColumn(5).getString();
       e.replayed = q.getColumn(6).getInt() != 0;
+      e.rank_ms = q.getColumn(7).isNull() ? NAN : q.getColumn(7).getDouble();
       out.push_back(std::move(e));
     }
     return out;

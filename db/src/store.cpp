@@ -113,7 +113,7 @@ constexpr const char* kTrialColumns =
     "time_ms, time_min_ms, time_mean_ms, time_spread, sample_count, samples_ms, gbps, gflops, "
     "registers, local_bytes, spill_bytes, static_shared_bytes, dynamic_shared_bytes, "
     "max_threads_per_block, occupancy, arch, compile_options, compile_log, cubin_hash, "
-    "compile_ms, eval_ms, created_at, kind, l2_flushed";
+    "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms";
 constexpr const char* kBestColumns =
     "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at";
 
@@ -230,6 +230,7 @@ TrialRecord read_trial(SQLite::Statement& q) {
   // Kinds are only ever appended, so a value this ktune does not name is kept as is.
   t.kind = static_cast<TrialKind>(q.getColumn(c++).getInt());
   t.l2_flushed = q.getColumn(c++).getInt();
+  t.rank_ms = column_real(q, c++);
   return t;
 }
 
@@ -795,7 +796,7 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       Cached q = impl_->statement(std::string("INSERT INTO trials (") +
                                   (kTrialColumns + std::string_view("id, ").size()) +
                                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       int c = 1;
       q->bind(c++, trial.run_id);
       q->bind(c++, trial.kernel_id);
@@ -829,6 +830,7 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
       q->bind(c++, trial.created_at.empty() ? utc_now() : trial.created_at);
       q->bind(c++, static_cast<int>(trial.kind));
       q->bind(c++, trial.l2_flushed);
+      bind_real(*q, c++, trial.rank_ms);
       q->exec();
     }
     const std::int64_t id = impl_->db.getLastInsertRowid();

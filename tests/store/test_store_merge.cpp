@@ -234,6 +234,50 @@ TEST_F(StoreMerge, ConflictingDuplicatesTakeTheMedianAndAWrongResultAnywhereDisq
   EXPECT_DOUBLE_EQ(best->trial.time_ms, 1.2);
 }
 
+TEST_F(StoreMerge, ARetimingCountsWithItsRankingRoundsAsTheRunThatMadeItChose) {
+  // The run's re-timing ranked b=256 first (rank 0.9) although its timing rounds read 1.2, and
+  // b=128's 1.1 (ranked 1.3): the run stored b=256, and merging keeps that choice and its time.
+  const auto host = file("host.db");
+  const Seeded s = add_run(host, h200(), "host-0", 10);
+  {
+    Store store = Store::open(host);
+    TrialRecord a = retimed(s, "b=256", 1.2);
+    a.rank_ms = 0.9;
+    TrialRecord b = retimed(s, "b=128", 1.1);
+    b.rank_ms = 1.3;
+    store.set_best(store.add_trial(a));
+    store.add_trial(b);
+    const auto stored = store.best("reduce", "n=1048576", store.devices()[0].id);
+    ASSERT_TRUE(stored);
+    EXPECT_DOUBLE_EQ(stored->trial.rank_ms, 0.9);  // the column round-trips
+  }
+  const auto fleet = file("fleet.db");
+  Store into = Store::open(fleet);
+  into.merge_from(host);
+  const auto best = into.best("reduce", "n=1048576", into.devices()[0].id);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial.config_key, "b=256");
+  EXPECT_DOUBLE_EQ(best->trial.time_ms, 1.2);
+  EXPECT_DOUBLE_EQ(best->trial.rank_ms, 0.9);
+  // A re-timing from before schema 5 (no rank) counts with its time.
+  const auto old = file("old.db");
+  const Seeded o = add_run(old, h200(), "host-old", 11);
+  {
+    Store store = Store::open(old);
+    store.add_trial(retimed(o, "b=64", 1.0));
+  }
+  into.merge_from(old);
+  EXPECT_EQ(into.best("reduce", "n=1048576", into.devices()[0].id)->trial.config_key, "b=256");
+  const auto older = file("older.db");
+  const Seeded p = add_run(older, h200(), "host-older", 12);
+  {
+    Store store = Store::open(older);
+    store.add_trial(retimed(p, "b=32", 0.5));
+  }
+  into.merge_from(older);
+  EXPECT_EQ(into.best("reduce", "n=1048576", into.devices()[0].id)->trial.config_key, "b=32");
+}
+
 TEST_F(StoreMerge, RefusesItselfAndBadSourcesLeavingTheDatabaseAsItWas) {
   const auto a = file("a.db"), fleet = file("fleet.db"), junk = file("junk.db");
   const Seeded s = add_run(a, h200(), "host-a", 1);

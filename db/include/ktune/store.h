@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -153,6 +154,9 @@ struct TrialRecord {
   int max_threads_per_block = -1;
   double occupancy = -1;  // active warps / max warps per SM, 0..1
   int l2_flushed = -1;    // 1: L2 flushed before each timed run, 0: not, -1: unknown
+  // A re-timing trial: the median of the rounds that ranked the finalists (time_ms is that of
+  // the rounds that timed them); NaN for other trials and re-timings before schema 5.
+  double rank_ms = std::numeric_limits<double>::quiet_NaN();
   // Compilation.
   std::string arch;
   std::string compile_options;  // space-separated

@@ -570,7 +570,7 @@ class TuningRun {
       // Ranked on the rounds the backend ranked them on, where it kept those apart from the
       // rounds that time them (the CUDA backend: the stored time of the winner is not the draw
       // that made it win); else on the time.
-      ranked.emplace_back(std::isfinite(re[i].rank_ms) ? re[i].rank_ms : r.time_ms, r);
+      ranked.emplace_back(std::isfinite(r.rank_ms) ? r.rank_ms : r.time_ms, r);
     }
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });

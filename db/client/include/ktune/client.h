@@ -232,9 +232,10 @@ struct ClientOptions {
 
 class Client {
  public:
-  // The newest schema this client reads (a newer database is refused) and the oldest: schemas 3
-  // and 4 only added the tuner's claims and run heartbeats, which the client does not read.
-  static constexpr int kSchemaVersion = 4;
+  // The newest schema this client reads (a newer database is refused) and the oldest: schemas 3,
+  // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
+  // which the client does not read.
+  static constexpr int kSchemaVersion = 5;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a
