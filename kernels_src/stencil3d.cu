@@ -15,10 +15,6 @@
 //              multiple of 4, the point, the planes above and below and the y neighbours move as
 //              float4 (one 16-byte access for four points; only the x neighbours at the ends are
 //              single floats), else one float at a time. A quarter of the memory instructions.
-//              With STAGES > 0 (sm_80 and later) the planes come through a ring of STAGES
-//              slots of shared memory, one per thread and plane, filled by asynchronous copies
-//              (cp.async) issued STAGES - 2 planes ahead of their use: more bytes in flight per
-//              thread without the registers that loading ahead into registers costs.
 // Plane offsets are 64-bit: nx * ny * nz may exceed 2^31 (vector: 32-bit with OFFSETS 32, which
 // the space allows only below 2^31 points).
 
@@ -27,14 +23,6 @@
 #endif
 #ifndef OFFSETS
 #define OFFSETS 64
-#endif
-#ifndef STAGES
-#define STAGES 0
-#endif
-#if STAGES > 0 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define KTUNE_STENCIL_STAGED 1
-#else
-#define KTUNE_STENCIL_STAGED 0
 #endif
 
 __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, float* __restrict__ out,
@@ -127,55 +115,8 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
       for (int j = 0; j < 4; ++j) r[j] = x0 + j < nx ? in[at + j] : 0.0f;
     }
   };
-  const Offset column0 = static_cast<Offset>(y) * nx + x0;
-  Offset i = static_cast<Offset>(z_begin) * step + column0;
+  Offset i = static_cast<Offset>(z_begin) * step + static_cast<Offset>(y) * nx + x0;
   float below[4] = {0.0f, 0.0f, 0.0f, 0.0f}, here[4], above[4];
-#if KTUNE_STENCIL_STAGED
-  // Plane z_begin - 1 + k travels to slot k % STAGES of this thread; planes outside the grid
-  // arrive as zeros (a copy of 0 source bytes fills its destination with zeros).
-  static_assert(STAGES >= 3, "a plane in use, the one above it, one in flight");
-  __shared__ float4 ring[STAGES][BLOCK_SIZE_X * BLOCK_SIZE_Y];
-  const int lane = threadIdx.y * BLOCK_SIZE_X + threadIdx.x;
-  const unsigned slot0 = static_cast<unsigned>(__cvta_generic_to_shared(&ring[0][lane]));
-  constexpr unsigned kSlotBytes = 16u * BLOCK_SIZE_X * BLOCK_SIZE_Y;
-  int issue_slot = 0, take_slot = 2;  // slots of the next plane issued and the next taken
-  const auto issue = [&](int k) {     // plane z_begin - 1 + k, then a commit (empty past z_end)
-    const int q = z_begin - 1 + k;
-    if (q <= z_end) {
-      const bool valid = q >= 0 && q < nz;
-      const float* src = valid ? in + (static_cast<Offset>(q) * step + column0) : in;
-      const unsigned dst = slot0 + static_cast<unsigned>(issue_slot) * kSlotBytes;
-      if (fast) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                     "r"(valid ? 16 : 0)
-                     : "memory");
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const bool here_j = valid && x0 + j < nx;
-          asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst + 4 * j),
-                       "l"(here_j ? src + j : in), "r"(here_j ? 4 : 0)
-                       : "memory");
-        }
-      }
-    }
-    issue_slot = issue_slot + 1 == STAGES ? 0 : issue_slot + 1;
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-  };
-  const auto take = [&](int slot, float(&r)[4]) {
-    const float4 t = ring[slot][lane];
-    r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
-  };
-#pragma unroll
-  for (int k = 0; k < STAGES; ++k) issue(k);
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");
-  take(0, below);
-  take(1, here);
-  for (int z = z_begin, k = STAGES; z < z_end; ++z, ++k, i += step) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 3) : "memory");
-    take(take_slot, above);
-    take_slot = take_slot + 1 == STAGES ? 0 : take_slot + 1;
-#else
   if (z_begin > 0) load4(i - step, below);
   load4(i, here);
   for (int z = z_begin; z < z_end; ++z, i += step) {
@@ -185,7 +126,6 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
 #pragma unroll
       for (int j = 0; j < 4; ++j) above[j] = 0.0f;
     }
-#endif
     float v[4] = {here[0], here[1], here[2], here[3]};
     if (row_interior && z > 0 && z < nz - 1) {
       float south[4], north[4];
@@ -212,10 +152,6 @@ __global__ void KTUNE_LAUNCH_BOUNDS stencil3d(const float* __restrict__ in, floa
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) below[j] = here[j], here[j] = above[j];
-#if KTUNE_STENCIL_STAGED
-    // Into the slot of this step's plane below, whose values the step has used.
-    issue(k);
-#endif
   }
 #else
 #error "VARIANT must be naive, registers, shared or vector"

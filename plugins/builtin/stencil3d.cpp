@@ -1,7 +1,6 @@
 // Built-in kernel `stencil3d`: one sweep of a 7-point stencil over an fp32 3-D grid with the
 // lectures' z-marching kernels (kernels_src/stencil3d.cu): naive, register-pipelined, and
-// register-pipelined with a shared-memory plane or with four points per thread as float4 (whose
-// planes may stream through shared memory by cp.async).
+// register-pipelined with a shared-memory plane or with four points per thread as float4.
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -70,9 +69,6 @@ const ktune_param_desc kParams[] = {
     {"maxrregcount", "0, 40", "0",
      "vector: register limit per thread (0: none), for more resident warps"},
     {"offsets", "64, 32", "64", "vector: bits of the grid offsets (32: fewer registers)"},
-    {"stages", "0, 4, 6", "0",
-     "vector: planes in flight per thread through shared memory by cp.async (0: loaded into "
-     "registers one plane ahead)"},
 };
 
 const char* const kRestrictions[] = {
@@ -80,9 +76,6 @@ const char* const kRestrictions[] = {
     "z_chunk == 4 or z_chunk // 2 < nz",
     "maxrregcount == 0 or variant == 'vector'",
     "offsets == 64 or (variant == 'vector' and nx * ny * nz < 2**31)",
-    // A 16-byte slot per thread and stage, in static shared memory (48 KiB); cp.async: sm_80.
-    "stages == 0 or (variant == 'vector' and compute_capability >= 80 and "
-    "16 * stages * block_size_x * block_size_y <= 49152)",
 };
 
 const ktune_problem_desc kProblem[] = {

@@ -208,16 +208,6 @@ TEST_F(GpuKernelsB, StencilEveryVariantAtTwoSizes) {
                       {"block_size_x", "64"},
                       {"block_size_y", "4"},
                       {"z_chunk", "4"}});
-  // vector with its planes streaming through shared memory: every ring depth, chunks shorter
-  // and longer than the ring, 16-byte copies (nx = 128) and 4-byte ones (nx = 77).
-  for (const char* stages : {"4", "6"})
-    for (const char* chunk : {"4", "16"})
-      sets.push_back({{"variant", "vector"},
-                      {"stages", stages},
-                      {"offsets", "32"},
-                      {"block_size_x", "32"},
-                      {"block_size_y", "8"},
-                      {"z_chunk", chunk}});
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 128}, {"ny", 64}, {"nz", 64}}, sets),
             static_cast<int>(sets.size()));
   EXPECT_EQ(verify_all("stencil3d", {{"nx", 77}, {"ny", 45}, {"nz", 39}}, sets),
