@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -552,21 +553,29 @@ KernelSpec small_reduce(const Registry& registry) {
   return k;
 }
 
+// A brute force of small_reduce into `db` with QuickBackend, its leaders re-timed.
+TuneSummary tune_small_reduce(const std::filesystem::path& db, int retime_top,
+                              bool rank_reversed = false) {
+  Registry registry;
+  register_builtin_kernels(registry);
+  const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}},
+                                DeviceLimits::for_arch(90));
+  Store store = Store::open(db);
+  QuickBackend backend(instance);
+  backend.rank_reversed = rank_reversed;
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = retime_top;
+  return tune(instance, backend, store, *strategy, options, nullptr);
+}
+
 TEST(ReportOfATuningRun, ReadsTheTunersRetimingAsFinalists) {
   test::TempDir dir;
   Registry registry;
   register_builtin_kernels(registry);
   const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}},
                                 DeviceLimits::for_arch(90));
-  std::int64_t run_id = 0;
-  {
-    Store store = Store::open(dir / "t.db");
-    QuickBackend backend(instance);
-    auto strategy = make_strategy("brute_force");
-    TuneOptions options;
-    options.retime_top = 4;
-    run_id = tune(instance, backend, store, *strategy, options, nullptr).run_id;
-  }
+  const std::int64_t run_id = tune_small_reduce(dir / "t.db", 4).run_id;
   Store store = Store::open(dir / "t.db", Store::Mode::kReadOnly);
   const Report r = build_report(store, {});
   const ReportRun& run = r.studies.at(0).runs.at(0);
@@ -586,26 +595,13 @@ TEST(ReportOfATuningRun, ReadsTheTunersRetimingAsFinalists) {
 
 TEST(ReportOfATuningRun, MarksTheStoredBestAmongTheFinalistsWhereverItsTimeRanks) {
   test::TempDir dir;
-  Registry registry;
-  register_builtin_kernels(registry);
-  const KernelInstance instance(small_reduce(registry), Problem{{"n", 1 << 20}},
-                                DeviceLimits::for_arch(90));
-  std::string winner;
-  {
-    Store store = Store::open(dir / "t.db");
-    QuickBackend backend(instance);
-    backend.rank_reversed = true;
-    auto strategy = make_strategy("brute_force");
-    TuneOptions options;
-    options.retime_top = 3;
-    const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
-    ASSERT_TRUE(s.best.has_value());
-    winner = s.best->config_key;
-    ASSERT_EQ(s.finalists.size(), 3u);
-    // Ranked first although its timing rounds make it the slowest of the three.
-    EXPECT_GT(s.best->time_ms, s.finalists[1].time_ms);
-    EXPECT_GT(s.best->time_ms, s.finalists[2].time_ms);
-  }
+  const TuneSummary s = tune_small_reduce(dir / "t.db", 3, /*rank_reversed=*/true);
+  ASSERT_TRUE(s.best.has_value());
+  const std::string winner = s.best->config_key;
+  ASSERT_EQ(s.finalists.size(), 3u);
+  // Ranked first although its timing rounds make it the slowest of the three.
+  EXPECT_GT(s.best->time_ms, s.finalists[1].time_ms);
+  EXPECT_GT(s.best->time_ms, s.finalists[2].time_ms);
   Store store = Store::open(dir / "t.db", Store::Mode::kReadOnly);
   const Report r = build_report(store, {});
   const DeviceAnalysis& a = r.studies.at(0).devices.at(0);
