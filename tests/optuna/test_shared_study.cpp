@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -484,11 +485,14 @@ TEST_F(TuneDevices, AWorkerThatDiesCostsItsTrialNotTheRun) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string err = test::read_file(parent.err);
     const auto at = err.find("device 1: worker ");
-    if (at != std::string::npos) victim = std::stoi(err.substr(at + 17));
+    // Only a whole line: a read while the parent writes it may end inside the number.
+    if (at != std::string::npos && err.find('\n', at) != std::string::npos)
+      victim = std::stoi(err.substr(at + 17));
   }
   ASSERT_GT(victim, 0) << describe(parent);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0) << "pid " << victim << ": " << std::strerror(errno) << "\n"
+                                        << describe(parent);
   finish(parent);
   ASSERT_EQ(parent.code, 0) << describe(parent);
   EXPECT_NE(test::read_file(parent.err).find("device 1: worker killed by signal 9"),
