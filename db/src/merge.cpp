@@ -85,9 +85,7 @@ std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all) {
         if (e.replayed == replayed && e.retime == retime && is_ok(e.status) &&
             std::isfinite(e.time_ms) && !wrong.count(e.key))
           by_config[e.key].push_back(&e);
-      const auto rank = [](const Evidence* e) {
-        return std::isfinite(e->rank_ms) ? e->rank_ms : e->time_ms;
-      };
+      const auto rank = [](const Evidence* e) { return retime_ranking_ms(e->rank_ms, e->time_ms); };
       const Evidence* best = nullptr;
       for (auto& [key, trials] : by_config) {
         std::sort(trials.begin(), trials.end(), [&](const Evidence* a, const Evidence* b) {

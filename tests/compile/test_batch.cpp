@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "common/compile_request.h"
 #include "ktune/compiler.h"
 
 namespace ktune {
@@ -24,21 +25,13 @@ __global__ void KTUNE_LAUNCH_BOUNDS k(float* out) {
 )";
 
 CompileRequest request(int block, int unroll, int bad, const std::string& group = "g") {
-  CompileRequest r;
-  r.defines = {{"BLOCK", std::to_string(block)},
-               {"UNROLL", std::to_string(unroll)},
-               {"BAD", std::to_string(bad)},
-               {"KTUNE_LAUNCH_BOUNDS",
-                block >= 256 ? "__launch_bounds__(" + std::to_string(block) + ", 1)" : ""}};
-  r.body = std::string("#line 1 \"k.cu\"\n") + kBody;
-  for (const auto& [name, value] : r.defines) r.source += "#define " + name + " " + value + "\n";
-  r.source += r.body;
-  r.source_name = "k.cu";
-  r.entry = "k<BLOCK, UNROLL>";
-  r.options = {"--gpu-architecture=sm_90", "--ptxas-options=-v"};
-  r.arch = "sm_90";
-  r.batch_group = group;
-  return r;
+  return test::assembled_request(
+      {{"BLOCK", std::to_string(block)},
+       {"UNROLL", std::to_string(unroll)},
+       {"BAD", std::to_string(bad)},
+       {"KTUNE_LAUNCH_BOUNDS",
+        block >= 256 ? "__launch_bounds__(" + std::to_string(block) + ", 1)" : ""}},
+      std::string("#line 1 \"k.cu\"\n") + kBody, "k<BLOCK, UNROLL>", "sm_90", group);
 }
 
 TEST(CompileBatch, OneProgramGivesEveryConfigItsOwnEntry) {

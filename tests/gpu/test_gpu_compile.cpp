@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/compile_request.h"
 #include "ktune/compiler.h"
 #include "ktune/device.h"
 
@@ -26,23 +27,16 @@ class GpuCompile : public ::testing::Test {
   }
 
   CompileRequest request(int block, const std::string& group) const {
-    CompileRequest r;
-    r.defines = {{"BLOCK", std::to_string(block)}};
-    r.body = "#line 1 \"k.cu\"\n// run " + tag_ +
-             "\ntemplate <int B> __global__ void k(float* out, const float* in) {\n"
-             "  __shared__ float tile[B];\n"
-             "  tile[threadIdx.x] = in[blockIdx.x * B + threadIdx.x] * 2.0f;\n"
-             "  __syncthreads();\n"
-             "  out[blockIdx.x * B + threadIdx.x] = tile[B - 1 - threadIdx.x];\n"
-             "}\n";
-    for (const auto& [name, value] : r.defines) r.source += "#define " + name + " " + value + "\n";
-    r.source += r.body;
-    r.source_name = "k.cu";
-    r.entry = "k<BLOCK>";
-    r.options = {"--gpu-architecture=" + arch_, "--ptxas-options=-v"};
-    r.arch = arch_;
-    r.batch_group = group;
-    return r;
+    return test::assembled_request(
+        {{"BLOCK", std::to_string(block)}},
+        "#line 1 \"k.cu\"\n// run " + tag_ +
+            "\ntemplate <int B> __global__ void k(float* out, const float* in) {\n"
+            "  __shared__ float tile[B];\n"
+            "  tile[threadIdx.x] = in[blockIdx.x * B + threadIdx.x] * 2.0f;\n"
+            "  __syncthreads();\n"
+            "  out[blockIdx.x * B + threadIdx.x] = tile[B - 1 - threadIdx.x];\n"
+            "}\n",
+        "k<BLOCK>", arch_, group);
   }
 
   std::string arch_, tag_;

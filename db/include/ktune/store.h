@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -125,6 +126,12 @@ struct RunRecord {
   std::string summary;  // JSON written when the run finishes
 };
 
+// A re-timing trial ranks by the median of its ranking rounds (schema 5) where it has one, else
+// by its time.
+inline double retime_ranking_ms(double rank_ms, double time_ms) {
+  return std::isfinite(rank_ms) ? rank_ms : time_ms;
+}
+
 struct TrialRecord {
   std::int64_t id = 0;
   std::int64_t run_id = 0;
@@ -157,6 +164,9 @@ struct TrialRecord {
   // A re-timing trial: the median of the rounds that ranked the finalists (time_ms is that of
   // the rounds that timed them); NaN for other trials and re-timings before schema 5.
   double rank_ms = std::numeric_limits<double>::quiet_NaN();
+  // What the trial is ranked by among re-timings (the tuner's choice of a winner and merge's
+  // rule alike): the ranking rounds' median where it has one, else its time.
+  double ranking_ms() const { return retime_ranking_ms(rank_ms, time_ms); }
   // Compilation.
   std::string arch;
   std::string compile_options;  // space-separated

@@ -557,7 +557,6 @@ class TuningRun {
     wait_prepared();
     const std::vector<Measurement> re = backend_.retime(candidates, options_.retime_rounds);
     ensure_registered();
-    std::vector<std::pair<double, TrialRecord>> ranked;
     for (std::size_t i = 0; i < finalists.size() && i < re.size(); ++i) {
       summary_.gpu_seconds += re[i].gpu_ms * 1e-3;
       TrialRecord r = finalists[i];
@@ -567,14 +566,14 @@ class TuningRun {
       ids_.stamp(r);
       set_timing(r, re[i], throughput(instance_, configs[i], re[i].time_ms));
       r.id = store_.add_trial(r);
-      // Ranked on the rounds the backend ranked them on, where it kept those apart from the
-      // rounds that time them (the CUDA backend: the stored time of the winner is not the draw
-      // that made it win); else on the time.
-      ranked.emplace_back(std::isfinite(r.rank_ms) ? r.rank_ms : r.time_ms, r);
+      summary_.finalists.push_back(r);
     }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [rank, r] : ranked) summary_.finalists.push_back(std::move(r));
+    // Ranked on the rounds the backend ranked them on, where it kept those apart from the rounds
+    // that time them (the CUDA backend: the stored time of the winner is not the draw that made
+    // it win); else on the time.
+    std::stable_sort(
+        summary_.finalists.begin(), summary_.finalists.end(),
+        [](const TrialRecord& a, const TrialRecord& b) { return a.ranking_ms() < b.ranking_ms(); });
   }
 
   // --- Step 5: the summary and the run's status ----------------------------------------------

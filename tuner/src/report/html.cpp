@@ -326,7 +326,7 @@ void finalists_table(std::string& o, const DeviceAnalysis& a) {
   const double fastest = a.finalists.front().time_ms;
   for (std::size_t i = 0; i < a.finalists.size(); ++i) {
     const TrialRecord& t = a.finalists[i];
-    const bool best = a.best_is_stored && a.best && a.best->id == t.id;
+    const bool best = a.is_stored_best(t);
     o += (best ? "<tr class=\"best\">" : "<tr>") + td(fmt::format("{}", i + 1), true) +
          td(config_cell(t)) + td(format_time(t.time_ms, unit), true) +
          td(format_percent(t.time_spread), true) + td(fmt::format("{}", t.sample_count), true) +

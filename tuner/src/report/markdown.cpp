@@ -172,7 +172,7 @@ void top(std::string& o, const DeviceAnalysis& a) {
                  ">rounds", ">vs fastest"});
     for (std::size_t i = 0; i < a.finalists.size(); ++i) {
       const TrialRecord& t = a.finalists[i];
-      const bool best = a.best_is_stored && a.best && a.best->id == t.id;
+      const bool best = a.is_stored_best(t);
       o += row({fmt::format("{}", i + 1), code(t.config_key) + (best ? " **best**" : ""),
                 format_time(t.time_ms, unit), format_percent(t.time_spread),
                 fmt::format("{}", t.sample_count),

@@ -109,6 +109,11 @@ struct DeviceAnalysis {
   std::vector<FailureGroup> failures;  // largest first
   std::optional<TrialRecord> best;     // stored best, else the fastest ok trial
   bool best_is_stored = false;
+  // Whether `trial` is the stored best itself (a finalist the re-timing ranked fastest need not
+  // have the fastest time).
+  bool is_stored_best(const TrialRecord& trial) const {
+    return best_is_stored && best && best->id == trial.id;
+  }
 };
 
 // The best configuration per device and how each device's best runs elsewhere: built from

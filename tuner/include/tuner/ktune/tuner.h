@@ -105,8 +105,8 @@ struct TuneSummary {
   double strategy_seconds = 0;      // wall time inside the strategy's ask() and tell()
   std::map<std::string, double> phases_seconds;  // the backend's evaluation phases, summed
   std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
-  std::vector<TrialRecord> finalists;            // re-timed leaders, fastest first
-  GpuClockStats clocks;                          // over the measured trials
+  std::vector<TrialRecord> finalists;  // re-timed leaders, the best (ranked fastest) first
+  GpuClockStats clocks;                // over the measured trials
 };
 
 using ProgressFn = std::function<void(const Progress&)>;
