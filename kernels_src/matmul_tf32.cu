@@ -57,11 +57,11 @@ __device__ __forceinline__ void wait_pending() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-__device__ __forceinline__ unsigned to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
+// x rounded to TF32 (to nearest, ties away from zero, as cvt.rna.tf32.f32) in the upper 19
+// bits the tensor cores read: they ignore the low 13, so adding half a unit of the last TF32
+// place (0x1000) rounds in one integer add where the conversion takes three instructions
+// (matmul_tf32_wgmma.cu says more).
+__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(x) + 0x1000u; }
 
 // Four floats of row `row` (of `rows`, each `len` long) from column `col` into `dst`, zero past
 // the matrix; `vectors`: rows start 16-byte aligned (len % 4 == 0), so one 16-byte copy serves.

@@ -25,9 +25,12 @@
 // tiles ahead, and rounds and stores those of the next tile (swizzled) while the tensor cores
 // multiply the current one.
 // CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
-// need the same tiles of B: each block copies its share of a tile's rows, and the threads load
-// their fragments from the block that holds them (distributed shared memory), so B is read
-// from L2 once per cluster; a cluster barrier per tile replaces the block's.
+// need the same tiles of B: each block copies its share of a tile's rows with bulk copies
+// multicast into every block of the cluster (cp.async.bulk .multicast::cluster, completing on
+// a per-stage mbarrier in each block), so B is read from L2 once per cluster while every
+// block reads its fragments from its own shared memory; a cluster barrier per tile replaces
+// the block's. Tiles past an edge of B (or with n not a multiple of 4) are copied by each
+// block whole, with cp.async and zero fill.
 // PRODUCER = 1 adds a warpgroup that only loads: it copies a tile into a free buffer, and once
 // the copies have landed rounds A's part and hands the buffer over through an mbarrier; the
 // WARPGROUPS consumers wait for it there, multiply, and hand it back through another, so no
@@ -47,6 +50,13 @@
 #ifndef A_REGISTERS
 #define A_REGISTERS 0
 #endif
+#undef WGMM_BULK_B  // (several configurations may share one program)
+// Clusters bring B's tiles by bulk copies.
+#if CLUSTER_M > 1
+#define WGMM_BULK_B 1
+#else
+#define WGMM_BULK_B 0
+#endif
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
 #endif
@@ -62,10 +72,16 @@ constexpr int kProducer = PRODUCER;  // 1: a warpgroup of its own loads, the oth
 constexpr int kConsumers = 128 * kGroups, kThreads = kConsumers + 128 * kProducer;
 constexpr int kLoaders = kProducer ? 128 : kThreads;  // threads that copy and round
 constexpr int kBn = 64 * kTilesN * kGroups;
-// CLUSTER_M blocks, one above the other in m, share B's tiles: each loads BLOCK_K / CLUSTER_M
-// of a tile's rows and reads the others from its neighbours' shared memory.
+// CLUSTER_M blocks, one above the other in m, share B's tiles: each copies BLOCK_K / CLUSTER_M
+// of a tile's rows into all of them (one row per lane of warp 0).
 constexpr int kCluster = CLUSTER_M;
-constexpr int kRowsPerRank = kBk / kCluster, kSlicesPerRank = kRowsPerRank / 8;
+constexpr int kRowsPerRank = kBk / kCluster;
+// In a cluster B's tiles come by bulk copies, one 16-byte-aligned row each, issued by warp 0
+// and completing on a per-stage mbarrier, instead of every thread's cp.async. (The same bulk
+// copies without a cluster were measured slower than the threads' cp.async: 0.83 against
+// 0.62 ms at 4096^3 on an H100, docs/kernels.md.)
+constexpr bool kBulkB = WGMM_BULK_B;
+static_assert(!kBulkB || !kProducer, "bulk copies of B without a producer");
 constexpr int kPitchB = kBn + 8;        // floats per row of B's tile
 constexpr int kStageA = kBm * kBk;      // floats of A's tile (a multiple of 1024 bytes)
 constexpr int kStageB = kBk * kPitchB;  // floats of B's tile
@@ -74,7 +90,7 @@ static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows 
 static_assert(kBk == 32 || kBk == 64, "tiles of one or two 32-float column blocks");
 static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
 static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
-static_assert(kCluster >= 1 && kRowsPerRank % 8 == 0, "whole 8-deep slices of B per block");
+static_assert(kBk % kCluster == 0, "whole rows of B's tile per block of a cluster");
 static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a producer");
 // A_REGISTERS = 1: A's tile goes through registers (loaded two tiles ahead, rounded there,
 // stored swizzled) instead of cp.async and a rounding pass in shared memory.
@@ -171,11 +187,14 @@ template <int N>
 __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-__device__ __forceinline__ unsigned to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
+// x rounded to TF32 for the tensor cores, which read a TF32 operand's upper 19 bits and ignore
+// the low 13: adding half a unit of the last TF32 place (0x1000) carries into those 19 bits
+// exactly where cvt.rna.tf32.f32 (round to nearest, ties away from zero) rounds up, in one
+// integer add where the conversion takes three instructions (an infinity check, the add, a
+// mask). An infinity stays one (the add lands in the ignored bits); a NaN stays a NaN unless
+// its payload lies wholly in the ignored bits, which the tensor cores read as an infinity
+// with or without the add.
+__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(x) + 0x1000u; }
 __device__ __forceinline__ float4 to_tf32(float4 x) {
   return make_float4(__uint_as_float(to_tf32(x.x)), __uint_as_float(to_tf32(x.y)),
                      __uint_as_float(to_tf32(x.z)), __uint_as_float(to_tf32(x.w)));
@@ -286,16 +305,31 @@ __device__ __forceinline__ unsigned cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// The shared::cluster address of shared address `addr` in the block of rank `rank`.
-__device__ __forceinline__ unsigned peer_address(unsigned addr, unsigned rank) {
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
+// Copies `bytes` (a multiple of 16) of `src` to shared address `dst` in every block of the
+// cluster, each copy completing `bytes` of the transaction count of the mbarrier at `bar` (the
+// same offset in each block).
+__device__ __forceinline__ void copy_multicast(unsigned dst, const float* src, unsigned bytes,
+                                               unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(static_cast<unsigned short>((1u << kCluster) - 1))
+      : "memory");
 }
-__device__ __forceinline__ float load_cluster(unsigned addr) {
-  float x;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
-  return x;
+// Copies `bytes` (a multiple of 16) of `src` to shared address `dst` of this block, completing
+// `bytes` of the transaction count of the mbarrier at `bar`.
+__device__ __forceinline__ void copy_bulk(unsigned dst, const float* src, unsigned bytes,
+                                          unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+// Arrives on the mbarrier at `addr`, first raising the bytes its phase waits for by `bytes`.
+__device__ __forceinline__ void barrier_arrive_expect(unsigned addr, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
+               : "memory");
 }
 
 // Keeps the compiler from moving accesses of `x` across the asynchronous products.
@@ -330,9 +364,24 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   const unsigned tiles = (k + kBk - 1) / kBk;
   // The threads that load: all of them, or the producer warpgroup's.
   const unsigned loader = kProducer ? tid - kConsumers : tid;
-  // This block's rows of B's tiles: all, or its share of the cluster's.
+#if WGMM_BULK_B
+  // This block copies rows rank * kRowsPerRank on of each of B's tiles (into every block of
+  // its cluster).
   const unsigned rank = kCluster > 1 ? cluster_rank() : 0;
-  const unsigned b_row0 = rank * kRowsPerRank;
+  // b_full[s] completes once B's tile in stage s has landed here: one arrival (thread 0's,
+  // raising the bytes expected where the tile comes by bulk copies) and those bytes.
+  __shared__ u64 b_full[kStages];
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) barrier_init(smem_address(&b_full[s]), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // Every block's barriers are ready before any copy targets them.
+  if constexpr (kCluster > 1)
+    cluster_sync();
+  else
+    __syncthreads();
+#endif
 
   // Blocks whose tiles lie inside the matrices copy without the guards (most of a large
   // product: fewer instructions per tile).
@@ -343,22 +392,43 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
     const unsigned k0 = tile * kBk;
     if (inside_mn && k0 + kBk <= k) {
       const float* const a0 = a + u64(m0) * k + k0;
-      const float* const b0 = b + u64(k0 + b_row0) * n + n0;
+      const float* const b0 = b + u64(k0) * n + n0;
       if constexpr (!kARegs)
         for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(as + swizzled(r, cc), a0 + u64(r) * k + cc);
         });
-      for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
-        copy16(bs + ((r + b_row0) * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
-      });
-      return;
-    }
-    if constexpr (!kARegs)
+      if constexpr (!kBulkB)
+        for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
+          copy16(bs + (r * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
+        });
+    } else if constexpr (!kARegs) {
       for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
         load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
       });
-    for_each_vector<kRowsPerRank, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
-      r += b_row0;
+    }
+#if WGMM_BULK_B
+    // The blocks of a cluster share n0 and k0, so they take the same branch. Inside B: this
+    // block's rows, by the lanes of warp 0, into every block of the cluster.
+    const unsigned bar = smem_address(&b_full[stage]);
+    if (n0 + kBn <= n && b_vectors && k0 + kBk <= k) {
+      if (tid == 0) barrier_arrive_expect(bar, kBk * kBn * 4);
+      if (tid < 32) {
+#pragma unroll
+        for (unsigned i = tid; i < kRowsPerRank; i += 32) {
+          const unsigned r = rank * kRowsPerRank + i;
+          if constexpr (kCluster > 1)
+            copy_multicast(bs + r * kPitchB * 4, b + u64(k0 + r) * n + n0, kBn * 4, bar);
+          else
+            copy_bulk(bs + r * kPitchB * 4, b + u64(k0 + r) * n + n0, kBn * 4, bar);
+        }
+      }
+      return;
+    }
+    if (tid == 0) barrier_arrive(bar);  // copied whole below, published by the block's barrier
+#else
+    if (inside_mn && k0 + kBk <= k) return;
+#endif
+    for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
       load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
   };
@@ -376,7 +446,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // A_REGISTERS: this thread's vectors of A's tile `tile` (zero past the matrix), and their
   // store, rounded to TF32, into `stage`.
   using AVectors = float4[kAVectors];
-  const auto fetch_a = [&](unsigned tile, AVectors& ra) {
+  [[maybe_unused]] const auto fetch_a = [&](unsigned tile, AVectors& ra) {
     const unsigned k0 = tile * kBk;
     const bool inside = inside_mn && k0 + kBk <= k;
     for_each_vector<kBm, kBk, kThreads>(tid, [&](unsigned r, unsigned cc, int slot) {
@@ -394,7 +464,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       ra[slot] = x;
     });
   };
-  const auto store_a = [&](int stage, const AVectors& ra) {
+  [[maybe_unused]] const auto store_a = [&](int stage, const AVectors& ra) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
     for_each_vector<kBm, kBk, kThreads>(tid, [&](unsigned r, unsigned cc, int slot) {
       *reinterpret_cast<float4*>(as + swizzled(r, cc)) = to_tf32(ra[slot]);
@@ -467,6 +537,9 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       cluster_sync();
     else
       __syncthreads();
+#if WGMM_BULK_B
+    barrier_wait(smem_address(&b_full[stage]), (tile / kStages) & 1);  // B's tile is here
+#endif
     const unsigned next = tile + kAhead;
     if (next < tiles) load_tile(next % kStages, next);
     commit();
@@ -484,20 +557,12 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #pragma unroll
       for (int s = 0; s < kBk / 8; ++s) {
         const float* q = bs + (8 * s + t) * kPitchB + col;
-        if constexpr (kCluster == 1) {
-          const float2 lo = *reinterpret_cast<const float2*>(q);
-          const float2 hi = *reinterpret_cast<const float2*>(q + 4 * kPitchB);
-          fr[p][s][0] = to_tf32(lo.x);
-          fr[p][s][1] = to_tf32(lo.y);
-          fr[p][s][2] = to_tf32(hi.x);
-          fr[p][s][3] = to_tf32(hi.y);
-        } else {  // slice s lives in the block of rank s / kSlicesPerRank
-          const unsigned r = peer_address(smem_address(q), s / kSlicesPerRank);
-          fr[p][s][0] = to_tf32(load_cluster(r));
-          fr[p][s][1] = to_tf32(load_cluster(r + 4));
-          fr[p][s][2] = to_tf32(load_cluster(r + 16 * kPitchB));
-          fr[p][s][3] = to_tf32(load_cluster(r + 16 * kPitchB + 4));
-        }
+        const float2 lo = *reinterpret_cast<const float2*>(q);
+        const float2 hi = *reinterpret_cast<const float2*>(q + 4 * kPitchB);
+        fr[p][s][0] = to_tf32(lo.x);
+        fr[p][s][1] = to_tf32(lo.y);
+        fr[p][s][2] = to_tf32(hi.x);
+        fr[p][s][3] = to_tf32(hi.y);
       }
     }
     mma_fence();
@@ -534,11 +599,16 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   }
 #endif
   // Two fragment sets, alternating: a step's products may still read the previous step's.
+  // Whole pairs in the loop and an odd last tile after it: every path alternates the sets,
+  // so no fragment is written while products that read it may run (else ptxas serialises
+  // the products).
   Fragments f0, f1;
-  for (unsigned tile = 0; tile < tiles; tile += 2) {
+  unsigned tile = 0;
+  for (; tile + 1 < tiles; tile += 2) {
     step(tile, f0, ra0, ra1);
-    if (tile + 1 < tiles) step(tile + 1, f1, ra1, ra0);
+    step(tile + 1, f1, ra1, ra0);
   }
+  if (tile < tiles) step(tile, f0, ra0, ra1);
   mma_wait<0>();
   wait_copies<0>();  // nothing may be in flight into shared memory when the block exits
   if constexpr (kCluster > 1) cluster_sync();  // nor may a neighbour still read from it

@@ -9,7 +9,8 @@
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^20, 2^22, 2^25 and 2^28, the last two exported as recordings), tune-peers
 #   (tune the kernels of the peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored
-#   bests, with the measured ceilings, $KTUNE_PEER_ONLY), recordings (brute-force the small spaces and export them), example (the client example on
+#   bests, with the measured ceilings, $KTUNE_PEER_ONLY), hopper-limits (the TF32 tensor-core
+#   peak and the L2 read bandwidth), recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
 #   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
@@ -216,6 +217,10 @@ for step in $steps; do
           --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
       done ;;
+    hopper-limits)
+      # The TF32 tensor-core peak and the L2 read bandwidth (bench/hopper/limits.cu).
+      $build/bench/ktune_hopper_limits >"$out/hopper-limits.txt" 2>&1
+      log "hopper-limits: rc=$?"; cat "$out/hopper-limits.txt" | tee -a "$out/summary.txt" ;;
     peers)
       # Time the stored bests beside cudaMemcpy, CUB and cuBLAS (bench/peers/README.md);
       # reduce's bests come from the brute step.

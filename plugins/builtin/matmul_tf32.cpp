@@ -121,15 +121,16 @@ const ktune_kernel_desc kMatmulTf32 =
 const ktune_param_desc kWgmmaParams[] = {
     {"block_m", "64, 128, 192, 256", "128", "rows of C per block (wgmma's n)"},
     {"block_k", "32, 64", "32", "depth of the shared-memory tiles (one or two swizzled blocks)"},
-    {"tiles_n", "1, 2, 4", "2", "64-column pieces of C per warpgroup"},
-    {"warpgroups", "1, 2, 3, 4", "2", "warpgroups (128 threads each) per block, side by side in n"},
+    {"tiles_n", "1, 2, 4", "1", "64-column pieces of C per warpgroup"},
+    {"warpgroups", "1, 2, 3, 4", "4", "warpgroups (128 threads each) per block, side by side in n"},
     {"stages", "2, 3, 4, 5, 6", "4", "shared-memory buffers of A's and B's tiles (cp.async)"},
     {"wait_depth", "0, 1", "1", "groups of products left running while the next tile starts"},
     {"producer", "0, 1", "0",
      "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
     {"cluster_m", "1, 2, 4", "1",
-     "blocks (one above the other in m) sharing B's tiles through distributed shared memory"},
-    {"a_registers", "0, 1", "1",
+     "blocks (one above the other in m) sharing B's tiles: each copies a share of a tile's rows "
+     "into all of them (bulk copies multicast in the cluster)"},
+    {"a_registers", "0, 1", "0",
      "1: A's tiles through registers (loaded two tiles ahead, rounded there); 0: cp.async"},
 };
 
@@ -143,8 +144,8 @@ const char* const kWgmmaRestrictions[] = {
     "block_m * tiles_n * warpgroups < 1024",
     // A producer's registers (setmaxnreg) serve one or two consumer warpgroups.
     "producer == 0 or warpgroups <= 2",
-    // Each block of a cluster holds whole 8-deep slices of B's tile; without a producer.
-    "cluster_m == 1 or (block_k // cluster_m % 8 == 0 and producer == 0)",
+    // Clusters without a producer.
+    "cluster_m == 1 or producer == 0",
     // A through registers: at most 4 vectors per thread in each of two sets, without a
     // producer, and room beside the accumulators (192 x 256 blocks of 512 threads spill).
     "a_registers == 0 or (producer == 0 and block_m * block_k <= 2048 * warpgroups and "
@@ -169,10 +170,11 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .grid("div_up(n, 64 * tiles_n * warpgroups)", "cluster_m * div_up(m, cluster_m * block_m)")
         .block("128 * (warpgroups + producer)")
         // 1024 bytes to align A's tiles to the swizzle's period (and room for the producer's
-        // mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and of B (block_k
-        // rows of the block's columns, padded by 8).
+        // or the cluster's mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and
+        // of B (block_k rows of the block's columns, padded by 8).
         .shared_mem(
-            "1024 + 128 * producer + 4 * stages * block_k * (block_m + 64 * tiles_n * "
+            "1024 + 128 * (producer + cluster_m // 2) + 4 * stages * block_k * (block_m + 64 * "
+            "tiles_n * "
             "warpgroups + 8)")
         .buffers(kBuffers)
         .args(kMatmulArgs)

@@ -17,10 +17,12 @@
 #include <tuple>
 #include <vector>
 
+#include "common/npy_file.h"
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/gpu_evaluator.h"
 #include "ktune/registry.h"
+#include "tuner/cli_test_util.h"
 
 namespace ktune {
 namespace {
@@ -74,6 +76,28 @@ class GpuKernelsA : public ::testing::Test {
       ++checked;
     }
     return checked;
+  }
+
+  // Evaluates each configuration of `configs` of `spec` (a kernel with its reference or
+  // tolerances changed) on `problem` in this process, expecting each to verify.
+  void expect_each_verifies(const KernelSpec& spec, const Problem& problem,
+                            const std::vector<Sets>& configs) {
+    MeasureOptions m;
+    m.samples = 1;
+    m.warmup = 0;
+    GpuEvaluator evaluator(spec, problem, 0, m);
+    const SearchSpace& space = evaluator.instance().space();
+    for (const Sets& sets : configs) {
+      const Config c = space.from_assignments(sets);
+      ASSERT_TRUE(space.is_valid(c)) << spec.name << " " << space.key(c);
+      const CompileResult r =
+          compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
+      ASSERT_TRUE(r.ok) << space.key(c) << ": " << r.error << "\n" << r.log;
+      const Measurement meas = evaluator.evaluate(c, r);
+      EXPECT_EQ(meas.status, TrialStatus::kOk)
+          << spec.name << " " << problem_key(evaluator.instance().problem(), spec.problem) << " "
+          << space.key(c) << ": " << meas.error;
+    }
   }
 
   // Every valid configuration of a kernel whose space is small.
@@ -404,6 +428,80 @@ int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size
   return 0;
 }
 
+// x rounded to TF32 as cvt.rna.tf32.f32 rounds a finite value: to nearest, ties away from zero.
+float tf32_nearest(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// The reference of the rounding test below: B is the identity, so C is A with each element
+// rounded to TF32 (one product by 1 and sums of zeros: exact in fp32).
+int tf32_rounded_a_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  std::int64_t m = -1, n = -1;
+  for (std::size_t i = 0; i < ctx->problem_count; ++i) {
+    if (std::string(ctx->problem_names[i]) == "m") m = ctx->problem_values[i];
+    if (std::string(ctx->problem_names[i]) == "n") n = ctx->problem_values[i];
+  }
+  const float* a = nullptr;
+  float* c = nullptr;
+  for (std::size_t i = 0; i < ctx->buffer_count; ++i) {
+    if (std::string(ctx->buffers[i].name) == "a")
+      a = static_cast<const float*>(ctx->buffers[i].data);
+    if (std::string(ctx->buffers[i].name) == "c") c = static_cast<float*>(ctx->buffers[i].data);
+  }
+  if (!a || !c || m < 1 || n < 1) {
+    std::snprintf(error, error_size, "rounding reference: missing m, n, a or c");
+    return 1;
+  }
+  for (std::int64_t i = 0; i < m * n; ++i) c[i] = tf32_nearest(a[i]);  // k == n
+  return 0;
+}
+
+// The tensor-core kernels round each input to the nearest TF32 value (ties away from zero, as
+// cuBLAS's TF32 mode and cvt.rna do) by adding half a unit of the last TF32 place and letting
+// the tensor cores ignore the low 13 bits. A times the identity, compared exactly: values just
+// below half a unit (which truncation and rounding both take down, but a read of all 32 bits
+// after the add would not), at half a unit (ties: away from zero) and above it (which
+// truncation would take down), both signs.
+TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
+  const std::int64_t m = 200, n = 136, k = 136;
+  const float u = std::ldexp(1.0f, -10);  // a unit of the last TF32 place at 1
+  const std::vector<float> values = {1 + u / 4,    1 + u / 2,    1 + 3 * u / 4,    1 + u + u / 2,
+                                     -(1 + u / 4), -(1 + u / 2), -(1 + 3 * u / 4), 0.75f + u / 4,
+                                     0.5f + u / 2, -3.0f + 3 * u};
+  std::vector<float> a(m * k), b(k * n, 0.0f);
+  for (std::int64_t i = 0; i < m * k; ++i) a[i] = values[(i * 7 + 3) % values.size()];
+  for (std::int64_t i = 0; i < k; ++i) b[i * n + i] = 1.0f;
+  test::TempDir dir;
+  test::write_npy(dir / "a.npy", "<f4", "(" + std::to_string(m * k) + ",)", a.data(), a.size() * 4);
+  test::write_npy(dir / "b.npy", "<f4", "(" + std::to_string(k * n) + ",)", b.data(), b.size() * 4);
+  const Problem p{{"m", m}, {"n", n}, {"k", k}};
+  const DeviceQuery q = list_devices();
+  std::vector<std::pair<std::string, std::vector<Sets>>> kernels = {
+      {"matmul_tf32", {{}, {{"convert_in_smem", "1"}}}}};
+  if (q.devices.front().arch == "sm_90")
+    kernels.push_back({"matmul_tf32_wgmma",
+                       {{},
+                        {{"a_registers", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
+                        {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
+                        {{"cluster_m", "2"}, {"wait_depth", "0"}, {"stages", "2"}}}});
+  for (const auto& [kernel, configs] : kernels) {
+    KernelSpec spec = registry_.get(kernel);
+    spec.reference = &tf32_rounded_a_reference;
+    spec.reference_config.clear();
+    for (BufferSpec& buf : spec.buffers) {
+      if (buf.name == "a") buf.init = "file(" + (dir / "a.npy").string() + ")";
+      if (buf.name == "b") buf.init = "file(" + (dir / "b.npy").string() + ")";
+      if (buf.name == "c") buf.abs_tol = buf.rel_tol = 0;  // exact
+    }
+    expect_each_verifies(spec, p, configs);
+  }
+}
+
 TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
   const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
   for (const Problem& p :
@@ -423,22 +521,7 @@ TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
         b.rel_tol = std::ldexp(1.0, -23);
       }
     }
-    MeasureOptions m;
-    m.samples = 1;
-    m.warmup = 0;
-    GpuEvaluator evaluator(spec, p, 0, m);
-    const SearchSpace& space = evaluator.instance().space();
-    for (const Sets& sets : configs) {
-      const Config c = space.from_assignments(sets);
-      ASSERT_TRUE(space.is_valid(c)) << space.key(c);
-      const CompileResult r =
-          compile_cached(render(evaluator.instance(), c, evaluator.device().arch), cache_.get());
-      ASSERT_TRUE(r.ok) << space.key(c) << ": " << r.error << "\n" << r.log;
-      const Measurement meas = evaluator.evaluate(c, r);
-      EXPECT_EQ(meas.status, TrialStatus::kOk)
-          << problem_key(evaluator.instance().problem(), spec.problem) << " " << space.key(c)
-          << ": " << meas.error;
-    }
+    expect_each_verifies(spec, p, configs);
   }
 }
 

@@ -205,9 +205,10 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
   const Config def = inst.space().default_config();
   const LaunchGeometry g = inst.geometry(def);
   EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
-  EXPECT_EQ(g.block, (Dim3{256, 1, 1}));  // 2 warpgroups
-  const Config produced = inst.space().from_assignments({{"producer", "1"}, {"a_registers", "0"}});
-  EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // and a producer
+  EXPECT_EQ(g.block, (Dim3{512, 1, 1}));  // 4 warpgroups
+  const Config produced = inst.space().from_assignments(
+      {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}, {"a_registers", "0"}});
+  EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // 2 warpgroups and a producer
   EXPECT_EQ(inst.geometry(produced).shared_mem, g.shared_mem + 128);
   // Clusters of 2 and 4 blocks in m: whole clusters, the blocks past m idle.
   EXPECT_EQ(inst.geometry(inst.space().from_assignments({{"cluster_m", "2"}})).grid,
@@ -216,6 +217,9 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
             (Dim3{4, 4, 1}));
   EXPECT_FALSE(inst.space().is_valid(
       inst.space().from_assignments({{"cluster_m", "2"}, {"producer", "1"}})));
+  // A cluster's blocks hold their mbarriers (one per stage) beside the tiles.
+  EXPECT_EQ(inst.geometry(inst.space().from_assignments({{"cluster_m", "2"}})).shared_mem,
+            g.shared_mem + 128);
   // Alignment, then 4 stages of A (128 rows of 128 bytes) and B (32 rows of 256 + 8 floats).
   EXPECT_EQ(g.shared_mem, 1024u + 4 * 4 * (32 * 128 + 32 * 264));
   const Config small = inst.space().from_assignments(
@@ -231,7 +235,11 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
   for (const Sets& s : std::vector<Sets>{
            {},
            {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "1"}, {"stages", "3"}},
-           {{"block_m", "192"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "4"}},
+           {{"block_m", "192"},
+            {"tiles_n", "1"},
+            {"warpgroups", "3"},
+            {"stages", "4"},
+            {"wait_depth", "0"}},
            {{"block_m", "256"},
             {"tiles_n", "1"},
             {"warpgroups", "2"},
@@ -273,11 +281,15 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
               r.options.end());
     requests.push_back(std::move(r));
   }
-  for (const CompileResult& r : compile_batch(requests)) {
+  const std::vector<CompileResult> results = compile_batch(requests);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CompileResult& r = results[i];
     ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
     EXPECT_EQ(r.arch, "sm_90a");
     EXPECT_NE(r.lowered_name.find("matmul_tf32_wgmma"), std::string::npos) << r.lowered_name;
-    EXPECT_EQ(r.resources.spill_store_bytes, 0) << r.log;  // the accumulators and fragments fit
+    // The accumulators and fragments fit; the default (the fastest measured: 512 threads at
+    // most 128 registers each, two fragment sets in flight) spills a few words.
+    EXPECT_LE(r.resources.spill_store_bytes, i == 0 ? 64 : 0) << "sample " << i << "\n" << r.log;
   }
   // Without the architecture-specific target, ptxas refuses wgmma.
   CompileRequest plain = render(inst, inst.space().default_config(), "sm_90");
