@@ -50,13 +50,6 @@
 #ifndef A_REGISTERS
 #define A_REGISTERS 0
 #endif
-#undef WGMM_BULK_B  // (several configurations may share one program)
-// Clusters bring B's tiles by bulk copies.
-#if CLUSTER_M > 1
-#define WGMM_BULK_B 1
-#else
-#define WGMM_BULK_B 0
-#endif
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
 #endif
@@ -80,8 +73,6 @@ constexpr int kRowsPerRank = kBk / kCluster;
 // and completing on a per-stage mbarrier, instead of every thread's cp.async. (The same bulk
 // copies without a cluster were measured slower than the threads' cp.async: 0.83 against
 // 0.62 ms at 4096^3 on an H100, docs/kernels.md.)
-constexpr bool kBulkB = WGMM_BULK_B;
-static_assert(!kBulkB || !kProducer, "bulk copies of B without a producer");
 constexpr int kPitchB = kBn + 8;        // floats per row of B's tile
 constexpr int kStageA = kBm * kBk;      // floats of A's tile (a multiple of 1024 bytes)
 constexpr int kStageB = kBk * kPitchB;  // floats of B's tile
@@ -90,7 +81,7 @@ static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows 
 static_assert(kBk == 32 || kBk == 64, "tiles of one or two 32-float column blocks");
 static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
 static_assert(kAhead >= 1, "a buffer multiplied, the one still in flight, at least one loading");
-static_assert(kBk % kCluster == 0, "whole rows of B's tile per block of a cluster");
+static_assert(kCluster == 1 || (kBk % kCluster == 0 && kRowsPerRank <= 32), "a row per lane");
 static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a producer");
 // A_REGISTERS = 1: A's tile goes through registers (loaded two tiles ahead, rounded there,
 // stored swizzled) instead of cp.async and a rounding pass in shared memory.
@@ -316,16 +307,6 @@ __device__ __forceinline__ void copy_multicast(unsigned dst, const float* src, u
       "l"(src), "r"(bytes), "r"(bar), "h"(static_cast<unsigned short>((1u << kCluster) - 1))
       : "memory");
 }
-// Copies `bytes` (a multiple of 16) of `src` to shared address `dst` of this block, completing
-// `bytes` of the transaction count of the mbarrier at `bar`.
-__device__ __forceinline__ void copy_bulk(unsigned dst, const float* src, unsigned bytes,
-                                          unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
 // Arrives on the mbarrier at `addr`, first raising the bytes its phase waits for by `bytes`.
 __device__ __forceinline__ void barrier_arrive_expect(unsigned addr, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
@@ -364,23 +345,19 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   const unsigned tiles = (k + kBk - 1) / kBk;
   // The threads that load: all of them, or the producer warpgroup's.
   const unsigned loader = kProducer ? tid - kConsumers : tid;
-#if WGMM_BULK_B
-  // This block copies rows rank * kRowsPerRank on of each of B's tiles (into every block of
-  // its cluster).
-  const unsigned rank = kCluster > 1 ? cluster_rank() : 0;
-  // b_full[s] completes once B's tile in stage s has landed here: one arrival (thread 0's,
-  // raising the bytes expected where the tile comes by bulk copies) and those bytes.
+#if CLUSTER_M > 1
+  // This block copies rows rank * kRowsPerRank on of each of B's tiles into every block of
+  // its cluster. b_full[s] completes once B's tile in stage s has landed here: one arrival
+  // (thread 0's, raising the bytes expected where the tile comes by bulk copies) and those
+  // bytes.
+  const unsigned rank = cluster_rank();
   __shared__ u64 b_full[kStages];
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) barrier_init(smem_address(&b_full[s]), 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  // Every block's barriers are ready before any copy targets them.
-  if constexpr (kCluster > 1)
-    cluster_sync();
-  else
-    __syncthreads();
+  cluster_sync();  // every block's barriers are ready before any copy targets them
 #endif
 
   // Blocks whose tiles lie inside the matrices copy without the guards (most of a large
@@ -397,7 +374,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
         for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(as + swizzled(r, cc), a0 + u64(r) * k + cc);
         });
-      if constexpr (!kBulkB)
+      if constexpr (kCluster == 1)
         for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(bs + (r * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
         });
@@ -406,25 +383,19 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
         load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
       });
     }
-#if WGMM_BULK_B
+#if CLUSTER_M > 1
     // The blocks of a cluster share n0 and k0, so they take the same branch. Inside B: this
-    // block's rows, by the lanes of warp 0, into every block of the cluster.
+    // block's rows, one per lane of warp 0, into every block of the cluster.
     const unsigned bar = smem_address(&b_full[stage]);
     if (n0 + kBn <= n && b_vectors && k0 + kBk <= k) {
       if (tid == 0) barrier_arrive_expect(bar, kBk * kBn * 4);
-      if (tid < 32) {
-#pragma unroll
-        for (unsigned i = tid; i < kRowsPerRank; i += 32) {
-          const unsigned r = rank * kRowsPerRank + i;
-          if constexpr (kCluster > 1)
-            copy_multicast(bs + r * kPitchB * 4, b + u64(k0 + r) * n + n0, kBn * 4, bar);
-          else
-            copy_bulk(bs + r * kPitchB * 4, b + u64(k0 + r) * n + n0, kBn * 4, bar);
-        }
+      if (tid < kRowsPerRank) {
+        const unsigned r = rank * kRowsPerRank + tid;
+        copy_multicast(bs + r * kPitchB * 4, b + u64(k0 + r) * n + n0, kBn * 4, bar);
       }
       return;
     }
-    if (tid == 0) barrier_arrive(bar);  // copied whole below, published by the block's barrier
+    if (tid == 0) barrier_arrive(bar);  // copied whole below, published by the cluster barrier
 #else
     if (inside_mn && k0 + kBk <= k) return;
 #endif
@@ -537,7 +508,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       cluster_sync();
     else
       __syncthreads();
-#if WGMM_BULK_B
+#if CLUSTER_M > 1
     barrier_wait(smem_address(&b_full[stage]), (tile / kStages) & 1);  // B's tile is here
 #endif
     const unsigned next = tile + kAhead;

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "builtin/builtin.h"
 #include "common/npy_file.h"
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
@@ -395,28 +396,23 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   }
 }
 
+// The float data of buffer `name` of a reference context, or nullptr.
+float* buffer_data(const ktune_reference_ctx* ctx, const char* name) {
+  const ktune_host_buffer* b = builtin::find_buffer(ctx, name);
+  return b ? static_cast<float*>(b->data) : nullptr;
+}
+
 // The exact product in double, rounded once to float.
 int matmul_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
-  std::int64_t dims[3] = {-1, -1, -1};  // m, n, k
-  for (std::size_t i = 0; i < ctx->problem_count; ++i) {
-    const std::string name = ctx->problem_names[i];
-    if (name == "m") dims[0] = ctx->problem_values[i];
-    if (name == "n") dims[1] = ctx->problem_values[i];
-    if (name == "k") dims[2] = ctx->problem_values[i];
-  }
-  const float *a = nullptr, *b = nullptr;
-  float* c = nullptr;
-  for (std::size_t i = 0; i < ctx->buffer_count; ++i) {
-    const std::string name = ctx->buffers[i].name;
-    if (name == "a") a = static_cast<const float*>(ctx->buffers[i].data);
-    if (name == "b") b = static_cast<const float*>(ctx->buffers[i].data);
-    if (name == "c") c = static_cast<float*>(ctx->buffers[i].data);
-  }
-  if (!a || !b || !c || dims[0] < 1 || dims[1] < 1 || dims[2] < 1) {
+  const std::int64_t m = builtin::problem_value(ctx, "m", -1),
+                     n = builtin::problem_value(ctx, "n", -1),
+                     k = builtin::problem_value(ctx, "k", -1);
+  const float *a = buffer_data(ctx, "a"), *b = buffer_data(ctx, "b");
+  float* c = buffer_data(ctx, "c");
+  if (!a || !b || !c || m < 1 || n < 1 || k < 1) {
     std::snprintf(error, error_size, "matmul host reference: missing m, n, k or a buffer");
     return 1;
   }
-  const std::int64_t m = dims[0], n = dims[1], k = dims[2];
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {
       double s = 0;
@@ -441,18 +437,10 @@ float tf32_nearest(float x) {
 // The reference of the rounding test below: B is the identity, so C is A with each element
 // rounded to TF32 (one product by 1 and sums of zeros: exact in fp32).
 int tf32_rounded_a_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
-  std::int64_t m = -1, n = -1;
-  for (std::size_t i = 0; i < ctx->problem_count; ++i) {
-    if (std::string(ctx->problem_names[i]) == "m") m = ctx->problem_values[i];
-    if (std::string(ctx->problem_names[i]) == "n") n = ctx->problem_values[i];
-  }
-  const float* a = nullptr;
-  float* c = nullptr;
-  for (std::size_t i = 0; i < ctx->buffer_count; ++i) {
-    if (std::string(ctx->buffers[i].name) == "a")
-      a = static_cast<const float*>(ctx->buffers[i].data);
-    if (std::string(ctx->buffers[i].name) == "c") c = static_cast<float*>(ctx->buffers[i].data);
-  }
+  const std::int64_t m = builtin::problem_value(ctx, "m", -1),
+                     n = builtin::problem_value(ctx, "n", -1);
+  const float* a = buffer_data(ctx, "a");
+  float* c = buffer_data(ctx, "c");
   if (!a || !c || m < 1 || n < 1) {
     std::snprintf(error, error_size, "rounding reference: missing m, n, a or c");
     return 1;
