@@ -50,6 +50,14 @@ __device__ __forceinline__ u64 descriptor(unsigned addr) {
   "%93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "     \
   "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "    \
   "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+// The accumulators as asm outputs: 64 (n = 128) or 128 (n = 256).
+#define LIMITS_OUT_64                                                                     \
+  LIMITS_D8(0), LIMITS_D8(8), LIMITS_D8(16), LIMITS_D8(24), LIMITS_D8(32), LIMITS_D8(40), \
+      LIMITS_D8(48), LIMITS_D8(56)
+#define LIMITS_OUT_128                                                                      \
+  LIMITS_OUT_64, LIMITS_D8(64), LIMITS_D8(72), LIMITS_D8(80), LIMITS_D8(88), LIMITS_D8(96), \
+      LIMITS_D8(104), LIMITS_D8(112), LIMITS_D8(120)
+#define LIMITS_RS_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)
 
 // d (64 x N, N / 2 accumulators per thread) += a x b, one k = 8 slice.
 template <int N, bool Rs>
@@ -57,30 +65,22 @@ __device__ __forceinline__ void mma(float* d, const unsigned* a, u64 da, u64 db)
   if constexpr (N == 128 && Rs) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" LIMITS_REGS_64
                  "}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
-                 : LIMITS_D8(0), LIMITS_D8(8), LIMITS_D8(16), LIMITS_D8(24), LIMITS_D8(32),
-                   LIMITS_D8(40), LIMITS_D8(48), LIMITS_D8(56)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : LIMITS_OUT_64
+                 : LIMITS_RS_IN);
   } else if constexpr (N == 128) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" LIMITS_REGS_64
                  "}, %64, %65, 1, 1, 1;\n"
-                 : LIMITS_D8(0), LIMITS_D8(8), LIMITS_D8(16), LIMITS_D8(24), LIMITS_D8(32),
-                   LIMITS_D8(40), LIMITS_D8(48), LIMITS_D8(56)
+                 : LIMITS_OUT_64
                  : "l"(da), "l"(db));
   } else if constexpr (Rs) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" LIMITS_REGS_128
                  "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
-                 : LIMITS_D8(0), LIMITS_D8(8), LIMITS_D8(16), LIMITS_D8(24), LIMITS_D8(32),
-                   LIMITS_D8(40), LIMITS_D8(48), LIMITS_D8(56), LIMITS_D8(64), LIMITS_D8(72),
-                   LIMITS_D8(80), LIMITS_D8(88), LIMITS_D8(96), LIMITS_D8(104), LIMITS_D8(112),
-                   LIMITS_D8(120)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : LIMITS_OUT_128
+                 : LIMITS_RS_IN);
   } else {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" LIMITS_REGS_128
                  "}, %128, %129, 1, 1, 1;\n"
-                 : LIMITS_D8(0), LIMITS_D8(8), LIMITS_D8(16), LIMITS_D8(24), LIMITS_D8(32),
-                   LIMITS_D8(40), LIMITS_D8(48), LIMITS_D8(56), LIMITS_D8(64), LIMITS_D8(72),
-                   LIMITS_D8(80), LIMITS_D8(88), LIMITS_D8(96), LIMITS_D8(104), LIMITS_D8(112),
-                   LIMITS_D8(120)
+                 : LIMITS_OUT_128
                  : "l"(da), "l"(db));
   }
 }
