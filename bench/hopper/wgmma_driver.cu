@@ -29,13 +29,13 @@
 
 namespace {
 
-#define DRIVER_CHECK(call)                                                             \
-  do {                                                                                 \
-    const cudaError_t e_ = (call);                                                     \
-    if (e_ != cudaSuccess) {                                                           \
+#define DRIVER_CHECK(call)                                                           \
+  do {                                                                               \
+    const cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                         \
       std::fprintf(stderr, "wgmma_driver: %s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+      std::exit(1);                                                                  \
+    }                                                                                \
   } while (0)
 
 __device__ float tf32_nearest(float x) {
@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   const dim3 block(128 * (WARPGROUPS + PRODUCER));
   const std::size_t smem =
       1024 + 128 * (PRODUCER + CLUSTER_M / 2) + 4 * STAGES * BLOCK_K * (BLOCK_M + bn + 8);
-  DRIVER_CHECK(cudaFuncSetAttribute(matmul_tf32_wgmma,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  DRIVER_CHECK(cudaFuncSetAttribute(matmul_tf32_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(smem)));
   DRIVER_CHECK(cudaMemset(c, 0xFF, std::size_t(m) * n * 4));  // NaNs where nothing is stored
   matmul_tf32_wgmma<<<grid, block, smem>>>(a, b, c, m, n, k);
   DRIVER_CHECK(cudaGetLastError());
@@ -134,9 +134,9 @@ int main(int argc, char** argv) {
   DRIVER_CHECK(cudaGetLastError());
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
-  std::printf("%dx%dx%d: %s (%zu wrong, largest difference %.2e, hash %016llx), median %.4f ms, "
-              "%.1f TFLOP/s\n",
-              m, n, k, bad ? "WRONG" : "ok", bad, worst, hash, median,
-              2.0 * m * n * k / median / 1e9);
+  std::printf(
+      "%dx%dx%d: %s (%zu wrong, largest difference %.2e, hash %016llx), median %.4f ms, "
+      "%.1f TFLOP/s\n",
+      m, n, k, bad ? "WRONG" : "ok", bad, worst, hash, median, 2.0 * m * n * k / median / 1e9);
   return bad ? 2 : 0;
 }
