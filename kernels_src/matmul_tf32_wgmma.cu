@@ -31,6 +31,10 @@
 // block reads its fragments from its own shared memory; a cluster barrier per tile replaces
 // the block's. Tiles past an edge of B (or with n not a multiple of 4) are copied by each
 // block whole, with cp.async and zero fill.
+// PRODUCTS_FIRST = 1 (without a producer) reorders a step: once a tile's products are issued,
+// the copies of a later tile are issued and the next tile's A is rounded (with A_REGISTERS:
+// stored, as always) while the tensor cores work, so between the block's barrier and the
+// products there are only B's fragments (0: the copies and the rounding come first).
 // PRODUCER = 1 adds a warpgroup that only loads: it copies a tile into a free buffer, and once
 // the copies have landed rounds A's part and hands the buffer over through an mbarrier; the
 // WARPGROUPS consumers wait for it there, multiply, and hand it back through another, so no
@@ -39,7 +43,7 @@
 // between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
 // any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
-// CLUSTER_M, A_REGISTERS and KTUNE_BLOCK_X.
+// CLUSTER_M, A_REGISTERS, PRODUCTS_FIRST and KTUNE_BLOCK_X.
 
 #ifndef PRODUCER
 #define PRODUCER 0
@@ -49,6 +53,9 @@
 #endif
 #ifndef A_REGISTERS
 #define A_REGISTERS 0
+#endif
+#ifndef PRODUCTS_FIRST
+#define PRODUCTS_FIRST 0
 #endif
 #ifndef KTUNE_BLOCK_X
 #define KTUNE_BLOCK_X (128 * (WARPGROUPS + PRODUCER))
@@ -86,9 +93,20 @@ static_assert(kCluster == 1 || !kProducer, "a cluster shares B's tiles without a
 // A_REGISTERS = 1: A's tile goes through registers (loaded two tiles ahead, rounded there,
 // stored swizzled) instead of cp.async and a rounding pass in shared memory.
 constexpr bool kARegs = A_REGISTERS;
+// PRODUCTS_FIRST: the copies of the tile kAhead on and the rounding of the next tile's A come
+// after this tile's products are issued (while the tensor cores work) instead of before.
+constexpr bool kLate = PRODUCTS_FIRST && !kProducer;
 constexpr int kAVectors = (kBm * kBk / 4 + kThreads - 1) / kThreads;  // float4 per thread
 static_assert(!kARegs || !kProducer, "A through registers without a producer");
 static_assert(kThreads == KTUNE_BLOCK_X, "the launch's block is the warpgroups' threads");
+// Where every loader copies the same number of whole vectors and the loaders cover whole rows,
+// a thread's vectors of a tile lie kRowsA (kRowsB) rows apart in the same columns, so their
+// addresses are one per-thread base plus offsets that are the same for every thread.
+constexpr int kPassesA = kBm * kBk / 4 / kLoaders, kPassesB = kBk * kBn / 4 / kLoaders;
+constexpr int kRowsA = kLoaders / (kBk / 4), kRowsB = kLoaders / (kBn / 4);
+constexpr bool kFastA = (kBm * kBk / 4) % kLoaders == 0 && kLoaders % (kBk / 4) == 0 &&
+                        kRowsA % 8 == 0;  // (the swizzle repeats every 8 rows)
+constexpr bool kFastB = (kBk * kBn / 4) % kLoaders == 0 && kLoaders % (kBn / 4) == 0;
 
 #undef KTUNE_WGMMA_D8  // (several configurations may share one program)
 #define KTUNE_WGMMA_D8(i)                                                                     \
@@ -363,6 +381,12 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // Blocks whose tiles lie inside the matrices copy without the guards (most of a large
   // product: fewer instructions per tile).
   const bool inside_mn = m0 + kBm <= m && n0 + kBn <= n && a_vectors && b_vectors;
+  // The fast paths' per-thread bases: this loader's first vector of A's and of B's tiles.
+  const unsigned row_a = loader / (kBk / 4), col_a = loader % (kBk / 4) * 4;
+  const unsigned row_b = loader / (kBn / 4), col_b = loader % (kBn / 4) * 4;
+  const unsigned a_dst = swizzled(row_a, col_a), b_dst = (row_b * kPitchB + col_b) * 4;
+  const float* const a_src = a + (inside_mn ? u64(m0 + row_a) * k + col_a : 0);
+  const float* const b_src = b + (inside_mn ? u64(row_b) * n + n0 + col_b : 0);
   const auto load_tile = [&](int stage, unsigned tile) {
     const unsigned as = a_base + stage * kStageA * 4;
     const unsigned bs = smem_address(b_tiles + stage * kStageB);
@@ -370,14 +394,24 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
     if (inside_mn && k0 + kBk <= k) {
       const float* const a0 = a + u64(m0) * k + k0;
       const float* const b0 = b + u64(k0) * n + n0;
-      if constexpr (!kARegs)
+      if constexpr (!kARegs && kFastA) {
+#pragma unroll
+        for (int p = 0; p < kPassesA; ++p)
+          copy16(as + a_dst + p * kRowsA * 128, a_src + k0 + u64(p * kRowsA) * k);
+      } else if constexpr (!kARegs) {
         for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(as + swizzled(r, cc), a0 + u64(r) * k + cc);
         });
-      if constexpr (kCluster == 1)
+      }
+      if constexpr (kCluster == 1 && kFastB) {
+#pragma unroll
+        for (int p = 0; p < kPassesB; ++p)
+          copy16(bs + b_dst + p * kRowsB * kPitchB * 4, b_src + u64(k0 + p * kRowsB) * n);
+      } else if constexpr (kCluster == 1) {
         for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
           copy16(bs + (r * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
         });
+      }
     } else if constexpr (!kARegs) {
       for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
         load4(as + swizzled(r, cc), a, m0 + r, m, k0 + cc, k, a_vectors);
@@ -407,10 +441,20 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // makes its writes visible to wgmma (the async proxy).
   const auto round_tile = [&](int stage) {
     char* const as = reinterpret_cast<char*>(smem + stage * kStageA);
-    for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
-      float4* const p = reinterpret_cast<float4*>(as + swizzled(r, cc));
-      *p = to_tf32(*p);
-    });
+    if constexpr (kFastA) {
+      float4 x[kPassesA];  // every load first, so their latencies overlap
+#pragma unroll
+      for (int p = 0; p < kPassesA; ++p)
+        x[p] = *reinterpret_cast<const float4*>(as + a_dst + p * kRowsA * 128);
+#pragma unroll
+      for (int p = 0; p < kPassesA; ++p)
+        *reinterpret_cast<float4*>(as + a_dst + p * kRowsA * 128) = to_tf32(x[p]);
+    } else {
+      for_each_vector<kBm, kBk, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
+        float4* const p = reinterpret_cast<float4*>(as + swizzled(r, cc));
+        *p = to_tf32(*p);
+      });
+    }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   };
 
@@ -499,8 +543,10 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #if PRODUCER
     barrier_wait(smem_address(&full[stage]), (tile / kStages) & 1);
 #else
-    wait_copies<kAhead - 1>();                 // this thread's copies of `tile` have landed
-    if constexpr (!kARegs) round_tile(stage);  // (through registers: stored a step ago)
+    if constexpr (!kLate) {                      // (else done a step ago)
+      wait_copies<kAhead - 1>();                 // this thread's copies of `tile` have landed
+      if constexpr (!kARegs) round_tile(stage);  // (through registers: stored a step ago)
+    }
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
     // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
     // cluster, in every block of it.
@@ -511,9 +557,11 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #if CLUSTER_M > 1
     barrier_wait(smem_address(&b_full[stage]), (tile / kStages) & 1);  // B's tile is here
 #endif
-    const unsigned next = tile + kAhead;
-    if (next < tiles) load_tile(next % kStages, next);
-    commit();
+    if constexpr (!kLate) {
+      const unsigned next = tile + kAhead;
+      if (next < tiles) load_tile(next % kStages, next);
+      commit();
+    }
     if constexpr (kARegs)
       if (tile + 2 < tiles) fetch_a(tile + 2, fetch_into);
 #endif
@@ -544,6 +592,18 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       for (int p = 0; p < kTilesN; ++p)
         mma(acc[p], fr[p][s], descriptor(as + s / 4 * (kBm * 128) + s % 4 * 32));
     mma_commit();
+#if !PRODUCER
+    if constexpr (kLate) {
+      // While the tensor cores work: the copies of tile + kAhead, then the next tile's A
+      // rounded (its copies have landed once all but the kAhead - 1 newest groups have).
+      const unsigned next = tile + kAhead;
+      if (next < tiles) load_tile(next % kStages, next);
+      commit();
+      wait_copies<kAhead - 1>();
+      if constexpr (!kARegs)
+        if (tile + 1 < tiles) round_tile((tile + 1) % kStages);
+    }
+#endif
     // While the tensor cores work: the next tile's A, fetched above, into its buffer, whose
     // last products (tile + 1 - STAGES) every warpgroup finished before this tile's barrier.
     if constexpr (kARegs)
@@ -562,6 +622,10 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   for (int s = 0; s < kAhead; ++s) {
     if (s < tiles) load_tile(s, s);
     commit();
+  }
+  if constexpr (kLate) {
+    wait_copies<kAhead - 1>();  // tile 0 has landed
+    if constexpr (!kARegs) round_tile(0);
   }
   if constexpr (kARegs) {
     fetch_a(0, ra0);

@@ -8,7 +8,8 @@
 //
 //   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -o wgmma_driver bench/hopper/wgmma_driver.cu \
 //     -DKERNEL_FILE='"../../kernels_src/matmul_tf32_wgmma.cu"' -DBLOCK_M=128 -DBLOCK_K=32 \
-//     -DTILES_N=1 -DWARPGROUPS=4 -DSTAGES=4 -DWAIT_DEPTH=1 -DA_REGISTERS=0 -DCLUSTER_M=1
+//     -DTILES_N=1 -DWARPGROUPS=4 -DSTAGES=4 -DWAIT_DEPTH=1 -DA_REGISTERS=0 -DCLUSTER_M=1 \
+//     -DPRODUCTS_FIRST=1
 //   ./wgmma_driver [m n k [runs]]     (default 4096 4096 4096 20)
 //
 // Exit status: 0 when every output verifies, 1 on a CUDA error, 2 on a wrong output.

@@ -132,6 +132,9 @@ const ktune_param_desc kWgmmaParams[] = {
      "into all of them (bulk copies multicast in the cluster)"},
     {"a_registers", "0, 1", "0",
      "1: A's tiles through registers (loaded two tiles ahead, rounded there); 0: cp.async"},
+    {"products_first", "0, 1", "1",
+     "1: a step issues its products first, then a later tile's copies and the next tile's "
+     "rounding while the tensor cores work; 0: copies and rounding first (without a producer)"},
 };
 
 const char* const kWgmmaRestrictions[] = {
@@ -150,7 +153,8 @@ const char* const kWgmmaRestrictions[] = {
     // producer, and room beside the accumulators (192 x 256 blocks of 512 threads spill).
     "a_registers == 0 or (producer == 0 and block_m * block_k <= 2048 * warpgroups and "
     "block_m * tiles_n * warpgroups * 64 <= 40960)",
-    "m < 2**31 and n < 2**31 and k < 2**31",
+    // The order of a step where every thread loads (a producer loads on its own).
+    "products_first == 0 or producer == 0", "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma exists on sm_90a alone
 };
 

@@ -334,7 +334,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
                 {"a_registers", "0"}};
   };
   std::vector<Sets> configs = {
-      {},                        // the default: 128 x 256, 2 warpgroups of 2 pieces, 4 stages
+      {},                        // the default (128 x 256, 4 warpgroups, 4 stages)
       wg("64", "1", "1", "3"),   // the smallest block, 3 stages
       wg("64", "2", "4", "3"),   // 64 x 512
       wg("192", "1", "3", "4"),  // wgmma n = 192, 3 warpgroups
@@ -361,6 +361,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
                            wg("64", "1", "1", "6"), wg("256", "1", "1", "2")}) {
     Sets s = base;
     s["producer"] = "1";
+    s["products_first"] = "0";
     if (base.at("stages") == "2") s["wait_depth"] = "0";
     configs.push_back(s);
   }
@@ -379,8 +380,16 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   Sets deep_producer = wg("128", "1", "2", "3");
   deep_producer["block_k"] = "64";
   deep_producer["producer"] = "1";
+  deep_producer["products_first"] = "0";
   deep_producer["wait_depth"] = "0";
   configs.push_back(deep_producer);
+  // The step's other order (copies and rounding before the products) for the default, the
+  // smallest block, 64-deep tiles and a cluster.
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{14}}) {
+    Sets s = configs[i];
+    s["products_first"] = "0";
+    configs.push_back(s);
+  }
   // Each again with A's tiles through registers, where that is allowed.
   const KernelInstance space(registry_.get("matmul_tf32_wgmma"), {}, DeviceLimits::for_arch(90));
   for (std::size_t i = 0, count = configs.size(); i < count; ++i) {
@@ -388,7 +397,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
     s["a_registers"] = "1";
     if (space.space().is_valid(space.space().from_assignments(s))) configs.push_back(s);
   }
-  EXPECT_GE(configs.size(), 25u);
+  EXPECT_GE(configs.size(), 29u);
   for (const Problem& p :
        {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
         Problem{{"m", 333}, {"n", 777}, {"k", 513}}}) {
@@ -472,11 +481,12 @@ TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
   std::vector<std::pair<std::string, std::vector<Sets>>> kernels = {
       {"matmul_tf32", {{}, {{"convert_in_smem", "1"}}}}};
   if (q.devices.front().arch == "sm_90")
-    kernels.push_back({"matmul_tf32_wgmma",
-                       {{},
-                        {{"a_registers", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
-                        {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
-                        {{"cluster_m", "2"}, {"wait_depth", "0"}, {"stages", "2"}}}});
+    kernels.push_back(
+        {"matmul_tf32_wgmma",
+         {{},
+          {{"a_registers", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
+          {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}, {"products_first", "0"}},
+          {{"cluster_m", "2"}, {"wait_depth", "0"}, {"stages", "2"}}}});
   for (const auto& [kernel, configs] : kernels) {
     KernelSpec spec = registry_.get(kernel);
     spec.reference = &tf32_rounded_a_reference;

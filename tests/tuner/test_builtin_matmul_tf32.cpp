@@ -183,7 +183,9 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 1028u);
+  // 891 configurations where every thread loads, in both orders of a step, and 137 with a
+  // producer.
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 2 * 891u + 137u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
   const KernelInstance inst = instance("matmul_tf32_wgmma");
@@ -207,7 +209,8 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
   EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
   EXPECT_EQ(g.block, (Dim3{512, 1, 1}));  // 4 warpgroups
   const Config produced = inst.space().from_assignments(
-      {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}, {"a_registers", "0"}});
+      {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}, {"products_first", "0"}});
+  ASSERT_TRUE(inst.space().is_valid(produced)) << inst.space().violated(produced).value_or("");
   EXPECT_EQ(inst.geometry(produced).block, (Dim3{384, 1, 1}));  // 2 warpgroups and a producer
   EXPECT_EQ(inst.geometry(produced).shared_mem, g.shared_mem + 128);
   // Clusters of 2 and 4 blocks in m: whole clusters, the blocks past m idle.
@@ -263,7 +266,7 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
             {"warpgroups", "2"},
             {"stages", "4"},
             {"producer", "1"},
-            {"a_registers", "0"}},
+            {"products_first", "0"}},
            {{"block_m", "128"},
             {"tiles_n", "1"},
             {"warpgroups", "4"},
