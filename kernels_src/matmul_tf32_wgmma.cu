@@ -10,10 +10,11 @@
 //     K-major layout, one block per 32 columns (BLOCK_M rows of 128 bytes; row r at r * 128,
 //     its 16-byte chunk c stored at chunk c ^ (r % 8)), 1024-byte aligned; one descriptor per
 //     8-deep k slice (32 bytes further within a block);
-//   - B's tile (BLOCK_K k x BLOCK_N columns) sits row-major, rows padded by 8 floats, and each
-//     thread loads its fragments of B^T from it and rounds them to TF32 in registers: a warp's
-//     fragment rows g and g + 8 (g = lane / 4) are columns 2g and 2g + 1 of its 16, so a
-//     thread's two are one 8-byte load per k row (rows t = lane % 4, conflict-free);
+//   - B's tile (BLOCK_K k x BLOCK_N columns) sits row-major, its 16-byte chunks swizzled within
+//     each row (in a cluster: rows padded by 8 floats instead), and each thread loads its
+//     fragments of B^T from it and rounds them to TF32 in registers: a warp's fragment rows g
+//     and g + 8 (g = lane / 4) are columns 2g and 2g + 1 of its 16, so a thread's two are one
+//     8-byte load per k row (rows t = lane % 4, conflict-free);
 //   - A's elements are rounded in shared memory, each by the thread that copied it (or in
 //     registers, with A_REGISTERS below).
 // A block of WARPGROUPS warpgroups computes BLOCK_M rows x BLOCK_N = 64 * TILES_N * WARPGROUPS
@@ -80,10 +81,18 @@ constexpr int kRowsPerRank = kBk / kCluster;
 // and completing on a per-stage mbarrier, instead of every thread's cp.async. (The same bulk
 // copies without a cluster were measured slower than the threads' cp.async: 0.83 against
 // 0.62 ms at 4096^3 on an H100, docs/kernels.md.)
-constexpr int kPitchB = kBn + 8;        // floats per row of B's tile
-constexpr int kStageA = kBm * kBk;      // floats of A's tile (a multiple of 1024 bytes)
-constexpr int kStageB = kBk * kPitchB;  // floats of B's tile
-constexpr int kAcc = kBm / 2;           // accumulators per thread and 64-column piece
+// B's rows: without a cluster, unpadded with their 16-byte chunks swizzled (chunk c of row r
+// at c ^ 2 (r % 4): the fragment loads of rows t = 0..3 land on different banks, and a warp's
+// copies fill whole 128-byte lines); in a cluster, where each row comes whole by a bulk copy,
+// padded by 8 floats instead (rows t 8 banks apart).
+#ifndef B_SWIZZLE
+#define B_SWIZZLE 1
+#endif
+constexpr bool kSwizzleB = B_SWIZZLE && kCluster == 1;
+constexpr int kPitchB = kBn + (kSwizzleB ? 0 : 8);  // floats per row of B's tile
+constexpr int kStageA = kBm * kBk;                  // floats of A's tile (a multiple of 1024 bytes)
+constexpr int kStageB = kBk * kPitchB;              // floats of B's tile
+constexpr int kAcc = kBm / 2;                       // accumulators per thread and 64-column piece
 static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows of C");
 static_assert(kBk == 32 || kBk == 64, "tiles of one or two 32-float column blocks");
 static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
@@ -106,7 +115,8 @@ constexpr int kPassesA = kBm * kBk / 4 / kLoaders, kPassesB = kBk * kBn / 4 / kL
 constexpr int kRowsA = kLoaders / (kBk / 4), kRowsB = kLoaders / (kBn / 4);
 constexpr bool kFastA = (kBm * kBk / 4) % kLoaders == 0 && kLoaders % (kBk / 4) == 0 &&
                         kRowsA % 8 == 0;  // (the swizzle repeats every 8 rows)
-constexpr bool kFastB = (kBk * kBn / 4) % kLoaders == 0 && kLoaders % (kBn / 4) == 0;
+constexpr bool kFastB =
+    (kBk * kBn / 4) % kLoaders == 0 && kLoaders % (kBn / 4) == 0 && (!kSwizzleB || kRowsB % 4 == 0);
 
 #undef KTUNE_WGMMA_D8  // (several configurations may share one program)
 #define KTUNE_WGMMA_D8(i)                                                                     \
@@ -247,6 +257,11 @@ __device__ __forceinline__ unsigned swizzled(unsigned row, unsigned col) {
   return col / 32 * (kBm * 128) + row * 128 + (((col % 32 / 4) ^ (row % 8)) << 4);
 }
 
+// Float offset of B's element (row, col) in its tile (col a multiple of 4: a chunk).
+__device__ __forceinline__ unsigned b_offset(unsigned row, unsigned col) {
+  return row * kPitchB + (kSwizzleB ? ((col / 4) ^ (row % 4 * 2)) * 4 : col);
+}
+
 // The descriptor of an 8-deep slice of A's tile at shared address `addr`: 128-byte swizzle,
 // 1024 bytes between groups of 8 rows (the leading offset is unused for this layout).
 __device__ __forceinline__ u64 descriptor(unsigned addr) {
@@ -325,6 +340,30 @@ __device__ __forceinline__ void copy_multicast(unsigned dst, const float* src, u
       "l"(src), "r"(bytes), "r"(bar), "h"(static_cast<unsigned short>((1u << kCluster) - 1))
       : "memory");
 }
+// Arrives on the mbarrier at shared address `addr` of block `rank` of the cluster (release:
+// this block's accesses before it happen before what a waiter of that phase does after).
+__device__ __forceinline__ void barrier_arrive_remote(unsigned addr, unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(addr),
+      "r"(rank)
+      : "memory");
+}
+// barrier_wait with acquire at the cluster's scope (for phases other blocks complete).
+__device__ __forceinline__ void barrier_wait_cluster(unsigned addr, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
 // Arrives on the mbarrier at `addr`, first raising the bytes its phase waits for by `bytes`.
 __device__ __forceinline__ void barrier_arrive_expect(unsigned addr, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
@@ -367,12 +406,17 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // This block copies rows rank * kRowsPerRank on of each of B's tiles into every block of
   // its cluster. b_full[s] completes once B's tile in stage s has landed here: one arrival
   // (thread 0's, raising the bytes expected where the tile comes by bulk copies) and those
-  // bytes.
+  // bytes. b_free[s] completes once every block of the cluster has freed its stage s (the
+  // products of the tile in it done): one arrival from each, so no block copies into a
+  // neighbour's buffer that is still being multiplied, and no barrier spans the cluster.
   const unsigned rank = cluster_rank();
-  __shared__ u64 b_full[kStages];
+  __shared__ u64 b_full[kStages], b_free[kStages];
   if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) barrier_init(smem_address(&b_full[s]), 1);
+    for (int s = 0; s < kStages; ++s) {
+      barrier_init(smem_address(&b_full[s]), 1);
+      barrier_init(smem_address(&b_free[s]), kCluster);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   cluster_sync();  // every block's barriers are ready before any copy targets them
@@ -384,7 +428,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   // The fast paths' per-thread bases: this loader's first vector of A's and of B's tiles.
   const unsigned row_a = loader / (kBk / 4), col_a = loader % (kBk / 4) * 4;
   const unsigned row_b = loader / (kBn / 4), col_b = loader % (kBn / 4) * 4;
-  const unsigned a_dst = swizzled(row_a, col_a), b_dst = (row_b * kPitchB + col_b) * 4;
+  const unsigned a_dst = swizzled(row_a, col_a), b_dst = b_offset(row_b, col_b) * 4;
   const float* const a_src = a + (inside_mn ? u64(m0 + row_a) * k + col_a : 0);
   const float* const b_src = b + (inside_mn ? u64(row_b) * n + n0 + col_b : 0);
   const auto load_tile = [&](int stage, unsigned tile) {
@@ -409,7 +453,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
           copy16(bs + b_dst + p * kRowsB * kPitchB * 4, b_src + u64(k0 + p * kRowsB) * n);
       } else if constexpr (kCluster == 1) {
         for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
-          copy16(bs + (r * kPitchB + cc) * 4, b0 + u64(r) * n + cc);
+          copy16(bs + b_offset(r, cc) * 4, b0 + u64(r) * n + cc);
         });
       }
     } else if constexpr (!kARegs) {
@@ -421,6 +465,13 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
     // The blocks of a cluster share n0 and k0, so they take the same branch. Inside B: this
     // block's rows, one per lane of warp 0, into every block of the cluster.
     const unsigned bar = smem_address(&b_full[stage]);
+    if (tile >= kStages && tid < 32) {
+      // This block's stage is free (load_tile runs after the block's barrier): say so to
+      // every block of the cluster, then wait until all have.
+      const unsigned free = smem_address(&b_free[stage]);
+      if (tid < kCluster) barrier_arrive_remote(free, tid);
+      barrier_wait_cluster(free, (tile / kStages - 1) & 1);
+    }
     if (n0 + kBn <= n && b_vectors && k0 + kBk <= k) {
       if (tid == 0) barrier_arrive_expect(bar, kBk * kBn * 4);
       if (tid < kRowsPerRank) {
@@ -429,12 +480,12 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       }
       return;
     }
-    if (tid == 0) barrier_arrive(bar);  // copied whole below, published by the cluster barrier
+    if (tid == 0) barrier_arrive(bar);  // copied whole below, published by the block's barrier
 #else
     if (inside_mn && k0 + kBk <= k) return;
 #endif
     for_each_vector<kBk, kBn, kLoaders>(loader, [&](unsigned r, unsigned cc, int) {
-      load4(bs + (r * kPitchB + cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
+      load4(bs + b_offset(r, cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
   };
   // Rounds to TF32, in place, the elements of A's tile in `stage` this thread copied, and
@@ -548,12 +599,9 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       if constexpr (!kARegs) round_tile(stage);  // (through registers: stored a step ago)
     }
     // Every thread's part of `tile` is in; every warpgroup has finished the products of
-    // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free; in a
-    // cluster, in every block of it.
-    if constexpr (kCluster > 1)
-      cluster_sync();
-    else
-      __syncthreads();
+    // tile - 1 - WAIT_DEPTH (the wait below, one step ago), so its buffer is free (in a
+    // cluster, load_tile tells the other blocks through b_free).
+    __syncthreads();
 #if CLUSTER_M > 1
     barrier_wait(smem_address(&b_full[stage]), (tile / kStages) & 1);  // B's tile is here
 #endif
@@ -570,12 +618,12 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #pragma unroll
     for (int p = 0; p < kTilesN; ++p) {
       // Fragment rows g and g + 8 of the warp's 16 are columns 2g and 2g + 1 of its piece of C
-      // (the epilogue stores them so): one 8-byte load per k row, conflict-free (rows t of
-      // pitch 8 mod 32 banks, each half-warp's 16 lanes on 32 different banks).
+      // (the epilogue stores them so): one 8-byte load per k row, conflict-free (rows t = 0..3
+      // swizzled, or padded, onto different banks: each half-warp's 16 lanes on 32 banks).
       const unsigned col = (group * kTilesN + p) * 64 + warp * 16 + 2 * g;
 #pragma unroll
       for (int s = 0; s < kBk / 8; ++s) {
-        const float* q = bs + (8 * s + t) * kPitchB + col;
+        const float* q = bs + b_offset(8 * s + t, col / 4 * 4) + col % 4;
         const float2 lo = *reinterpret_cast<const float2*>(q);
         const float2 hi = *reinterpret_cast<const float2*>(q + 4 * kPitchB);
         fr[p][s][0] = to_tf32(lo.x);
@@ -646,7 +694,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
   if (tile < tiles) step(tile, f0, ra0, ra1);
   mma_wait<0>();
   wait_copies<0>();  // nothing may be in flight into shared memory when the block exits
-  if constexpr (kCluster > 1) cluster_sync();  // nor may a neighbour still read from it
+  if constexpr (kCluster > 1) cluster_sync();  // nor may a neighbour still copy into it
 #pragma unroll
   for (int i = 0; i < kTilesN; ++i)
 #pragma unroll

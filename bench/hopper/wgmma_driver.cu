@@ -8,7 +8,7 @@
 //
 //   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -o wgmma_driver bench/hopper/wgmma_driver.cu \
 //     -DKERNEL_FILE='"../../kernels_src/matmul_tf32_wgmma.cu"' -DBLOCK_M=128 -DBLOCK_K=32 \
-//     -DTILES_N=1 -DWARPGROUPS=4 -DSTAGES=4 -DWAIT_DEPTH=1 -DA_REGISTERS=0 -DCLUSTER_M=1 \
+//     -DTILES_N=1 -DWARPGROUPS=4 -DSTAGES=3 -DWAIT_DEPTH=0 -DA_REGISTERS=0 -DCLUSTER_M=1 \
 //     -DPRODUCTS_FIRST=1
 //   ./wgmma_driver [m n k [runs]]     (default 4096 4096 4096 20)
 //
@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
                   CLUSTER_M * ((m + CLUSTER_M * BLOCK_M - 1) / (CLUSTER_M * BLOCK_M)));
   const dim3 block(128 * (WARPGROUPS + PRODUCER));
   const std::size_t smem =
-      1024 + 128 * (PRODUCER + CLUSTER_M / 2) + 4 * STAGES * BLOCK_K * (BLOCK_M + bn + 8);
+      1024 + 128 * (PRODUCER + CLUSTER_M / 2) +
+      4 * STAGES * BLOCK_K * (BLOCK_M + bn + 8);  // (B's pad: used in a cluster)
   DRIVER_CHECK(cudaFuncSetAttribute(matmul_tf32_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(smem)));
   DRIVER_CHECK(cudaMemset(c, 0xFF, std::size_t(m) * n * 4));  // NaNs where nothing is stored

@@ -123,8 +123,8 @@ const ktune_param_desc kWgmmaParams[] = {
     {"block_k", "32, 64", "32", "depth of the shared-memory tiles (one or two swizzled blocks)"},
     {"tiles_n", "1, 2, 4", "1", "64-column pieces of C per warpgroup"},
     {"warpgroups", "1, 2, 3, 4", "4", "warpgroups (128 threads each) per block, side by side in n"},
-    {"stages", "2, 3, 4, 5, 6", "4", "shared-memory buffers of A's and B's tiles (cp.async)"},
-    {"wait_depth", "0, 1", "1", "groups of products left running while the next tile starts"},
+    {"stages", "2, 3, 4, 5, 6", "3", "shared-memory buffers of A's and B's tiles (cp.async)"},
+    {"wait_depth", "0, 1", "0", "groups of products left running while the next tile starts"},
     {"producer", "0, 1", "0",
      "1: a warpgroup of its own loads, handing tiles over through mbarriers"},
     {"cluster_m", "1, 2, 4", "1",
@@ -175,10 +175,11 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .block("128 * (warpgroups + producer)")
         // 1024 bytes to align A's tiles to the swizzle's period (and room for the producer's
         // or the cluster's mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and
-        // of B (block_k rows of the block's columns, padded by 8).
+        // of B (block_k rows of the block's columns, swizzled, or padded by 8 in a cluster).
         .shared_mem(
             "1024 + 128 * (producer + cluster_m // 2) + "
-            "4 * stages * block_k * (block_m + 64 * tiles_n * warpgroups + 8)")
+            "4 * stages * block_k * (block_m + 64 * tiles_n * warpgroups + 8 * min(cluster_m - 1, "
+            "1))")
         .buffers(kBuffers)
         .args(kMatmulArgs)
         .reference(matmul_tf32_reference)

@@ -183,9 +183,9 @@ TEST_F(BuiltinNew, WgmmaIsArchSpecificWithMatmulTf32sReferenceAndTolerance) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  // 891 configurations where every thread loads, in both orders of a step, and 137 with a
+  // 903 configurations where every thread loads, in both orders of a step, and 137 with a
   // producer.
-  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 2 * 891u + 137u);
+  EXPECT_EQ(instance("matmul_tf32_wgmma").space().enumerate().size(), 2 * 903u + 137u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_wgmma", {}, cc).space().enumerate().empty()) << cc;
   const KernelInstance inst = instance("matmul_tf32_wgmma");
@@ -220,11 +220,12 @@ TEST_F(BuiltinNew, WgmmaGeometryForANonMultipleSize) {
             (Dim3{4, 4, 1}));
   EXPECT_FALSE(inst.space().is_valid(
       inst.space().from_assignments({{"cluster_m", "2"}, {"producer", "1"}})));
-  // A cluster's blocks hold their mbarriers (one per stage) beside the tiles.
+  // A cluster's blocks hold their mbarriers beside the tiles, and pad B's rows by 8 floats.
   EXPECT_EQ(inst.geometry(inst.space().from_assignments({{"cluster_m", "2"}})).shared_mem,
-            g.shared_mem + 128);
-  // Alignment, then 4 stages of A (128 rows of 128 bytes) and B (32 rows of 256 + 8 floats).
-  EXPECT_EQ(g.shared_mem, 1024u + 4 * 4 * (32 * 128 + 32 * 264));
+            g.shared_mem + 128 + 3 * 4 * 32 * 8);
+  // Alignment, then 3 stages of A (128 rows of 128 bytes) and B (32 rows of 256 floats,
+  // swizzled).
+  EXPECT_EQ(g.shared_mem, 1024u + 3 * 4 * (32 * 128 + 32 * 256));
   const Config small = inst.space().from_assignments(
       {{"block_m", "64"}, {"tiles_n", "1"}, {"warpgroups", "3"}, {"stages", "3"}});
   ASSERT_TRUE(inst.space().is_valid(small)) << inst.space().violated(small).value_or("");
@@ -242,7 +243,8 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
             {"tiles_n", "1"},
             {"warpgroups", "3"},
             {"stages", "4"},
-            {"wait_depth", "0"}},
+            {"wait_depth", "0"},
+            {"products_first", "0"}},  // (with its products first: 8 bytes spilled)
            {{"block_m", "256"},
             {"tiles_n", "1"},
             {"warpgroups", "2"},
@@ -290,9 +292,9 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
     ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
     EXPECT_EQ(r.arch, "sm_90a");
     EXPECT_NE(r.lowered_name.find("matmul_tf32_wgmma"), std::string::npos) << r.lowered_name;
-    // The accumulators and fragments fit; the default (the fastest measured: 512 threads at
-    // most 128 registers each, two fragment sets in flight) spills a few words.
-    EXPECT_LE(r.resources.spill_store_bytes, i == 0 ? 64 : 0) << "sample " << i << "\n" << r.log;
+    // The accumulators and fragments fit, also in the default's 512 threads of at most 128
+    // registers each.
+    EXPECT_EQ(r.resources.spill_store_bytes, 0) << "sample " << i << "\n" << r.log;
   }
   // Without the architecture-specific target, ptxas refuses wgmma.
   CompileRequest plain = render(inst, inst.space().default_config(), "sm_90");
