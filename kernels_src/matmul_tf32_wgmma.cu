@@ -29,9 +29,10 @@
 // need the same tiles of B: each block copies its share of a tile's rows with bulk copies
 // multicast into every block of the cluster (cp.async.bulk .multicast::cluster, completing on
 // a per-stage mbarrier in each block), so B is read from L2 once per cluster while every
-// block reads its fragments from its own shared memory; a cluster barrier per tile replaces
-// the block's. Tiles past an edge of B (or with n not a multiple of 4) are copied by each
-// block whole, with cp.async and zero fill.
+// block reads its fragments from its own shared memory; a block copies into a stage once
+// every block of the cluster has freed it (a per-stage mbarrier with an arrival from each),
+// so no barrier spans the cluster per tile. Tiles past an edge of B (or with n not a multiple
+// of 4) are copied by each block whole, with cp.async and zero fill.
 // PRODUCTS_FIRST = 1 (without a producer) reorders a step: once a tile's products are issued,
 // the copies of a later tile are issued and the next tile's A is rounded (with A_REGISTERS:
 // stored, as always) while the tensor cores work, so between the block's barrier and the
@@ -85,10 +86,7 @@ constexpr int kRowsPerRank = kBk / kCluster;
 // at c ^ 2 (r % 4): the fragment loads of rows t = 0..3 land on different banks, and a warp's
 // copies fill whole 128-byte lines); in a cluster, where each row comes whole by a bulk copy,
 // padded by 8 floats instead (rows t 8 banks apart).
-#ifndef B_SWIZZLE
-#define B_SWIZZLE 1
-#endif
-constexpr bool kSwizzleB = B_SWIZZLE && kCluster == 1;
+constexpr bool kSwizzleB = kCluster == 1;
 constexpr int kPitchB = kBn + (kSwizzleB ? 0 : 8);  // floats per row of B's tile
 constexpr int kStageA = kBm * kBk;                  // floats of A's tile (a multiple of 1024 bytes)
 constexpr int kStageB = kBk * kPitchB;              // floats of B's tile
