@@ -486,6 +486,12 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       load4(bs + b_offset(r, cc) * 4, b, k0 + r, k, n0 + cc, n, b_vectors);
     });
   };
+  // The copies of the tile kAhead after `tile`: one commit group (empty past the end).
+  [[maybe_unused]] const auto load_ahead = [&](unsigned tile) {
+    const unsigned next = tile + kAhead;
+    if (next < tiles) load_tile(next % kStages, next);
+    commit();
+  };
   // Rounds to TF32, in place, the elements of A's tile in `stage` this thread copied, and
   // makes its writes visible to wgmma (the async proxy).
   const auto round_tile = [&](int stage) {
@@ -603,11 +609,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #if CLUSTER_M > 1
     barrier_wait(smem_address(&b_full[stage]), (tile / kStages) & 1);  // B's tile is here
 #endif
-    if constexpr (!kLate) {
-      const unsigned next = tile + kAhead;
-      if (next < tiles) load_tile(next % kStages, next);
-      commit();
-    }
+    if constexpr (!kLate) load_ahead(tile);
     if constexpr (kARegs)
       if (tile + 2 < tiles) fetch_a(tile + 2, fetch_into);
 #endif
@@ -642,9 +644,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
     if constexpr (kLate) {
       // While the tensor cores work: the copies of tile + kAhead, then the next tile's A
       // rounded (its copies have landed once all but the kAhead - 1 newest groups have).
-      const unsigned next = tile + kAhead;
-      if (next < tiles) load_tile(next % kStages, next);
-      commit();
+      load_ahead(tile);
       wait_copies<kAhead - 1>();
       if constexpr (!kARegs)
         if (tile + 1 < tiles) round_tile((tile + 1) % kStages);

@@ -177,9 +177,8 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         // or the cluster's mbarriers), then STAGES tiles of A (block_m rows of block_k floats) and
         // of B (block_k rows of the block's columns, swizzled, or padded by 8 in a cluster).
         .shared_mem(
-            "1024 + 128 * (producer + cluster_m // 2) + "
-            "4 * stages * block_k * (block_m + 64 * tiles_n * warpgroups + 8 * min(cluster_m - 1, "
-            "1))")
+            "1024 + 128 * (producer + cluster_m // 2) + 4 * stages * block_k * "
+            "(block_m + 64 * tiles_n * warpgroups + 8 * min(cluster_m - 1, 1))")
         .buffers(kBuffers)
         .args(kMatmulArgs)
         .reference(matmul_tf32_reference)
