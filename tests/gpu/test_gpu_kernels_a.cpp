@@ -334,7 +334,7 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
                 {"a_registers", "0"}};
   };
   std::vector<Sets> configs = {
-      {},                        // the default (128 x 256, 4 warpgroups, 4 stages)
+      {},                        // the default (128 x 256, 4 warpgroups, 3 stages)
       wg("64", "1", "1", "3"),   // the smallest block, 3 stages
       wg("64", "2", "4", "3"),   // 64 x 512
       wg("192", "1", "3", "4"),  // wgmma n = 192, 3 warpgroups
