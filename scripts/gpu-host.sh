@@ -212,7 +212,7 @@ for step in $steps; do
     tune-peers)
       # Tune each kernel of the peer table at the table's size ($KTUNE_PEER_JOBS, default all
       # but reduce, whose bests come from the brute step).
-      for job in ${KTUNE_PEER_JOBS:-copy transpose stencil3d convolution2d matmul matmul_tf32 matmul_tf32_wgmma}; do
+      for job in ${KTUNE_PEER_JOBS:-copy transpose stencil3d convolution2d matmul matmul_tf32 matmul_tf32_wgmma matmul_tf32_tma}; do
         timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --samples 7 --budget-time $((limit - 30)) \
           --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"

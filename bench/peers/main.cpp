@@ -104,6 +104,8 @@ std::vector<Case> all_cases() {
       matmul_case("matmul_tf32", 8192),
       matmul_case("matmul_tf32_wgmma", 4096),  // sm_90 alone
       matmul_case("matmul_tf32_wgmma", 8192),
+      matmul_case("matmul_tf32_tma", 4096),  // sm_90 alone
+      matmul_case("matmul_tf32_tma", 8192),
       {"stencil3d 512^3 fp32",
        "stencil3d",
        {{"nx", 512}, {"ny", 512}, {"nz", 512}},
@@ -532,8 +534,8 @@ po::options_description peer_options() {
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
       "only", po::value<std::string>(),
       "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,matmul_tf32_wgmma,"
-      "stencil3d,convolution2d)")("json", po::value<std::string>(),
-                                  "write the results as JSON here");
+      "matmul_tf32_tma,stencil3d,convolution2d)")("json", po::value<std::string>(),
+                                                  "write the results as JSON here");
   return opts;
 }
 

@@ -19,6 +19,7 @@ void register_builtin_kernels(Registry& registry) {
       builtin::streams_kernel(),
       builtin::matmul_tf32_kernel(),
       builtin::matmul_tf32_wgmma_kernel(),
+      builtin::matmul_tf32_tma_kernel(),
   };
   static const ktune_plugin kPlugin = {
       KTUNE_PLUGIN_ABI_VERSION,

@@ -98,6 +98,7 @@ const ktune_kernel_desc* transpose_kernel();
 const ktune_kernel_desc* matmul_kernel();
 const ktune_kernel_desc* matmul_tf32_kernel();
 const ktune_kernel_desc* matmul_tf32_wgmma_kernel();
+const ktune_kernel_desc* matmul_tf32_tma_kernel();
 const ktune_kernel_desc* copy_kernel();
 
 // Lecture material, part b: constant memory, z-marching stencil, data layout, streams.

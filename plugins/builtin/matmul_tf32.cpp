@@ -2,6 +2,8 @@
 // accumulation (kernels_src/matmul_tf32.cu), mma.sync tiles fed by a cp.async pipeline. Its
 // reference is the exact product in double on the host (all cores, blocked), rounded once; the
 // tolerance covers TF32's rounding of the inputs.
+#include <cuda.h>  // CUtensorMap and its enumerations (types only: ktune hands over the function)
+
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
@@ -13,6 +15,7 @@
 
 extern const char* const ktune_kernel_src_matmul_tf32;
 extern const char* const ktune_kernel_src_matmul_tf32_wgmma;
+extern const char* const ktune_kernel_src_matmul_tf32_tma;
 
 namespace ktune::builtin {
 namespace {
@@ -185,9 +188,139 @@ const ktune_kernel_desc kMatmulTf32Wgmma =
         .bytes("4 * (m * k + k * n + m * n)")
         .flops("2 * m * n * k");
 
+// matmul_tf32_tma: the same product, warp-specialised and fed by the TMA (sm_90a). A block is
+// WARPGROUPS consumer warpgroups (64 columns of C each) and a producer warpgroup.
+const ktune_param_desc kTmaParams[] = {
+    {"block_m", "64, 128, 192, 256", "128", "rows of C per block (wgmma's n)"},
+    {"warpgroups", "2, 3, 4", "4",
+     "consumer warpgroups (128 threads, 64 columns of C each) beside the producer warpgroup"},
+    {"stages", "2, 3, 4, 5, 6", "4", "shared-memory buffers of A's and B's 32-deep tiles (TMA)"},
+    {"wait_depth", "0, 1", "0", "groups of products left running while the next tile starts"},
+    {"lag", "1, 2, 3", "2",
+     "tiles between the producer's copies of a tile and its rounding of the tile's A"},
+    {"round_batch", "1, 2, 4, 8", "2",
+     "16-byte vectors of A each producer thread loads before it rounds and stores them"},
+};
+
+const char* const kTmaRestrictions[] = {
+    // The producer copies into a stage again once the products of its last tile are done,
+    // which needs the rounding of a later tile: it must never wait on itself.
+    "lag + wait_depth <= stages - 1",
+    // Registers per consumer thread after the producer gives its up (setmaxnreg: 112, 152 or
+    // 232 with 4, 3 or 2 consumers): accumulators, one or two fragment sets and 32 more (with
+    // fewer, ptxas serialises the products: 192 rows, 3 consumers, wait depth 1);
+    // a producer beside 4 consumers keeps 32 registers, room for 4 vectors at a time (NVRTC's
+    // code spills 8 bytes there at 4, none at 2).
+    "block_m // 2 + 16 * (1 + wait_depth) + 32 <= "
+    "(112 if warpgroups == 4 else 152 if warpgroups == 3 else 232)",
+    "warpgroups < 4 or round_batch <= 4",
+    // The TMA's row strides are multiples of 16 bytes.
+    "n % 4 == 0 and k % 4 == 0", "m < 2**31 and n < 2**31 and k < 2**31",
+    "compute_capability == 90",  // wgmma and the TMA as used here: sm_90a
+};
+
+// The run hook: the tensor maps of A (k x m, box 32 x block_m) and of B (n x k, box 32 x 32),
+// FLOAT32 with the 128-byte swizzle and zero fill past the edges, take the places of the two
+// pointers. Built once per buffer pair, shape and block height (the maps of the previous launch
+// are kept), with the driver's cuTensorMapEncodeTiled that ktune hands over.
+int matmul_tf32_tma_run(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
+  int found = 0;
+  const auto value = [&](const char* name) {
+    const std::int64_t v = ctx->value(ctx, name, &found);
+    return found ? v : -1;
+  };
+  const std::int64_t m = value("m"), n = value("n"), k = value("k"), block_m = value("block_m");
+  void* a = ctx->buffer(ctx, "a", nullptr);
+  void* b = ctx->buffer(ctx, "b", nullptr);
+  void* c = ctx->buffer(ctx, "c", nullptr);
+  if (!a || !b || !c || m < 1 || n < 1 || k < 1 || block_m < 1) {
+    std::snprintf(error, error_size, "matmul_tf32_tma: needs buffers a, b, c, m, n, k, block_m");
+    return 1;
+  }
+  if (n % 4 != 0 || k % 4 != 0) {
+    std::snprintf(error, error_size,
+                  "matmul_tf32_tma: the TMA needs rows starting 16-byte aligned (n = %lld and "
+                  "k = %lld must be multiples of 4)",
+                  static_cast<long long>(n), static_cast<long long>(k));
+    return 1;
+  }
+  struct Maps {
+    void *a = nullptr, *b = nullptr;
+    std::int64_t m = 0, n = 0, k = 0, block_m = 0;
+    CUtensorMap map_a{}, map_b{};
+  };
+  thread_local Maps maps;
+  if (maps.a != a || maps.b != b || maps.m != m || maps.n != n || maps.k != k ||
+      maps.block_m != block_m) {
+    using Encode =
+        CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                     const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    const auto encode = reinterpret_cast<Encode>(ctx->cuda_function("cuTensorMapEncodeTiled"));
+    if (!encode) {
+      std::snprintf(error, error_size,
+                    "matmul_tf32_tma: the CUDA driver has no cuTensorMapEncodeTiled");
+      return 1;
+    }
+    Maps next{a, b, m, n, k, block_m, {}, {}};
+    const cuuint32_t unit[2] = {1, 1};
+    const cuuint64_t dims_a[2] = {cuuint64_t(k), cuuint64_t(m)}, stride_a[1] = {cuuint64_t(k) * 4};
+    const cuuint64_t dims_b[2] = {cuuint64_t(n), cuuint64_t(k)}, stride_b[1] = {cuuint64_t(n) * 4};
+    const cuuint32_t box_a[2] = {32, cuuint32_t(block_m)}, box_b[2] = {32, 32};
+    for (int i = 0; i < 2; ++i) {
+      const CUresult rc = encode(
+          i == 0 ? &next.map_a : &next.map_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, i == 0 ? a : b,
+          i == 0 ? dims_a : dims_b, i == 0 ? stride_a : stride_b, i == 0 ? box_a : box_b, unit,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (rc != CUDA_SUCCESS) {
+        std::snprintf(error, error_size,
+                      "matmul_tf32_tma: cuTensorMapEncodeTiled for %s failed (CUDA driver error "
+                      "%d)",
+                      i == 0 ? "A" : "B", static_cast<int>(rc));
+        return 1;
+      }
+    }
+    maps = next;
+  }
+  auto mu = static_cast<unsigned>(m), nu = static_cast<unsigned>(n), ku = static_cast<unsigned>(k);
+  void* args[] = {&maps.map_a, &maps.map_b, &c, &mu, &nu, &ku};
+  const int rc = ctx->launch(ctx, nullptr, ctx->grid, ctx->block, ctx->shared_mem, args);
+  if (rc != 0)
+    std::snprintf(error, error_size, "matmul_tf32_tma: launch failed (CUDA error %d)", rc);
+  return rc;
+}
+
+const ktune_kernel_desc kMatmulTf32Tma =
+    KernelDesc("matmul_tf32_tma", ktune_kernel_src_matmul_tf32_tma, "matmul_tf32_tma.cu",
+               "matmul_tf32_tma")
+        .description(
+            "matrix multiply C = A B of fp32 matrices on Hopper's warpgroup tensor cores in TF32, "
+            "warp-specialised: a producer warpgroup copies tiles with the TMA and rounds A, "
+            "consumer warpgroups multiply (wgmma, fp32 accumulation; sm_90a; the run hook passes "
+            "TMA tensor maps of A and B in place of their pointers)")
+        .options(kOptions)
+        .arch_specific()
+        .params(kTmaParams)
+        .restrictions(kTmaRestrictions)
+        .problem(kMatmulProblem)
+        .grid("div_up(n, 64 * warpgroups)", "div_up(m, block_m)")
+        .block("128 * (warpgroups + 1)")
+        // Up to 1023 bytes to align the tiles to the swizzle's period and room for the
+        // mbarriers, then STAGES tiles of A (block_m x 32 floats) and of B (32 x the block's
+        // columns).
+        .shared_mem("1280 + 128 * stages * (block_m + 64 * warpgroups)")
+        .buffers(kBuffers)
+        .args(kMatmulArgs)
+        .run(matmul_tf32_tma_run)
+        .reference(matmul_tf32_reference)
+        .bytes("4 * (m * k + k * n + m * n)")
+        .flops("2 * m * n * k");
+
 }  // namespace
 
 const ktune_kernel_desc* matmul_tf32_kernel() { return &kMatmulTf32; }
 const ktune_kernel_desc* matmul_tf32_wgmma_kernel() { return &kMatmulTf32Wgmma; }
+const ktune_kernel_desc* matmul_tf32_tma_kernel() { return &kMatmulTf32Tma; }
 
 }  // namespace ktune::builtin

@@ -405,6 +405,39 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
   }
 }
 
+// matmul_tf32_tma (warp-specialised, the TMA's tensor maps from its run hook) at sizes no tile
+// divides (m, n and k past whole tiles: the TMA's zero fill; k not a multiple of the 32-deep
+// tile), against the product in double: the default, every consumer count and block height,
+// the shallowest and deepest pipelines, both wait depths, every lag and round batch.
+TEST_F(GpuKernelsA, MatmulTf32TmaVerifiesAtSizesNoTileDivides) {
+  CudaBackend backend(backend_options());
+  if (backend.device().arch != "sm_90")
+    GTEST_SKIP() << "wgmma and this kernel's TMA need an sm_90 device, this is "
+                 << backend.device().arch;
+  const std::vector<Sets> configs = {
+      {},  // the default (128 x 256, 4 consumers, 4 stages, lag 2)
+      {{"block_m", "64"}, {"warpgroups", "4"}, {"stages", "5"}, {"lag", "3"}, {"wait_depth", "1"}},
+      {{"block_m", "128"},
+       {"warpgroups", "4"},
+       {"stages", "2"},
+       {"lag", "1"},
+       {"round_batch", "4"}},
+      {{"block_m", "192"},
+       {"warpgroups", "3"},
+       {"stages", "3"},
+       {"lag", "1"},
+       {"round_batch", "8"}},
+      {{"block_m", "128"}, {"warpgroups", "3"}, {"stages", "4"}, {"wait_depth", "1"}, {"lag", "2"}},
+      {{"block_m", "256"}, {"warpgroups", "2"}, {"stages", "3"}, {"wait_depth", "1"}, {"lag", "1"}},
+      {{"block_m", "64"}, {"warpgroups", "2"}, {"stages", "6"}, {"round_batch", "1"}},
+  };
+  for (const Problem& p :
+       {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},
+        Problem{{"m", 333}, {"n", 260}, {"k", 1000}}}) {
+    EXPECT_EQ(verify(backend, "matmul_tf32_tma", p, configs), static_cast<int>(configs.size()));
+  }
+}
+
 // The float data of buffer `name` of a reference context, or nullptr.
 float* buffer_data(const ktune_reference_ctx* ctx, const char* name) {
   const ktune_host_buffer* b = builtin::find_buffer(ctx, name);
@@ -487,6 +520,8 @@ TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
           {{"a_registers", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}},
           {{"producer", "1"}, {"warpgroups", "2"}, {"tiles_n", "2"}, {"products_first", "0"}},
           {{"cluster_m", "2"}, {"wait_depth", "0"}, {"stages", "2"}}}});
+  if (q.devices.front().arch == "sm_90")
+    kernels.push_back({"matmul_tf32_tma", {{}, {{"warpgroups", "2"}, {"block_m", "64"}}}});
   for (const auto& [kernel, configs] : kernels) {
     KernelSpec spec = registry_.get(kernel);
     spec.reference = &tf32_rounded_a_reference;

@@ -307,6 +307,105 @@ TEST_F(BuiltinNew, WgmmaRendersForSm90aAndSamplesCompile) {
   EXPECT_NE(refused.log.find("wgmma"), std::string::npos) << refused.log;
 }
 
+// matmul_tf32_tma: warp-specialised, tiles by the TMA through tensor maps its run hook builds;
+// sm_90 alone, compiled for sm_90a, matmul_tf32's buffers, reference and tolerance.
+TEST_F(BuiltinNew, TmaIsArchSpecificWithARunHookAndMatmulTf32sReference) {
+  ASSERT_TRUE(registry_.contains("matmul_tf32_tma"));
+  const KernelSpec& k = registry_.get("matmul_tf32_tma");
+  EXPECT_NO_THROW(k.validate());
+  EXPECT_TRUE(k.arch_specific);
+  EXPECT_NE(k.run, nullptr);  // the tensor maps take the places of a's and b's pointers
+  EXPECT_EQ(k.reference, registry_.get("matmul_tf32").reference);
+  for (const BufferSpec& b : k.buffers) {
+    if (b.name != "c") continue;
+    EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
+    EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
+  }
+  EXPECT_EQ(instance("matmul_tf32_tma").space().enumerate().size(), 495u);
+  for (int cc : {80, 89, 100, 120})
+    EXPECT_TRUE(instance("matmul_tf32_tma", {}, cc).space().enumerate().empty()) << cc;
+  // The TMA's row strides are multiples of 16 bytes: n and k multiples of 4.
+  EXPECT_TRUE(instance("matmul_tf32_tma", {{"m", 333}, {"n", 780}, {"k", 516}})
+                  .space()
+                  .is_valid(instance("matmul_tf32_tma").space().default_config()));
+  EXPECT_TRUE(instance("matmul_tf32_tma", {{"m", 512}, {"n", 777}, {"k", 512}})
+                  .space()
+                  .enumerate()
+                  .empty());
+  EXPECT_TRUE(instance("matmul_tf32_tma", {{"m", 512}, {"n", 512}, {"k", 513}})
+                  .space()
+                  .enumerate()
+                  .empty());
+  const KernelInstance inst = instance("matmul_tf32_tma");
+  for (const Config& c : inst.space().enumerate()) {
+    const auto v = [&](const char* p) {
+      return inst.space().value(c, inst.space().param_index(p)).as_int();
+    };
+    // The producer never waits on a stage only its own later work frees.
+    ASSERT_LE(v("lag") + v("wait_depth"), v("stages") - 1) << inst.space().key(c);
+    // 4 consumers leave 112 registers each: at most 64 accumulators and one fragment set,
+    // or 32 and two.
+    if (v("warpgroups") == 4)
+      ASSERT_LE(v("block_m") / 2 + 16 * (1 + v("wait_depth")), 88) << inst.space().key(c);
+    ASSERT_LE(inst.geometry(c).shared_mem, 227u * 1024) << inst.space().key(c);
+  }
+}
+
+TEST_F(BuiltinNew, TmaGeometryForANonMultipleSize) {
+  const KernelInstance inst = instance("matmul_tf32_tma", {{"m", 333}, {"n", 780}, {"k", 516}});
+  const LaunchGeometry g = inst.geometry(inst.space().default_config());
+  EXPECT_EQ(g.grid, (Dim3{4, 3, 1}));     // 128 rows x 256 columns of C per block
+  EXPECT_EQ(g.block, (Dim3{640, 1, 1}));  // 4 consumer warpgroups and the producer
+  // Alignment and the mbarriers, then 4 stages of A (128 x 32 floats) and B (32 x 256).
+  EXPECT_EQ(g.shared_mem, 1280u + 4 * 4 * (128 * 32 + 32 * 256));
+  const Config two = inst.space().from_assignments({{"block_m", "256"},
+                                                    {"warpgroups", "2"},
+                                                    {"stages", "3"},
+                                                    {"wait_depth", "1"},
+                                                    {"lag", "1"}});
+  ASSERT_TRUE(inst.space().is_valid(two)) << inst.space().violated(two).value_or("");
+  EXPECT_EQ(inst.geometry(two).grid, (Dim3{7, 2, 1}));
+  EXPECT_EQ(inst.geometry(two).block, (Dim3{384, 1, 1}));
+}
+
+TEST_F(BuiltinNew, TmaRendersForSm90aAndSamplesCompileWithoutSpills) {
+  const KernelInstance inst = instance("matmul_tf32_tma", {{"m", 333}, {"n", 780}, {"k", 516}});
+  std::vector<CompileRequest> requests;
+  for (const Sets& s : std::vector<Sets>{
+           {},
+           {{"block_m", "64"}, {"warpgroups", "4"}, {"stages", "5"}, {"lag", "3"}},
+           {{"block_m", "192"}, {"warpgroups", "3"}, {"wait_depth", "0"}, {"lag", "1"}},
+           {{"block_m", "128"}, {"warpgroups", "3"}, {"wait_depth", "1"}, {"lag", "1"}},
+           {{"block_m", "256"},
+            {"warpgroups", "2"},
+            {"stages", "3"},
+            {"wait_depth", "1"},
+            {"lag", "1"}},
+           {{"block_m", "128"}, {"warpgroups", "3"}, {"stages", "2"}, {"lag", "1"}},
+       }) {
+    const Config c = inst.space().from_assignments(s);
+    ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
+    CompileRequest r = render(inst, c, "sm_90");
+    EXPECT_EQ(r.arch, "sm_90a");
+    requests.push_back(std::move(r));
+  }
+  const std::vector<CompileResult> results = compile_batch(requests);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CompileResult& r = results[i];
+    ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+    EXPECT_NE(r.lowered_name.find("matmul_tf32_tma"), std::string::npos) << r.lowered_name;
+    // The consumers' registers (after setmaxnreg) hold the accumulators and fragments.
+    EXPECT_EQ(r.resources.spill_store_bytes, 0) << "sample " << i << "\n" << r.log;
+    // ptxas serialises the products where their registers run short (C7512; a batch's log
+    // names each configuration's entry).
+    for (std::size_t at = r.log.find("C7512"); at != std::string::npos;
+         at = r.log.find("C7512", at + 1)) {
+      const std::string line = r.log.substr(at, r.log.find('\n', at) - at);
+      EXPECT_EQ(line.find(r.lowered_name), std::string::npos) << "sample " << i << ": " << line;
+    }
+  }
+}
+
 TEST(ArchSpecific, TargetOfEachArchitecture) {
   EXPECT_EQ(arch_specific_target("sm_90"), "sm_90a");
   EXPECT_EQ(arch_specific_target("sm_100"), "sm_100a");

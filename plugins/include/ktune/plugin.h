@@ -150,7 +150,8 @@ typedef struct ktune_run_ctx {
   /* Problem or numeric parameter value by name; 0 with *found = 0 if unknown. */
   int64_t (*value)(const struct ktune_run_ctx* ctx, const char* name, int* found);
   /* Address of a CUDA runtime function ktune carries ("cudaMemcpyAsync", "cudaStreamCreate",
-     "cudaEventRecord", "cudaMallocHost" ...), so a plugin needs to link no CUDA library. */
+     "cudaEventRecord", "cudaMallocHost" ...), or of a driver function ("cuTensorMapEncodeTiled",
+     its CUDA 12.0 form), so a plugin needs to link no CUDA library. */
   void* (*cuda_function)(const char* name);
   void* user_data; /* ktune_kernel_desc.user_data */
   void* internal;  /* ktune's own state; do not touch */

@@ -93,6 +93,17 @@ void* Worker::hook_cuda_function(const char* name) {
   };
   for (const auto& e : kTable)
     if (std::strcmp(e.name, name) == 0) return e.fn;
+  // A CUDA driver function (cuTensorMapEncodeTiled, ...): the driver's own entry point, in its
+  // CUDA 12.0 form, so that a plugin links no driver library either.
+  if (std::strncmp(name, "cu", 2) == 0 && std::strncmp(name, "cuda", 4) != 0) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      return fn;
+    cudaGetLastError();
+  }
   return nullptr;
 }
 
