@@ -239,14 +239,18 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
       char* const as = smem + s * kStageA;
       constexpr int kVectors = kStageA / 16 / 128;  // 16-byte vectors per producer thread
       constexpr int kStep = kVectors < kBatch ? kVectors : kBatch;
+      // (a last batch may be partial: 12 vectors of a 192-row tile in batches of 8)
+      constexpr bool kWhole = kVectors % kStep == 0;
 #pragma unroll
       for (int v0 = 0; v0 < kVectors; v0 += kStep) {
         uint4 x[kStep];
 #pragma unroll
         for (int i = 0; i < kStep; ++i)
-          x[i] = *reinterpret_cast<const uint4*>(as + ((v0 + i) * 128 + p) * 16);
+          if (kWhole || v0 + i < kVectors)
+            x[i] = *reinterpret_cast<const uint4*>(as + ((v0 + i) * 128 + p) * 16);
 #pragma unroll
         for (int i = 0; i < kStep; ++i) {
+          if (!kWhole && v0 + i >= kVectors) break;
           x[i].x += 0x1000u;
           x[i].y += 0x1000u;
           x[i].z += 0x1000u;
