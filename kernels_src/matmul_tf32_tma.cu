@@ -28,11 +28,12 @@
 // arguments are the maps of A (2-D, k x m, box 32 x BLOCK_M) and of B (n x k, box 32 x 32), both
 // FLOAT32 with the 128-byte swizzle; the built-in description's run hook builds them. Rows of A
 // and B must start 16-byte aligned (k and n multiples of 4); m, n and k need not be multiples
-// of any tile. ktune defines BLOCK_M, WARPGROUPS, STAGES, WAIT_DEPTH, LAG and ROUND_BATCH.
+// of any tile. ktune defines BLOCK_M, WARPGROUPS, STAGES, WAIT_DEPTH, LAG and ROUND_BATCH, and
+// puts wgmma_tf32.cuh (what this kernel shares with matmul_tf32_wgmma.cu) before this text.
 
 namespace wgtma {
 
-using u64 = unsigned long long;
+using namespace wgmma_tf32;  // the products, descriptors, rounding, mbarriers (wgmma_tf32.cuh)
 constexpr int kBm = BLOCK_M, kGroups = WARPGROUPS, kStages = STAGES, kDepth = WAIT_DEPTH;
 constexpr int kBk = 32, kBn = 64 * kGroups;
 constexpr int kConsumers = 128 * kGroups, kThreads = kConsumers + 128;
@@ -59,118 +60,6 @@ struct alignas(128) TensorMap {  // a CUtensorMap, as cuTensorMapEncodeTiled wro
   u64 opaque[16];
 };
 
-#undef KTUNE_WGTMA_D8  // (several configurations may share one program)
-#define KTUNE_WGTMA_D8(i)                                                                     \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
-
-// d (64 x BLOCK_M, this thread's kAcc of it) += a (64 x 8, registers) * the 8 x BLOCK_M operand
-// `desc` describes, asynchronously (until a wait_group).
-#if BLOCK_M == 64
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
-      : KTUNE_WGTMA_D8(0), KTUNE_WGTMA_D8(8), KTUNE_WGTMA_D8(16), KTUNE_WGTMA_D8(24)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 128
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
-      : KTUNE_WGTMA_D8(0), KTUNE_WGTMA_D8(8), KTUNE_WGTMA_D8(16), KTUNE_WGTMA_D8(24),
-        KTUNE_WGTMA_D8(32), KTUNE_WGTMA_D8(40), KTUNE_WGTMA_D8(48), KTUNE_WGTMA_D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 192
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-      "}, {%96, %97, %98, %99}, %100, 1, 1, 1;\n"
-      : KTUNE_WGTMA_D8(0), KTUNE_WGTMA_D8(8), KTUNE_WGTMA_D8(16), KTUNE_WGTMA_D8(24),
-        KTUNE_WGTMA_D8(32), KTUNE_WGTMA_D8(40), KTUNE_WGTMA_D8(48), KTUNE_WGTMA_D8(56),
-        KTUNE_WGTMA_D8(64), KTUNE_WGTMA_D8(72), KTUNE_WGTMA_D8(80), KTUNE_WGTMA_D8(88)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 256
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
-      "%127"
-      "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
-      : KTUNE_WGTMA_D8(0), KTUNE_WGTMA_D8(8), KTUNE_WGTMA_D8(16), KTUNE_WGTMA_D8(24),
-        KTUNE_WGTMA_D8(32), KTUNE_WGTMA_D8(40), KTUNE_WGTMA_D8(48), KTUNE_WGTMA_D8(56),
-        KTUNE_WGTMA_D8(64), KTUNE_WGTMA_D8(72), KTUNE_WGTMA_D8(80), KTUNE_WGTMA_D8(88),
-        KTUNE_WGTMA_D8(96), KTUNE_WGTMA_D8(104), KTUNE_WGTMA_D8(112), KTUNE_WGTMA_D8(120)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#endif
-
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// x's bits with half a unit of the last TF32 place added: the tensor cores read the upper 19
-// bits, rounded to nearest with ties away from zero (matmul_tf32_wgmma.cu explains why).
-__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(x) + 0x1000u; }
-// The descriptor of an 8-deep slice of A's tile at shared address `addr`: 128-byte swizzle,
-// 1024 bytes between groups of 8 rows.
-__device__ __forceinline__ u64 descriptor(unsigned addr) {
-  return u64((addr & 0x3FFFF) >> 4) | u64(1) << 16 | u64(1024 >> 4) << 32 | u64(1) << 62;
-}
-__device__ __forceinline__ void mma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void mma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void mma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void barrier_init(unsigned addr, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrier_arrive(unsigned addr) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(addr) : "memory");
-}
-// Arrives on the mbarrier at `addr`, first raising the bytes its phase waits for by `bytes`.
-__device__ __forceinline__ void barrier_arrive_expect(unsigned addr, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
-               : "memory");
-}
-// Returns once the phase of parity `parity` has completed.
-__device__ __forceinline__ void barrier_wait(unsigned addr, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(addr),
-      "r"(parity)
-      : "memory");
-}
 // The box at coordinates (c0, c1) of the tensor `map` describes, to shared address `dst`,
 // completing its bytes on the mbarrier at `bar`.
 __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int c0, int c1,
@@ -181,16 +70,6 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
       "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
-template <int N>
-__device__ __forceinline__ void registers_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void registers_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-// Keeps the compiler from moving accesses of `x` across the asynchronous products.
-__device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
 }  // namespace wgtma
 

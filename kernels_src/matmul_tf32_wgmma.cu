@@ -45,7 +45,8 @@
 // between the multiplications, and a __syncthreads per tile publishes it.
 // Every access is guarded (zero fill past the matrix), so m, n and k need not be multiples of
 // any tile. ktune defines BLOCK_M, BLOCK_K, TILES_N, WARPGROUPS, STAGES, WAIT_DEPTH, PRODUCER,
-// CLUSTER_M, A_REGISTERS, PRODUCTS_FIRST and KTUNE_BLOCK_X.
+// CLUSTER_M, A_REGISTERS, PRODUCTS_FIRST and KTUNE_BLOCK_X, and puts wgmma_tf32.cuh (what this
+// kernel shares with matmul_tf32_tma.cu) before this text.
 
 #ifndef PRODUCER
 #define PRODUCER 0
@@ -65,7 +66,8 @@
 
 namespace wgmm {
 
-using u64 = unsigned long long;
+using namespace wgmma_tf32;  // the products, descriptors, rounding, mbarriers (wgmma_tf32.cuh)
+using wgmma_tf32::to_tf32;   // beside the float4 overload below
 constexpr int kBm = BLOCK_M, kTilesN = TILES_N, kGroups = WARPGROUPS, kStages = STAGES;
 constexpr int kBk = BLOCK_K;        // 32 or 64: one or two 128-byte swizzled column blocks of A
 constexpr int kDepth = WAIT_DEPTH;  // product groups left in flight at the end of a step
@@ -116,77 +118,6 @@ constexpr bool kFastA = (kBm * kBk / 4) % kLoaders == 0 && kLoaders % (kBk / 4) 
 constexpr bool kFastB =
     (kBk * kBn / 4) % kLoaders == 0 && kLoaders % (kBn / 4) == 0 && (!kSwizzleB || kRowsB % 4 == 0);
 
-#undef KTUNE_WGMMA_D8  // (several configurations may share one program)
-#define KTUNE_WGMMA_D8(i)                                                                     \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
-
-// d (64 x BLOCK_M, this thread's kAcc of it) += a (64 x 8, registers) * the 8 x BLOCK_M operand
-// `desc` describes, asynchronously (until a wait_group).
-#if BLOCK_M == 64
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 128
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
-        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 192
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-      "}, {%96, %97, %98, %99}, %100, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
-        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56),
-        KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#elif BLOCK_M == 256
-__device__ __forceinline__ void mma(float* d, const unsigned* a, u64 desc) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
-      "%127"
-      "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
-      : KTUNE_WGMMA_D8(0), KTUNE_WGMMA_D8(8), KTUNE_WGMMA_D8(16), KTUNE_WGMMA_D8(24),
-        KTUNE_WGMMA_D8(32), KTUNE_WGMMA_D8(40), KTUNE_WGMMA_D8(48), KTUNE_WGMMA_D8(56),
-        KTUNE_WGMMA_D8(64), KTUNE_WGMMA_D8(72), KTUNE_WGMMA_D8(80), KTUNE_WGMMA_D8(88),
-        KTUNE_WGMMA_D8(96), KTUNE_WGMMA_D8(104), KTUNE_WGMMA_D8(112), KTUNE_WGMMA_D8(120)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#endif
-
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 // Copies `bytes` (0 to 16) of `src` into 16 bytes at shared address `dst`, zero-filling the rest.
 __device__ __forceinline__ void copy16(unsigned dst, const float* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
@@ -204,14 +135,6 @@ template <int N>
 __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// x rounded to TF32 for the tensor cores, which read a TF32 operand's upper 19 bits and ignore
-// the low 13: adding half a unit of the last TF32 place (0x1000) carries into those 19 bits
-// exactly where cvt.rna.tf32.f32 (round to nearest, ties away from zero) rounds up, in one
-// integer add where the conversion takes three instructions (an infinity check, the add, a
-// mask). An infinity stays one (the add lands in the ignored bits); a NaN stays a NaN unless
-// its payload lies wholly in the ignored bits, which the tensor cores read as an infinity
-// with or without the add.
-__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(x) + 0x1000u; }
 __device__ __forceinline__ float4 to_tf32(float4 x) {
   return make_float4(__uint_as_float(to_tf32(x.x)), __uint_as_float(to_tf32(x.y)),
                      __uint_as_float(to_tf32(x.z)), __uint_as_float(to_tf32(x.w)));
@@ -260,41 +183,6 @@ __device__ __forceinline__ unsigned b_offset(unsigned row, unsigned col) {
   return row * kPitchB + (kSwizzleB ? ((col / 4) ^ (row % 4 * 2)) * 4 : col);
 }
 
-// The descriptor of an 8-deep slice of A's tile at shared address `addr`: 128-byte swizzle,
-// 1024 bytes between groups of 8 rows (the leading offset is unused for this layout).
-__device__ __forceinline__ u64 descriptor(unsigned addr) {
-  return u64((addr & 0x3FFFF) >> 4) | u64(1) << 16 | u64(1024 >> 4) << 32 | u64(1) << 62;
-}
-
-__device__ __forceinline__ void mma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void mma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void mma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// mbarriers in shared memory (the producer's hand-over, PRODUCER = 1).
-__device__ __forceinline__ void barrier_init(unsigned addr, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrier_arrive(unsigned addr) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(addr) : "memory");
-}
-// Returns once the phase of parity `parity` has completed.
-__device__ __forceinline__ void barrier_wait(unsigned addr, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(addr),
-      "r"(parity)
-      : "memory");
-}
 #if PRODUCER
 // The producer gives registers up and the consumers take them (setmaxnreg): 65,536 per block.
 // The producer's unrolled copies need about 100 registers (with fewer they spill), so a
@@ -304,14 +192,6 @@ static_assert(kGroups <= 2, "a producer and at most 2 consumer warpgroups");
 constexpr int kConsumerRegisters = (65536 / 128 - kProducerRegisters) / kGroups / 8 * 8 > 256
                                        ? 256
                                        : (65536 / 128 - kProducerRegisters) / kGroups / 8 * 8;
-template <int N>
-__device__ __forceinline__ void registers_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void registers_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
 #endif
 
 // The cluster's barrier (every thread of every block of the cluster), its release and acquire
@@ -362,14 +242,6 @@ __device__ __forceinline__ void barrier_wait_cluster(unsigned addr, unsigned par
       "r"(parity)
       : "memory");
 }
-// Arrives on the mbarrier at `addr`, first raising the bytes its phase waits for by `bytes`.
-__device__ __forceinline__ void barrier_arrive_expect(unsigned addr, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
-               : "memory");
-}
-
-// Keeps the compiler from moving accesses of `x` across the asynchronous products.
-__device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
 }  // namespace wgmm
 

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../../kernels_src/wgmma_tf32.cuh"  // what ktune puts before the kernel
 #include KERNEL_FILE
 
 #ifndef PRODUCER

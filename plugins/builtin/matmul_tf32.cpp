@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "builtin.h"
@@ -16,6 +18,7 @@
 extern const char* const ktune_kernel_src_matmul_tf32;
 extern const char* const ktune_kernel_src_matmul_tf32_wgmma;
 extern const char* const ktune_kernel_src_matmul_tf32_tma;
+extern const char* const ktune_kernel_src_wgmma_tf32;
 
 namespace ktune::builtin {
 namespace {
@@ -64,6 +67,15 @@ int matmul_tf32_reference(const ktune_reference_ctx* ctx, char* error, std::size
     }
   });
   return 0;
+}
+
+// The source of a wgmma kernel: wgmma_tf32.cuh (what the two share), then the kernel's own
+// text, its compiler messages located in its own file.
+const char* wgmma_source(const char* file, const char* text) {
+  static std::vector<std::unique_ptr<std::string>> sources;  // (alive as long as the process)
+  sources.push_back(std::make_unique<std::string>(std::string(ktune_kernel_src_wgmma_tf32) +
+                                                  "#line 1 \"" + file + "\"\n" + text));
+  return sources.back()->c_str();
 }
 
 const ktune_param_desc kParams[] = {
@@ -162,8 +174,9 @@ const char* const kWgmmaRestrictions[] = {
 };
 
 const ktune_kernel_desc kMatmulTf32Wgmma =
-    KernelDesc("matmul_tf32_wgmma", ktune_kernel_src_matmul_tf32_wgmma, "matmul_tf32_wgmma.cu",
-               "matmul_tf32_wgmma")
+    KernelDesc("matmul_tf32_wgmma",
+               wgmma_source("matmul_tf32_wgmma.cu", ktune_kernel_src_matmul_tf32_wgmma),
+               "matmul_tf32_wgmma.cu", "matmul_tf32_wgmma")
         .description(
             "matrix multiply C = A B of fp32 matrices on Hopper's warpgroup tensor cores in TF32 "
             "(wgmma from registers and 128-byte-swizzled shared memory, fp32 accumulation, "
@@ -292,8 +305,9 @@ int matmul_tf32_tma_run(const ktune_run_ctx* ctx, char* error, std::size_t error
 }
 
 const ktune_kernel_desc kMatmulTf32Tma =
-    KernelDesc("matmul_tf32_tma", ktune_kernel_src_matmul_tf32_tma, "matmul_tf32_tma.cu",
-               "matmul_tf32_tma")
+    KernelDesc("matmul_tf32_tma",
+               wgmma_source("matmul_tf32_tma.cu", ktune_kernel_src_matmul_tf32_tma),
+               "matmul_tf32_tma.cu", "matmul_tf32_tma")
         .description(
             "matrix multiply C = A B of fp32 matrices on Hopper's warpgroup tensor cores in TF32, "
             "warp-specialised: a producer warpgroup copies tiles with the TMA and rounds A, "
