@@ -438,6 +438,32 @@ TEST_F(GpuKernelsA, MatmulTf32TmaVerifiesAtSizesNoTileDivides) {
   }
 }
 
+// A run hook reaches CUDA runtime functions ktune carries and the driver's functions by name
+// (cuTensorMapEncodeTiled, as matmul_tf32_tma's hook uses it); unknown names of either kind
+// give nullptr. The hook below fails its run (and so the trial) where one answer is wrong.
+int run_checking_cuda_functions(const ktune_run_ctx* ctx, char* error, std::size_t error_size) {
+  const struct {
+    const char* name;
+    bool found;
+  } expected[] = {{"cudaMemcpyAsync", true},     {"cuTensorMapEncodeTiled", true},
+                  {"cuGetErrorString", true},    {"cuNoSuchFunction", false},
+                  {"cudaNoSuchFunction", false}, {"", false}};
+  for (const auto& e : expected) {
+    if ((ctx->cuda_function(e.name) != nullptr) != e.found) {
+      std::snprintf(error, error_size, "cuda_function(\"%s\") %s", e.name,
+                    e.found ? "is NULL" : "is not NULL");
+      return 1;
+    }
+  }
+  return ctx->launch(ctx, nullptr, ctx->grid, ctx->block, ctx->shared_mem, ctx->args);
+}
+
+TEST_F(GpuKernelsA, ARunHookReachesRuntimeAndDriverFunctionsByName) {
+  KernelSpec spec = registry_.get("copy");
+  spec.run = &run_checking_cuda_functions;
+  expect_each_verifies(spec, Problem{{"n", 1 << 20}}, {{}});
+}
+
 // The float data of buffer `name` of a reference context, or nullptr.
 float* buffer_data(const ktune_reference_ctx* ctx, const char* name) {
   const ktune_host_buffer* b = builtin::find_buffer(ctx, name);
