@@ -1,7 +1,9 @@
 // Built-in kernel `matmul_tf32`: C = A B of fp32 matrices on the tensor cores in TF32 with fp32
 // accumulation (kernels_src/matmul_tf32.cu), mma.sync tiles fed by a cp.async pipeline. Its
 // reference is the exact product in double on the host (all cores, blocked), rounded once; the
-// tolerance covers TF32's rounding of the inputs.
+// tolerance covers TF32's rounding of the inputs. The same product on Hopper's warpgroup
+// instructions: `matmul_tf32_wgmma` (every thread copies with cp.async) and `matmul_tf32_tma`
+// (a producer warpgroup copies with the TMA), over wgmma_tf32.cuh, which the two share.
 #include <cuda.h>  // CUtensorMap and its enumerations (types only: ktune hands over the function)
 
 #include <algorithm>
@@ -70,10 +72,11 @@ int matmul_tf32_reference(const ktune_reference_ctx* ctx, char* error, std::size
 }
 
 // The source of a wgmma kernel: wgmma_tf32.cuh (what the two share), then the kernel's own
-// text, its compiler messages located in its own file.
+// text, each part's compiler messages located in its own file.
 const char* wgmma_source(const char* file, const char* text) {
   static std::vector<std::unique_ptr<std::string>> sources;  // (alive as long as the process)
-  sources.push_back(std::make_unique<std::string>(std::string(ktune_kernel_src_wgmma_tf32) +
+  sources.push_back(std::make_unique<std::string>("#line 1 \"wgmma_tf32.cuh\"\n" +
+                                                  std::string(ktune_kernel_src_wgmma_tf32) +
                                                   "#line 1 \"" + file + "\"\n" + text));
   return sources.back()->c_str();
 }
