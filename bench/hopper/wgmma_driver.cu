@@ -12,7 +12,12 @@
 //     -DPRODUCTS_FIRST=1
 //   ./wgmma_driver [m n k [runs]]     (default 4096 4096 4096 20)
 //
+// kernels_src/matmul_tf32_tma.cu likewise, with -DTMA=1, its defines (BLOCK_M, WARPGROUPS,
+// STAGES, WAIT_DEPTH, LAG, ROUND_BATCH) and -lcuda: the driver builds the tensor maps its run
+// hook would (n and k multiples of 4).
+//
 // Exit status: 0 when every output verifies, 1 on a CUDA error, 2 on a wrong output.
+#include <cuda.h>  // the tensor maps (TMA = 1)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +32,9 @@
 
 #ifndef PRODUCER
 #define PRODUCER 0
+#endif
+#ifndef TMA
+#define TMA 0
 #endif
 
 namespace {
@@ -68,6 +76,27 @@ __global__ void fill(float* p, std::size_t n, unsigned seed) {
   }
 }
 
+#if TMA
+// A 2-D FLOAT32 tensor map of the rows x inner matrix at `p` (row-major), boxes of 32 x
+// `box_rows`, 128-byte swizzle, zero fill: as matmul_tf32_tma's run hook builds them.
+void encode(wgtma::TensorMap& map, const float* p, int inner, int rows, int box_rows) {
+  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(inner) * 4};
+  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, unit[2] = {1, 1};
+  CUtensorMap m;
+  const CUresult r = cuTensorMapEncodeTiled(
+      &m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(p), dims, strides, box, unit,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "wgmma_driver: cuTensorMapEncodeTiled: error %d\n", int(r));
+    std::exit(1);
+  }
+  static_assert(sizeof m == sizeof map);
+  std::memcpy(&map, &m, sizeof map);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +115,20 @@ int main(int argc, char** argv) {
   fill<<<1024, 256>>>(b, std::size_t(k) * n, 2);
   reference<<<dim3((n + 255) / 256, m), 256>>>(a, b, r, m, n, k);
 
+#if TMA
+  // matmul_tf32_tma: the launch geometry of its description and the tensor maps its run hook
+  // builds (plugins/builtin/matmul_tf32.cpp).
+  const int bn = 64 * WARPGROUPS;
+  const dim3 grid((n + bn - 1) / bn, (m + BLOCK_M - 1) / BLOCK_M);
+  const dim3 block(128 * (WARPGROUPS + 1));
+  const std::size_t smem = 1280 + std::size_t(128) * STAGES * (BLOCK_M + bn);
+  wgtma::TensorMap map_a, map_b;
+  encode(map_a, a, k, m, BLOCK_M);
+  encode(map_b, b, n, k, 32);
+  const auto launch = [&] { matmul_tf32_tma<<<grid, block, smem>>>(map_a, map_b, c, m, n, k); };
+  DRIVER_CHECK(cudaFuncSetAttribute(matmul_tf32_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(smem)));
+#else
   // The launch geometry of the built-in kernel's description (plugins/builtin/matmul_tf32.cpp).
   const int bn = 64 * TILES_N * WARPGROUPS;
   const dim3 grid((n + bn - 1) / bn,
@@ -94,10 +137,12 @@ int main(int argc, char** argv) {
   const std::size_t smem =
       1024 + 128 * (PRODUCER + CLUSTER_M / 2) +
       4 * STAGES * BLOCK_K * (BLOCK_M + bn + 8);  // (B's pad: used in a cluster)
+  const auto launch = [&] { matmul_tf32_wgmma<<<grid, block, smem>>>(a, b, c, m, n, k); };
   DRIVER_CHECK(cudaFuncSetAttribute(matmul_tf32_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(smem)));
+#endif
   DRIVER_CHECK(cudaMemset(c, 0xFF, std::size_t(m) * n * 4));  // NaNs where nothing is stored
-  matmul_tf32_wgmma<<<grid, block, smem>>>(a, b, c, m, n, k);
+  launch();
   DRIVER_CHECK(cudaGetLastError());
   DRIVER_CHECK(cudaDeviceSynchronize());
 
@@ -123,11 +168,11 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   DRIVER_CHECK(cudaEventCreate(&e0));
   DRIVER_CHECK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) matmul_tf32_wgmma<<<grid, block, smem>>>(a, b, c, m, n, k);
+  for (int i = 0; i < 3; ++i) launch();
   std::vector<float> times;
   for (int i = 0; i < runs; ++i) {
     DRIVER_CHECK(cudaEventRecord(e0));
-    matmul_tf32_wgmma<<<grid, block, smem>>>(a, b, c, m, n, k);
+    launch();
     DRIVER_CHECK(cudaEventRecord(e1));
     DRIVER_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
