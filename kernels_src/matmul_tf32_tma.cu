@@ -18,9 +18,9 @@
 //     swizzled boxes, issue the tile's products and, once the products of tile - WAIT_DEPTH are
 //     done, free that tile's stage through its `empty` mbarrier (one arrival per warp), which
 //     the producer waits for before copying into the stage again. No barrier spans the block.
-//   - Fragment rows g and g + 8 (g = lane / 4) of a warp are columns of C two apart in the
-//     same 16-byte chunk: lane g of warp w (w % 2 = h) takes chunk 2 h + g / 4 + 4 ((g % 4) / 2)
-//     of its 32-column box, floats 2 (g % 2) and 2 (g % 2) + 1 of it, so the 16 lanes of a
+//   - Fragment rows g and g + 8 (g = lane / 4) of a warp are two adjacent columns of C, one
+//     8-byte pair: lane g of warp w (w % 2 = h) takes chunk 2 h + g / 4 + 4 ((g % 4) / 2) of
+//     its 32-column box, floats 2 (g % 2) and 2 (g % 2) + 1 of it, so the 16 lanes of a
 //     half-warp read 8 different chunks of 4 rows: conflict-free 8-byte loads.
 //   - Registers move from the producer to the consumers (setmaxnreg): the consumers hold
 //     BLOCK_M / 2 accumulators each.
