@@ -2,13 +2,16 @@
 // (`warp_rows`) and convolution2d (`reg_rows`, `full_unroll`) without a GPU: registration,
 // the host reference against a product written out here, restrictions (compute capability,
 // warp pieces, warp layouts, accumulators), launch geometry and shared memory for sizes no tile
-// divides, and NVRTC compiles of samples for sm_90; matmul_tf32_wgmma (sm_90a) likewise, and the
-// architecture-specific target rule.
+// divides, and NVRTC compiles of samples for sm_90; matmul_tf32_wgmma and matmul_tf32_tma
+// (sm_90a) likewise, the latter's run hook (the tensor maps it passes) on a recording context,
+// and the architecture-specific target rule.
+#include <cuda.h>  // CUtensorMap (the fake tensor-map encoder of the run hook's test)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -404,6 +407,160 @@ TEST_F(BuiltinNew, TmaRendersForSm90aAndSamplesCompileWithoutSpills) {
       EXPECT_EQ(line.find(r.lowered_name), std::string::npos) << "sample " << i << ": " << line;
     }
   }
+}
+
+// matmul_tf32_tma's run hook without a GPU: a context whose functions record what the hook
+// encodes and launches. The buffers' addresses are only passed on, never dereferenced.
+struct Encoded {
+  void* address;
+  cuuint64_t dims[2], stride;
+  cuuint32_t box[2];
+  CUtensorMapDataType type;
+  CUtensorMapSwizzle swizzle;
+};
+struct Launched {
+  std::uint64_t map_a, map_b;  // the maps' first words: which encode made them
+  void* c;
+  unsigned m, n, k;
+};
+struct HookWorld {
+  std::map<std::string, std::int64_t> values;
+  std::vector<Encoded> encoded;
+  std::vector<Launched> launched;
+  CUresult encode_result = CUDA_SUCCESS;
+  bool has_encode = true;
+};
+HookWorld* g_world = nullptr;
+
+CUresult fake_encode(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                     const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                     const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  EXPECT_EQ(rank, 2u);
+  EXPECT_EQ(element_strides[0], 1u);
+  EXPECT_EQ(interleave, CU_TENSOR_MAP_INTERLEAVE_NONE);
+  g_world->encoded.push_back(
+      {address, {dims[0], dims[1]}, strides[0], {box[0], box[1]}, type, swizzle});
+  std::memset(map, 0, sizeof *map);
+  map->opaque[0] = g_world->encoded.size();
+  return g_world->encode_result;
+}
+void* fake_cuda_function(const char* name) {
+  return g_world->has_encode && std::string(name) == "cuTensorMapEncodeTiled"
+             ? reinterpret_cast<void*>(&fake_encode)
+             : nullptr;
+}
+int fake_launch(const ktune_run_ctx*, void* kernel, const unsigned*, const unsigned*, std::size_t,
+                void** args) {
+  EXPECT_EQ(kernel, nullptr);  // the entry
+  g_world->launched.push_back({static_cast<const CUtensorMap*>(args[0])->opaque[0],
+                               static_cast<const CUtensorMap*>(args[1])->opaque[0],
+                               *static_cast<void**>(args[2]), *static_cast<unsigned*>(args[3]),
+                               *static_cast<unsigned*>(args[4]), *static_cast<unsigned*>(args[5])});
+  return 0;
+}
+void* fake_buffer(const ktune_run_ctx*, const char* name, std::size_t* count) {
+  if (count) *count = 0;
+  const std::string n(name);
+  return n == "a"   ? reinterpret_cast<void*>(0xa000)
+         : n == "b" ? reinterpret_cast<void*>(0xb000)
+         : n == "c" ? reinterpret_cast<void*>(0xc000)
+                    : nullptr;
+}
+std::int64_t fake_value(const ktune_run_ctx*, const char* name, int* found) {
+  const auto it = g_world->values.find(name);
+  if (found) *found = it != g_world->values.end();
+  return it != g_world->values.end() ? it->second : 0;
+}
+
+TEST_F(BuiltinNew, TmaRunHookPassesTensorMapsOfAAndBInPlaceOfTheirPointers) {
+  HookWorld world;
+  g_world = &world;
+  const ktune_run_fn run = registry_.get("matmul_tf32_tma").run;
+  ASSERT_NE(run, nullptr);
+  const unsigned grid[3] = {4, 3, 1}, block[3] = {640, 1, 1};
+  ktune_run_ctx ctx{};
+  ctx.struct_size = sizeof ctx;
+  ctx.grid = grid;
+  ctx.block = block;
+  ctx.launch = &fake_launch;
+  ctx.buffer = &fake_buffer;
+  ctx.value = &fake_value;
+  ctx.cuda_function = &fake_cuda_function;
+  char error[256] = "";
+  const auto call = [&] {
+    error[0] = '\0';
+    return run(&ctx, error, sizeof error);
+  };
+
+  world.values = {{"m", 333}, {"n", 780}, {"k", 516}, {"block_m", 128}};
+  ASSERT_EQ(call(), 0) << error;
+  ASSERT_EQ(world.encoded.size(), 2u);
+  const Encoded& a = world.encoded[0];
+  EXPECT_EQ(a.address, reinterpret_cast<void*>(0xa000));
+  EXPECT_EQ(a.dims[0], 516u);  // k innermost, then m
+  EXPECT_EQ(a.dims[1], 333u);
+  EXPECT_EQ(a.stride, 516u * 4);
+  EXPECT_EQ(a.box[0], 32u);
+  EXPECT_EQ(a.box[1], 128u);  // block_m rows
+  EXPECT_EQ(a.type, CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  EXPECT_EQ(a.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  const Encoded& b = world.encoded[1];
+  EXPECT_EQ(b.address, reinterpret_cast<void*>(0xb000));
+  EXPECT_EQ(b.dims[0], 780u);  // n innermost, then k
+  EXPECT_EQ(b.dims[1], 516u);
+  EXPECT_EQ(b.stride, 780u * 4);
+  EXPECT_EQ(b.box[0], 32u);
+  EXPECT_EQ(b.box[1], 32u);
+  EXPECT_EQ(b.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  ASSERT_EQ(world.launched.size(), 1u);
+  const Launched& l = world.launched[0];
+  EXPECT_EQ(l.map_a, 1u);
+  EXPECT_EQ(l.map_b, 2u);
+  EXPECT_EQ(l.c, reinterpret_cast<void*>(0xc000));
+  EXPECT_EQ(l.m, 333u);
+  EXPECT_EQ(l.n, 780u);
+  EXPECT_EQ(l.k, 516u);
+
+  // The same buffers and shape again (every timed run): the maps are reused.
+  ASSERT_EQ(call(), 0) << error;
+  EXPECT_EQ(world.encoded.size(), 2u);
+  ASSERT_EQ(world.launched.size(), 2u);
+  EXPECT_EQ(world.launched[1].map_a, 1u);
+
+  // Another block height: A's box follows it.
+  world.values["block_m"] = 64;
+  ASSERT_EQ(call(), 0) << error;
+  ASSERT_EQ(world.encoded.size(), 4u);
+  EXPECT_EQ(world.encoded[2].box[1], 64u);
+  EXPECT_EQ(world.launched.back().map_a, 3u);
+
+  // Rows that the TMA cannot address (16-byte strides): an error naming the sizes, no launch.
+  world.values["n"] = 777;
+  EXPECT_NE(call(), 0);
+  EXPECT_NE(std::string(error).find("n = 777"), std::string::npos) << error;
+  EXPECT_EQ(world.launched.size(), 3u);
+
+  // An encoder that fails: the error names the matrix, nothing is launched, and the failure is
+  // not kept (the next call encodes again).
+  world.values["n"] = 784;
+  world.encode_result = CUDA_ERROR_INVALID_VALUE;
+  EXPECT_NE(call(), 0);
+  EXPECT_NE(std::string(error).find("cuTensorMapEncodeTiled for A failed"), std::string::npos)
+      << error;
+  EXPECT_EQ(world.launched.size(), 3u);
+  world.encode_result = CUDA_SUCCESS;
+  const std::size_t before = world.encoded.size();
+  ASSERT_EQ(call(), 0) << error;
+  EXPECT_EQ(world.encoded.size(), before + 2);
+  EXPECT_EQ(world.launched.size(), 4u);
+
+  // A driver without the encoder: said so.
+  world.has_encode = false;
+  world.values["k"] = 520;
+  EXPECT_NE(call(), 0);
+  EXPECT_NE(std::string(error).find("no cuTensorMapEncodeTiled"), std::string::npos) << error;
+  g_world = nullptr;
 }
 
 TEST(ArchSpecific, TargetOfEachArchitecture) {
