@@ -212,24 +212,6 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
 #pragma unroll
   for (int j = 0; j < kAcc; ++j) fence_operand(acc[j]);
 
-  // acc[4j + v0 + 2v1]: column col + v1, row 8j + 2t + v0 of the block's piece of C; the two
-  // columns as one float2 where n is even (the pair 8-byte aligned and inside the row).
-  const unsigned out_col = n0 + col;
-  if (out_col >= n) return;
-#pragma unroll
-  for (int j = 0; j < kBm / 8; ++j) {
-#pragma unroll
-    for (int v0 = 0; v0 < 2; ++v0) {
-      const unsigned row = m0 + 8 * j + 2 * t + v0;
-      if (row >= m) continue;
-      float* const out = c + u64(row) * n + out_col;
-      const float x = acc[4 * j + v0], y = acc[4 * j + v0 + 2];
-      if (n % 2 == 0) {
-        *reinterpret_cast<float2*>(out) = make_float2(x, y);
-      } else {
-        out[0] = x;
-        if (out_col + 1 < n) out[1] = y;
-      }
-    }
-  }
+  // This lane's columns col and col + 1 of the block's piece of C (store_piece, wgmma_tf32.cuh).
+  store_piece(c, acc, m0, n0 + col, t, m, n);
 }

@@ -570,28 +570,8 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[i][j]);
 
-  // acc[p][4j + v0 + 2v1]: column (piece p) warp * 16 + 2g + v1, row 8j + 2t + v0 of C; the
-  // two columns as one float2 where n is even (the pair 8-byte aligned and inside the row).
-  const bool pairs = n % 2 == 0;
+      // acc[p]: the piece's columns warp * 16 + 2g and + 1 (store_piece, wgmma_tf32.cuh).
 #pragma unroll
-  for (int p = 0; p < kTilesN; ++p) {
-    const unsigned col = n0 + (group * kTilesN + p) * 64 + warp * 16 + 2 * g;
-    if (col >= n) continue;
-#pragma unroll
-    for (int j = 0; j < kBm / 8; ++j) {
-#pragma unroll
-      for (int v0 = 0; v0 < 2; ++v0) {
-        const unsigned row = m0 + 8 * j + 2 * t + v0;
-        if (row >= m) continue;
-        float* const out = c + u64(row) * n + col;
-        const float x = acc[p][4 * j + v0], y = acc[p][4 * j + v0 + 2];
-        if (pairs) {
-          *reinterpret_cast<float2*>(out) = make_float2(x, y);
-        } else {
-          out[0] = x;
-          if (col + 1 < n) out[1] = y;
-        }
-      }
-    }
-  }
+  for (int p = 0; p < kTilesN; ++p)
+    store_piece(c, acc[p], m0, n0 + (group * kTilesN + p) * 64 + warp * 16 + 2 * g, t, m, n);
 }

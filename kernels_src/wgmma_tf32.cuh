@@ -137,4 +137,29 @@ __device__ __forceinline__ void registers_inc() {
 // Keeps the compiler from moving accesses of `x` across the asynchronous products.
 __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
+// Stores a thread's accumulators of one 64-column piece of C (m x n, row-major): acc[4j + v0 +
+// 2v1] is column col + v1, row row0 + 8j + 2t + v0 (t = lane % 4), BLOCK_M rows in all; the two
+// columns as one float2 where n is even (the pair 8-byte aligned and inside the row).
+__device__ __forceinline__ void store_piece(float* c, const float* acc, unsigned row0, unsigned col,
+                                            unsigned t, unsigned m, unsigned n) {
+  if (col >= n) return;
+  const bool pairs = n % 2 == 0;
+#pragma unroll
+  for (int j = 0; j < BLOCK_M / 8; ++j) {
+#pragma unroll
+    for (int v0 = 0; v0 < 2; ++v0) {
+      const unsigned row = row0 + 8 * j + 2 * t + v0;
+      if (row >= m) continue;
+      float* const out = c + u64(row) * n + col;
+      const float x = acc[4 * j + v0], y = acc[4 * j + v0 + 2];
+      if (pairs) {
+        *reinterpret_cast<float2*>(out) = make_float2(x, y);
+      } else {
+        out[0] = x;
+        if (col + 1 < n) out[1] = y;
+      }
+    }
+  }
+}
+
 }  // namespace wgmma_tf32
