@@ -50,10 +50,10 @@ static_assert(kLag >= 1 && kLag + kDepth <= kStages - 1, "the producer never wai
 // Registers: the block's 65,536 split evenly at launch (in multiples of 8 per thread); the
 // producer gives up all but kProducerRegs, the consumers take them (setmaxnreg, from the
 // block's own pool).
-constexpr int kLaunchRegs = (65536 / kThreads) / 8 * 8 > 248 ? 248 : (65536 / kThreads) / 8 * 8;
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
 constexpr int kProducerRegs = kGroups == 4 ? 32 : 40;
-constexpr int kConsumerRegs0 = (kLaunchRegs + (kLaunchRegs - kProducerRegs) / kGroups) / 8 * 8;
-constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
+constexpr int kConsumerRegs = (kLaunchRegs + (kLaunchRegs - kProducerRegs) / kGroups) / 8 * 8;
+static_assert(kConsumerRegs <= 240, "setmaxnreg's range");
 static_assert(kBatch >= 1 && (kGroups < 4 || kBatch <= 4), "the producer's registers");
 
 struct alignas(128) TensorMap {  // a CUtensorMap, as cuTensorMapEncodeTiled wrote it
