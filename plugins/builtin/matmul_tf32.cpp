@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <iterator>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,11 +74,10 @@ int matmul_tf32_reference(const ktune_reference_ctx* ctx, char* error, std::size
 // The source of a wgmma kernel: wgmma_tf32.cuh (what the two share), then the kernel's own
 // text, each part's compiler messages located in its own file.
 const char* wgmma_source(const char* file, const char* text) {
-  static std::vector<std::unique_ptr<std::string>> sources;  // (alive as long as the process)
-  sources.push_back(std::make_unique<std::string>("#line 1 \"wgmma_tf32.cuh\"\n" +
-                                                  std::string(ktune_kernel_src_wgmma_tf32) +
-                                                  "#line 1 \"" + file + "\"\n" + text));
-  return sources.back()->c_str();
+  static std::deque<std::string> sources;  // (alive as long as the process; never moved)
+  sources.push_back("#line 1 \"wgmma_tf32.cuh\"\n" + std::string(ktune_kernel_src_wgmma_tf32) +
+                    "#line 1 \"" + file + "\"\n" + text);
+  return sources.back().c_str();
 }
 
 const ktune_param_desc kParams[] = {
@@ -278,25 +277,26 @@ int matmul_tf32_tma_run(const ktune_run_ctx* ctx, char* error, std::size_t error
                     "matmul_tf32_tma: the CUDA driver has no cuTensorMapEncodeTiled");
       return 1;
     }
-    Maps next{a, b, m, n, k, block_m, {}, {}};
-    const cuuint32_t unit[2] = {1, 1};
-    const cuuint64_t dims_a[2] = {cuuint64_t(k), cuuint64_t(m)}, stride_a[1] = {cuuint64_t(k) * 4};
-    const cuuint64_t dims_b[2] = {cuuint64_t(n), cuuint64_t(k)}, stride_b[1] = {cuuint64_t(n) * 4};
-    const cuuint32_t box_a[2] = {32, cuuint32_t(block_m)}, box_b[2] = {32, 32};
-    for (int i = 0; i < 2; ++i) {
-      const CUresult rc = encode(
-          i == 0 ? &next.map_a : &next.map_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, i == 0 ? a : b,
-          i == 0 ? dims_a : dims_b, i == 0 ? stride_a : stride_b, i == 0 ? box_a : box_b, unit,
-          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-      if (rc != CUDA_SUCCESS) {
+    // A 2-D map of the row-major rows x inner matrix at `address`, boxes of 32 x box_rows.
+    const auto encode_map = [&](CUtensorMap& map, void* address, std::int64_t inner,
+                                std::int64_t rows, std::int64_t box_rows, const char* which) {
+      const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(rows)};
+      const cuuint64_t stride[1] = {cuuint64_t(inner) * 4};
+      const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, unit[2] = {1, 1};
+      const CUresult rc =
+          encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address, dims, stride, box, unit,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (rc != CUDA_SUCCESS)
         std::snprintf(error, error_size,
                       "matmul_tf32_tma: cuTensorMapEncodeTiled for %s failed (CUDA driver error "
                       "%d)",
-                      i == 0 ? "A" : "B", static_cast<int>(rc));
-        return 1;
-      }
-    }
+                      which, static_cast<int>(rc));
+      return rc == CUDA_SUCCESS;
+    };
+    Maps next{a, b, m, n, k, block_m, {}, {}};
+    if (!encode_map(next.map_a, a, k, m, block_m, "A") || !encode_map(next.map_b, b, n, k, 32, "B"))
+      return 1;
     maps = next;
   }
   auto mu = static_cast<unsigned>(m), nu = static_cast<unsigned>(n), ku = static_cast<unsigned>(k);
