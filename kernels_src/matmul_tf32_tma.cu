@@ -24,12 +24,19 @@
 //     half-warp read 8 different chunks of 4 rows: conflict-free 8-byte loads.
 //   - Registers move from the producer to the consumers (setmaxnreg): the consumers hold
 //     BLOCK_M / 2 accumulators each.
+//   - CLUSTER_M = 2 or 4 launches clusters of that many blocks one above the other in m, which
+//     share B's tiles: each block's producer copies its share of a tile's boxes, multicast into
+//     every block of the cluster (completing on each block's `full`), once every consumer warp
+//     of the cluster has freed that stage (each arrives on `empty` of every block; the
+//     hand-over has the default, CTA-scope semantics: see barrier_arrive_remote). So B is read
+//     from the L2 once per cluster; A's tile stays the block's own.
 // The TMA needs its tensor maps from the host (cuTensorMapEncodeTiled): the kernel's first two
 // arguments are the maps of A (2-D, k x m, box 32 x BLOCK_M) and of B (n x k, box 32 x 32), both
 // FLOAT32 with the 128-byte swizzle; the built-in description's run hook builds them. Rows of A
 // and B must start 16-byte aligned (k and n multiples of 4); m, n and k need not be multiples
-// of any tile. ktune defines BLOCK_M, WARPGROUPS, STAGES, WAIT_DEPTH, LAG and ROUND_BATCH, and
-// puts wgmma_tf32.cuh (what this kernel shares with matmul_tf32_wgmma.cu) before this text.
+// of any tile. ktune defines BLOCK_M, WARPGROUPS, STAGES, WAIT_DEPTH, LAG, ROUND_BATCH and
+// CLUSTER_M, and puts wgmma_tf32.cuh (what this kernel shares with matmul_tf32_wgmma.cu) before
+// this text.
 
 namespace wgtma {
 
@@ -40,9 +47,11 @@ constexpr int kConsumers = 128 * kGroups, kThreads = kConsumers + 128;
 constexpr int kStageA = kBm * kBk * 4, kStageB = kBk * kBn * 4;  // bytes
 constexpr int kBoxes = kBn / 32;                                 // 32-column boxes of B
 constexpr int kAcc = kBm / 2;                                    // accumulators per consumer thread
-constexpr int kLag = LAG, kBatch = ROUND_BATCH;
+constexpr int kLag = LAG, kBatch = ROUND_BATCH, kCluster = CLUSTER_M;
+constexpr int kBoxesPerRank = kBoxes / kCluster;  // the boxes each block of a cluster copies
 static_assert(kBm % 64 == 0 && kBm <= 256, "wgmma's n: 64, 128, 192 or 256 rows of C");
 static_assert(kGroups >= 2 && kGroups <= 4, "2 to 4 consumer warpgroups");
+static_assert(kCluster >= 1 && kBoxes % kCluster == 0, "whole boxes of B per block of a cluster");
 static_assert(kDepth == 0 || kDepth == 1, "at most one group of products in flight");
 // The producer copies a stage again once the products of its last tile are done, which needs
 // the rounding of a later tile (kLag + kDepth ahead) to have happened first.
@@ -70,10 +79,27 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
       "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
+// The same box into shared address `dst` of every block of the cluster, completing on the
+// mbarrier at `bar` (the same offset) in each.
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, int c0,
+                                                   int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar),
+      "h"(static_cast<unsigned short>((1u << kCluster) - 1))
+      : "memory");
+}
 
 }  // namespace wgtma
 
-__global__ void __launch_bounds__(wgtma::kThreads, 1)
+#if CLUSTER_M > 1
+#define WGTMA_CLUSTER __cluster_dims__(1, CLUSTER_M, 1)
+#else
+#define WGTMA_CLUSTER
+#endif
+
+__global__ void WGTMA_CLUSTER __launch_bounds__(wgtma::kThreads, 1)
     matmul_tf32_tma(const __grid_constant__ wgtma::TensorMap map_a,
                     const __grid_constant__ wgtma::TensorMap map_b, float* __restrict__ c,
                     unsigned m, unsigned n, unsigned k) {
@@ -99,13 +125,19 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       barrier_init(full(s), 1);
       barrier_init(ready(s), 128);
-      barrier_init(empty(s), kConsumers / 32);
+      barrier_init(empty(s), kConsumers / 32 * kCluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_a)) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
   }
-  __syncthreads();  // the barriers are initialised; no block-wide barrier from here on
+  // The barriers are initialised (in every block of the cluster, before any copy or arrival
+  // targets them); no block-wide barrier from here on but the last.
+  if constexpr (kCluster > 1)
+    cluster_sync();
+  else
+    __syncthreads();
+  const unsigned rank = kCluster > 1 ? cluster_rank() : 0;
 
   if (tid >= kConsumers) {
     // The producer.
@@ -148,13 +180,21 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
         const int k0 = tile * kBk;
         tma_load(a_base + s * kStageA, &map_a, k0, m0, full(s));
 #pragma unroll
-        for (int j = 0; j < kBoxes; ++j)
-          tma_load(b_base + s * kStageB + j * 4096, &map_b, n0 + j * 32, k0, full(s));
+        for (int i = 0; i < kBoxesPerRank; ++i) {
+          const unsigned j = rank * kBoxesPerRank + i;
+          if constexpr (kCluster > 1)
+            tma_load_multicast(b_base + s * kStageB + j * 4096, &map_b, n0 + j * 32, k0, full(s));
+          else
+            tma_load(b_base + s * kStageB + j * 4096, &map_b, n0 + j * 32, k0, full(s));
+        }
       }
       __syncwarp();
       if (tile >= kLag) round(tile - kLag);
     }
     for (unsigned tile = tiles > kLag ? tiles - kLag : 0; tile < tiles; ++tile) round(tile);
+    // No block of a cluster leaves while another may still copy into it or arrive on its
+    // barriers (the consumers meet the producers here after their stores).
+    if constexpr (kCluster > 1) cluster_sync();
     return;
   }
 
@@ -197,7 +237,15 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
     for (int sl = 0; sl < kBk / 8; ++sl) mma(acc, fr[sl], descriptor(as + sl * 32));
     mma_commit();
     mma_wait<kDepth>();
-    if (lane == 0 && tile + 1 > kDepth) barrier_arrive(empty((tile - kDepth) % kStages));
+    if (lane == 0 && tile + 1 > kDepth) {
+      const unsigned e = empty((tile - kDepth) % kStages);
+      if constexpr (kCluster > 1) {
+#pragma unroll
+        for (int r = 0; r < kCluster; ++r) barrier_arrive_remote(e, r);  // this block's too
+      } else {
+        barrier_arrive(e);
+      }
+    }
   };
   // Two fragment sets, alternating, in whole pairs of tiles (an odd last one after): no
   // fragment is written while products that read it may run (else ptxas serialises them).
@@ -214,4 +262,5 @@ __global__ void __launch_bounds__(wgtma::kThreads, 1)
 
   // This lane's columns col and col + 1 of the block's piece of C (store_piece, wgmma_tf32.cuh).
   store_piece(c, acc, m0, n0 + col, t, m, n);
+  if constexpr (kCluster > 1) cluster_sync();
 }

@@ -194,19 +194,6 @@ constexpr int kConsumerRegisters = (65536 / 128 - kProducerRegisters) / kGroups 
                                        : (65536 / 128 - kProducerRegisters) / kGroups / 8 * 8;
 #endif
 
-// The cluster's barrier (every thread of every block of the cluster), its release and acquire
-// ordering the copies and reads of shared memory across the blocks.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
 // Copies `bytes` (a multiple of 16) of `src` to shared address `dst` in every block of the
 // cluster, each copy completing `bytes` of the transaction count of the mbarrier at `bar` (the
 // same offset in each block).
@@ -218,31 +205,6 @@ __device__ __forceinline__ void copy_multicast(unsigned dst, const float* src, u
       "l"(src), "r"(bytes), "r"(bar), "h"(static_cast<unsigned short>((1u << kCluster) - 1))
       : "memory");
 }
-// Arrives on the mbarrier at shared address `addr` of block `rank` of the cluster (release:
-// this block's accesses before it happen before what a waiter of that phase does after).
-__device__ __forceinline__ void barrier_arrive_remote(unsigned addr, unsigned rank) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(addr),
-      "r"(rank)
-      : "memory");
-}
-// barrier_wait with acquire at the cluster's scope (for phases other blocks complete).
-__device__ __forceinline__ void barrier_wait_cluster(unsigned addr, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(addr),
-      "r"(parity)
-      : "memory");
-}
-
 }  // namespace wgmm
 
 #undef WGMM_CLUSTER
@@ -340,7 +302,7 @@ __global__ void WGMM_CLUSTER __launch_bounds__(KTUNE_BLOCK_X, 1)
       // every block of the cluster, then wait until all have.
       const unsigned free = smem_address(&b_free[stage]);
       if (tid < kCluster) barrier_arrive_remote(free, tid);
-      barrier_wait_cluster(free, (tile / kStages - 1) & 1);
+      barrier_wait(free, (tile / kStages - 1) & 1);
     }
     if (n0 + kBn <= n && b_vectors && k0 + kBk <= k) {
       if (tid == 0) barrier_arrive_expect(bar, kBk * kBn * 4);

@@ -1,7 +1,8 @@
 // What the two wgmma kernels (matmul_tf32_wgmma.cu, matmul_tf32_tma.cu) share, in namespace
 // wgmma_tf32: the m64nBLOCK_Mk8 TF32 products, their descriptors and fences, rounding to TF32,
-// mbarriers and setmaxnreg. ktune puts this text before each of the two kernels' own (their
-// descriptions do); a standalone driver includes it first. BLOCK_M selects the product's shape.
+// mbarriers (within a block and across a cluster) and setmaxnreg. ktune puts this text before each
+// of the two kernels' own (their descriptions do); a standalone driver includes it first. BLOCK_M
+// selects the product's shape.
 
 namespace wgmma_tf32 {
 
@@ -125,6 +126,35 @@ __device__ __forceinline__ void barrier_wait(unsigned addr, unsigned parity) {
       "}\n" ::"r"(addr),
       "r"(parity)
       : "memory");
+}
+// Clusters. Arrives on the mbarrier at shared address `addr` of block `rank` of the cluster,
+// with the default semantics (release at the CTA's scope), as a block's "I am done with this
+// stage" to the block that copies into it; its waiter uses barrier_wait. The same hand-over at
+// the cluster's scope (mbarrier.arrive.release.cluster, and try_wait ... acquire.cluster
+// spinning on the other side) made both kernels' clusters about twice as slow on an H100
+// (docs/kernels.md, matmul_tf32_tma).
+__device__ __forceinline__ void barrier_arrive_remote(unsigned addr, unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(addr),
+      "r"(rank)
+      : "memory");
+}
+// The cluster's barrier (every thread of every block of the cluster), its release and acquire
+// ordering the copies and reads of shared memory across the blocks.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
 }
 template <int N>
 __device__ __forceinline__ void registers_dec() {

@@ -13,8 +13,8 @@
 //   ./wgmma_driver [m n k [runs]]     (default 4096 4096 4096 20)
 //
 // kernels_src/matmul_tf32_tma.cu likewise, with -DTMA=1, its defines (BLOCK_M, WARPGROUPS,
-// STAGES, WAIT_DEPTH, LAG, ROUND_BATCH) and -lcuda: the driver builds the tensor maps its run
-// hook would (n and k multiples of 4).
+// STAGES, WAIT_DEPTH, LAG, ROUND_BATCH, CLUSTER_M) and -lcuda: the driver builds the tensor maps
+// its run hook would (n and k multiples of 4).
 //
 // Exit status: 0 when every output verifies, 1 on a CUDA error, 2 on a wrong output.
 #include <cuda.h>  // the tensor maps (TMA = 1)
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   // matmul_tf32_tma: the launch geometry of its description and the tensor maps its run hook
   // builds (plugins/builtin/matmul_tf32.cpp).
   const int bn = 64 * WARPGROUPS;
-  const dim3 grid((n + bn - 1) / bn, (m + BLOCK_M - 1) / BLOCK_M);
+  const dim3 grid((n + bn - 1) / bn,
+                  CLUSTER_M * ((m + CLUSTER_M * BLOCK_M - 1) / (CLUSTER_M * BLOCK_M)));
   const dim3 block(128 * (WARPGROUPS + 1));
   const std::size_t smem = 1280 + std::size_t(128) * STAGES * (BLOCK_M + bn);
   wgtma::TensorMap map_a, map_b;

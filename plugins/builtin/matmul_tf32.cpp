@@ -215,6 +215,9 @@ const ktune_param_desc kTmaParams[] = {
      "tiles between the producer's copies of a tile and its rounding of the tile's A"},
     {"round_batch", "1, 2, 4, 8", "2",
      "16-byte vectors of A each producer thread loads before it rounds and stores them"},
+    {"cluster_m", "1, 2, 4", "1",
+     "blocks one above the other in m launched as a cluster, sharing B's tiles: each copies "
+     "its share of a tile's boxes into all of them (TMA multicast)"},
 };
 
 const char* const kTmaRestrictions[] = {
@@ -229,6 +232,8 @@ const char* const kTmaRestrictions[] = {
     "block_m // 2 + 16 * (1 + wait_depth) + 32 <= "
     "(112 if warpgroups == 4 else 152 if warpgroups == 3 else 232)",
     "warpgroups < 4 or round_batch <= 4",
+    // Each block of a cluster copies whole 32-column boxes of B.
+    "(2 * warpgroups) % cluster_m == 0",
     // The TMA's row strides are multiples of 16 bytes.
     "n % 4 == 0 and k % 4 == 0", "m < 2**31 and n < 2**31 and k < 2**31",
     "compute_capability == 90",  // wgmma and the TMA as used here: sm_90a
@@ -321,7 +326,8 @@ const ktune_kernel_desc kMatmulTf32Tma =
         .params(kTmaParams)
         .restrictions(kTmaRestrictions)
         .problem(kMatmulProblem)
-        .grid("div_up(n, 64 * warpgroups)", "div_up(m, block_m)")
+        // Whole clusters in m: the blocks past m load zeros (the TMA's fill) and store nothing.
+        .grid("div_up(n, 64 * warpgroups)", "cluster_m * div_up(m, cluster_m * block_m)")
         .block("128 * (warpgroups + 1)")
         // Up to 1023 bytes to align the tiles to the swizzle's period and room for the
         // mbarriers, then STAGES tiles of A (block_m x 32 floats) and of B (32 x the block's

@@ -408,7 +408,8 @@ TEST_F(GpuKernelsA, MatmulTf32WgmmaVerifiesAtSizesNoTileDivides) {
 // matmul_tf32_tma (warp-specialised, the TMA's tensor maps from its run hook) at sizes no tile
 // divides (m, n and k past whole tiles: the TMA's zero fill; k not a multiple of the 32-deep
 // tile), against the product in double: the default, every consumer count and block height,
-// the shallowest and deepest pipelines, both wait depths, every lag and round batch.
+// the shallowest and deepest pipelines, both wait depths, every lag and round batch, and each
+// cluster size.
 TEST_F(GpuKernelsA, MatmulTf32TmaVerifiesAtSizesNoTileDivides) {
   CudaBackend backend(backend_options());
   if (backend.device().arch != "sm_90")
@@ -430,6 +431,17 @@ TEST_F(GpuKernelsA, MatmulTf32TmaVerifiesAtSizesNoTileDivides) {
       {{"block_m", "128"}, {"warpgroups", "3"}, {"stages", "4"}, {"wait_depth", "1"}, {"lag", "2"}},
       {{"block_m", "256"}, {"warpgroups", "2"}, {"stages", "3"}, {"wait_depth", "1"}, {"lag", "1"}},
       {{"block_m", "64"}, {"warpgroups", "2"}, {"stages", "6"}, {"round_batch", "1"}},
+      // Clusters sharing B's boxes (multicast): of 2 and 4 blocks, with 3 consumers (3 boxes
+      // each), and blocks of the last cluster lying past m (333 rows: 3 of 128, 2 of 256).
+      {{"block_m", "128"}, {"stages", "3"}, {"lag", "1"}, {"round_batch", "4"}, {"cluster_m", "2"}},
+      {{"block_m", "192"}, {"warpgroups", "3"}, {"stages", "3"}, {"lag", "1"}, {"cluster_m", "2"}},
+      {{"block_m", "128"}, {"warpgroups", "4"}, {"stages", "4"}, {"lag", "2"}, {"cluster_m", "4"}},
+      {{"block_m", "256"},
+       {"warpgroups", "2"},
+       {"stages", "3"},
+       {"wait_depth", "1"},
+       {"lag", "1"},
+       {"cluster_m", "4"}},
   };
   for (const Problem& p :
        {Problem{{"m", 512}, {"n", 512}, {"k", 512}}, Problem{{"m", 1000}, {"n", 780}, {"k", 516}},

@@ -324,7 +324,9 @@ TEST_F(BuiltinNew, TmaIsArchSpecificWithARunHookAndMatmulTf32sReference) {
     EXPECT_DOUBLE_EQ(b.abs_tol, 0.1);
     EXPECT_DOUBLE_EQ(b.rel_tol, 1e-3);
   }
-  EXPECT_EQ(instance("matmul_tf32_tma").space().enumerate().size(), 495u);
+  // 495 without clusters, 495 in clusters of 2, 327 in clusters of 4 (not with 3 consumers:
+  // 6 boxes of B).
+  EXPECT_EQ(instance("matmul_tf32_tma").space().enumerate().size(), 1317u);
   for (int cc : {80, 89, 100, 120})
     EXPECT_TRUE(instance("matmul_tf32_tma", {}, cc).space().enumerate().empty()) << cc;
   // The TMA's row strides are multiples of 16 bytes: n and k multiples of 4.
@@ -351,6 +353,8 @@ TEST_F(BuiltinNew, TmaIsArchSpecificWithARunHookAndMatmulTf32sReference) {
     if (v("warpgroups") == 4)
       ASSERT_LE(v("block_m") / 2 + 16 * (1 + v("wait_depth")), 88) << inst.space().key(c);
     ASSERT_LE(inst.geometry(c).shared_mem, 227u * 1024) << inst.space().key(c);
+    // Each block of a cluster copies whole 32-column boxes of B.
+    ASSERT_EQ(2 * v("warpgroups") % v("cluster_m"), 0) << inst.space().key(c);
   }
 }
 
@@ -369,6 +373,15 @@ TEST_F(BuiltinNew, TmaGeometryForANonMultipleSize) {
   ASSERT_TRUE(inst.space().is_valid(two)) << inst.space().violated(two).value_or("");
   EXPECT_EQ(inst.geometry(two).grid, (Dim3{7, 2, 1}));
   EXPECT_EQ(inst.geometry(two).block, (Dim3{384, 1, 1}));
+  // Whole clusters in m: 3 block rows of 128 launch as 2 clusters of 2 or 1 of 4.
+  for (const char* cluster : {"2", "4"}) {
+    const Config c = inst.space().from_assignments({{"cluster_m", cluster}});
+    ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().violated(c).value_or("");
+    EXPECT_EQ(inst.geometry(c).grid, (Dim3{4, 4, 1})) << cluster;
+    EXPECT_EQ(inst.geometry(c).shared_mem, g.shared_mem) << cluster;
+  }
+  EXPECT_FALSE(inst.space().is_valid(
+      inst.space().from_assignments({{"warpgroups", "3"}, {"cluster_m", "4"}})));
 }
 
 TEST_F(BuiltinNew, TmaRendersForSm90aAndSamplesCompileWithoutSpills) {
@@ -385,6 +398,17 @@ TEST_F(BuiltinNew, TmaRendersForSm90aAndSamplesCompileWithoutSpills) {
             {"wait_depth", "1"},
             {"lag", "1"}},
            {{"block_m", "128"}, {"warpgroups", "3"}, {"stages", "2"}, {"lag", "1"}},
+           {{"block_m", "128"},
+            {"stages", "3"},
+            {"lag", "1"},
+            {"round_batch", "4"},
+            {"cluster_m", "2"}},
+           {{"block_m", "256"},
+            {"warpgroups", "2"},
+            {"stages", "3"},
+            {"wait_depth", "1"},
+            {"lag", "1"},
+            {"cluster_m", "4"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
