@@ -403,12 +403,7 @@ TEST_F(BuiltinNew, TmaRendersForSm90aAndSamplesCompileWithoutSpills) {
             {"lag", "1"},
             {"round_batch", "4"},
             {"cluster_m", "2"}},
-           {{"block_m", "256"},
-            {"warpgroups", "2"},
-            {"stages", "3"},
-            {"wait_depth", "1"},
-            {"lag", "1"},
-            {"cluster_m", "4"}},
+           {{"block_m", "64"}, {"warpgroups", "4"}, {"stages", "4"}, {"cluster_m", "4"}},
        }) {
     const Config c = inst.space().from_assignments(s);
     ASSERT_TRUE(inst.space().is_valid(c)) << inst.space().key(c);
