@@ -118,8 +118,9 @@ TEST(BayesStrategy, AWarmStartIsFollowedByItsOwnRandomSample) {
 TEST(BayesStrategy, TheModelFindsTheOptimumOfASmoothSpaceQuickly) {
   // 4,096 configurations; random search would need about 2,000 evaluations on average.
   // Asked ahead, the outstanding proposals join the model at their predicted times. The model
-  // alone, without the stall margin: with it (the default), one of these ten runs explores for
-  // its first 100 proposals once it stalls next to the optimum, and finds it at 101.
+  // alone, without the stall margin: with it (the default), a run that stalls next to the
+  // optimum explores until proposal `stall_until` before it exploits (with 100 proposals, the
+  // default until 2026-11-28, one of these ten runs found the optimum only at 101).
   for (const std::size_t lookahead : {1u, 8u}) {
     for (const std::uint64_t seed : {1, 2, 3, 4, 5}) {
       DriveOptions o;
@@ -153,7 +154,8 @@ TEST(BayesStrategy, FittingEachParametersWidthFindsTheOptimumOfACombQuickly) {
   // 10,000 configurations. The fixed kernel takes p0 for smooth and misses the optimum within
   // 80 evaluations for 3 of these 10 seeds; fitted per parameter, p0's width goes to "the same
   // value or not" and every seed finds it within 35 (13 to 33 when this was written). Without
-  // the stall margin, which would send 4 of these runs exploring until proposal 100.
+  // the stall margin, which would send some of these runs exploring until proposal
+  // `stall_until` (4 of them when that was 100).
   for (const std::uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
     DriveOptions o;
     o.seed = seed;
@@ -185,8 +187,9 @@ const RecordedSpace& plateau() {
 TEST(BayesStrategy, AStalledSearchLeavesAPlateauAndFindsTheBowlBeyondIt) {
   // Without the stall margin the model settles on the plateau (as wide as it is flat) for 7 of
   // these 10 seeds and never leaves it; with it (the defaults: 0.1 per stalled result for the
-  // first 100 proposals), the search looks where the model is unsure while it stalls, and 7
-  // seeds find the optimum within 130 evaluations (54 to 123 when this was written).
+  // first 50 proposals), the search looks where the model is unsure while it stalls, and 6
+  // seeds find the optimum within 130 evaluations (7 with the margin for the first 100
+  // proposals, the default until 2026-11-28).
   const auto found = [](const char* xi_stall) {
     int hits = 0;
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {

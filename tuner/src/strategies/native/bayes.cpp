@@ -95,7 +95,7 @@ class GaussianProcessSearch final : public NativeStrategy {
     fit_each_ = options.flag("fit_each", false);
     xi_stall_ = options.number("xi_stall", 0.1, 0.0, 10.0);
     stall_cap_ = options.number("stall_cap", 1e9, 0.0, 1e9);
-    stall_until_ = options.count("stall_until", 100, 0, 1u << 30);
+    stall_until_ = options.count("stall_until", 50, 0, 1u << 30);
     stall_ = 0;
     next_fit_ = fit_;
 
@@ -530,7 +530,7 @@ class GaussianProcessSearch final : public NativeStrategy {
   std::uint64_t fit_ = 5, fit_range_ = 1;
   bool fit_each_ = false;
   double xi_stall_ = 0.1, stall_cap_ = 1e9;
-  std::uint64_t stall_until_ = 100;
+  std::uint64_t stall_until_ = 50;
   std::uint64_t stall_ = 0;  // own told results since the fastest improved
   // Model.
   Shape shape_;                 // in use: the options', or the fitted
