@@ -1,8 +1,9 @@
 """ktune_optuna.py's CachedTPESampler against Optuna's TPESampler, in the Python the Optuna module
 embeds: the same proposals for the same seed and history (every TPE option ktune passes on,
 categorical and integer parameters, failed, pruned and partial trials, batches of asks without a
-tell between them, enqueued trials), and one fit per parameter per set of finished trials; and
-the journal storage's batched appends (what another process sees, and when).
+tell between them, enqueued trials), and one fit per parameter per set of finished trials; its
+SortedNSGAIISampler against NSGAIISampler (the same proposals, the same ranks); and the journal
+storage's batched appends (what another process sees, and when).
 
 Run by CTest (ktune_optuna_py); skipped (exit code 77) where Optuna is missing.
 """
@@ -188,6 +189,84 @@ class FitsOncePerHistory(unittest.TestCase):
         self.assertIs(type(plain), optuna.samplers.TPESampler)
         with self.assertRaises(ktune_optuna.UsageError):
             make("tpe", 1, [("cached", "sometimes")])
+
+
+class SortedNsga(unittest.TestCase):
+    """SortedNSGAIISampler ranks a single objective by sorting and proposes what NSGAIISampler
+    does: twin studies told the same, asked ahead (so the generation in progress has running
+    trials and the ranking's cache misses), with many tied values, in both directions."""
+
+    def twins(self, direction, options, trials=400, ahead=8, seed=5, coarse=True):
+        samplers = [optuna.samplers.NSGAIISampler(seed=seed, **options),
+                    ktune_optuna.SortedNSGAIISampler(seed=seed, **options)]
+        studies = [optuna.create_study(sampler=x, direction=direction) for x in samplers]
+        pending = [[], []]
+        for n in range(trials):
+            for i, study in enumerate(studies):
+                while len(pending[i]) < ahead:
+                    pending[i].append(study.ask(SPACE))
+            a, b = pending[0].pop(0), pending[1].pop(0)
+            self.assertEqual(a.params, b.params, f"trial {n}")
+            value = objective(a.params)
+            if coarse:
+                value = round(value, 1)  # ties within and across ranks
+            if n % 17 == 5:
+                for study, t in zip(studies, (a, b)):
+                    study.tell(t, state=TrialState.FAIL)
+            else:
+                for study, t in zip(studies, (a, b)):
+                    study.tell(t, value)
+        return studies
+
+    def test_the_same_proposals_minimising_with_ties(self):
+        self.twins("minimize", {"population_size": 10})
+
+    def test_the_same_proposals_maximising(self):
+        self.twins("maximize", {"population_size": 12, "crossover": ktune_optuna._crossover("uniform")},
+                   coarse=False)
+
+    def test_the_same_proposals_with_the_default_population(self):
+        self.twins("minimize", {}, trials=300)
+
+    def test_the_ranks_are_optunas_as_far_as_they_fill_the_population(self):
+        rnd = random.Random(2)
+        sampler = ktune_optuna.SortedNSGAIISampler(seed=1, population_size=20)
+        plain = optuna.samplers.NSGAIISampler(seed=1, population_size=20)
+        for direction in (optuna.study.StudyDirection.MINIMIZE,
+                          optuna.study.StudyDirection.MAXIMIZE):
+            for _ in range(20):
+                population = [optuna.trial.create_trial(value=float(rnd.randint(0, 9)),
+                                                        params={}, distributions={})
+                              for _ in range(rnd.randint(1, 60))]
+                for number, t in enumerate(population):
+                    t.number = number
+                ours = sampler._fast_non_dominated_sort(list(population), [direction])
+                theirs = plain._fast_non_dominated_sort(list(population), [direction])
+                self.assertEqual([[t.number for t in r] for r in ours],
+                                 [[t.number for t in r] for r in theirs[:len(ours)]])
+                self.assertGreaterEqual(sum(map(len, ours)), min(20, len(population)))
+
+    def test_several_objectives_or_a_nan_take_optunas_ranking(self):
+        sampler = ktune_optuna.SortedNSGAIISampler(seed=1)
+        population = [optuna.trial.create_trial(values=[1.0, float(i % 3)], params={},
+                                                distributions={}) for i in range(6)]
+        for number, t in enumerate(population):
+            t.number = number
+        directions = [optuna.study.StudyDirection.MINIMIZE] * 2
+        ranks = sampler._fast_non_dominated_sort(list(population), directions)
+        self.assertEqual([sorted(t.number for t in r) for r in ranks], [[0, 3], [1, 4], [2, 5]])
+        nan = [optuna.trial.create_trial(value=v, params={}, distributions={})
+               for v in (1.0, float("nan"), 0.5)]
+        for number, t in enumerate(nan):
+            t.number = number
+        ranks = sampler._fast_non_dominated_sort(list(nan), directions[:1])
+        self.assertEqual(sum(map(len, ranks)), 3)  # every trial ranked, as Optuna does
+
+    def test_ktune_builds_the_sorted_sampler_unless_told_not_to(self):
+        make = ktune_optuna.make_sampler
+        self.assertIsInstance(make("nsgaii", 1, []), ktune_optuna.SortedNSGAIISampler)
+        self.assertIs(type(make("nsgaii", 1, [("sorted", "false")])),
+                      optuna.samplers.NSGAIISampler)
 
 
 class PrivateStudy(unittest.TestCase):
