@@ -343,6 +343,22 @@ TEST(Optuna, CachedTpeProposesWhatOptunasTpeDoes) {
   EXPECT_EQ(cached, optuna);
 }
 
+// optuna:nsgaii's sampler (ktune_optuna.py's SortedNSGAIISampler, which ranks one objective by
+// sorting) proposes what Optuna's own NSGAIISampler (sorted=false) does, through the strategy:
+// several generations of a population of 10, asked ahead, duplicates and neighbours included.
+TEST(Optuna, SortedNsgaProposesWhatOptunasNsgaDoes) {
+  SKIP_WITHOUT_OPTUNA();
+  const SearchSpace space = restricted_space();
+  const auto run = [&](const std::string& sorted) {
+    auto s = make("optuna:nsgaii");
+    s->start(context_for(space, 9, {{"sorted", sorted}, {"population_size", "10"}}));
+    return drive(*s, space, 80, timed(space)).proposed;
+  };
+  const std::vector<Config> ours = run("true"), optuna = run("false");
+  ASSERT_EQ(ours.size(), 80u);
+  EXPECT_EQ(ours, optuna);
+}
+
 TEST(Optuna, FailuresAreToldAsFailNeverAsTimes) {
   SKIP_WITHOUT_OPTUNA();
   const SearchSpace space = restricted_space();
