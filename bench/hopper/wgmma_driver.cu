@@ -115,12 +115,13 @@ int main(int argc, char** argv) {
   fill<<<1024, 256>>>(b, std::size_t(k) * n, 2);
   reference<<<dim3((n + 255) / 256, m), 256>>>(a, b, r, m, n, k);
 
+  // Both kernels launch whole clusters in m (blocks past m store nothing).
+  const unsigned block_rows = CLUSTER_M * ((m + CLUSTER_M * BLOCK_M - 1) / (CLUSTER_M * BLOCK_M));
 #if TMA
   // matmul_tf32_tma: the launch geometry of its description and the tensor maps its run hook
   // builds (plugins/builtin/matmul_tf32.cpp).
   const int bn = 64 * WARPGROUPS;
-  const dim3 grid((n + bn - 1) / bn,
-                  CLUSTER_M * ((m + CLUSTER_M * BLOCK_M - 1) / (CLUSTER_M * BLOCK_M)));
+  const dim3 grid((n + bn - 1) / bn, block_rows);
   const dim3 block(128 * (WARPGROUPS + 1));
   const std::size_t smem = 1280 + std::size_t(128) * STAGES * (BLOCK_M + bn);
   wgtma::TensorMap map_a, map_b;
@@ -132,8 +133,7 @@ int main(int argc, char** argv) {
 #else
   // The launch geometry of the built-in kernel's description (plugins/builtin/matmul_tf32.cpp).
   const int bn = 64 * TILES_N * WARPGROUPS;
-  const dim3 grid((n + bn - 1) / bn,
-                  CLUSTER_M * ((m + CLUSTER_M * BLOCK_M - 1) / (CLUSTER_M * BLOCK_M)));
+  const dim3 grid((n + bn - 1) / bn, block_rows);
   const dim3 block(128 * (WARPGROUPS + PRODUCER));
   const std::size_t smem =
       1024 + 128 * (PRODUCER + CLUSTER_M / 2) +
