@@ -1,10 +1,11 @@
 // ktune_peers: times ktune's tuned kernels beside the libraries people use, in one process, on
-// the same buffers, in interleaved rounds (bench/peers/README.md). A benchmark: it prints ratios
-// and writes JSON; it passes or fails on nothing but errors.
+// the same buffers, each side alone after a sustained load (bench/peers/README.md). A benchmark: it
+// prints ratios and writes JSON; it passes or fails on nothing but errors.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -222,7 +223,7 @@ struct Row {
          peer_metric = std::nan(""), stored_ms = std::nan("");
   std::string unit;
   std::vector<double> ktune_rounds, peer_rounds;
-  // NVML's SM clock read after each of ktune's rounds, and the device's highest (-1: no NVML)
+  // NVML's lowest SM clock while each of ktune's rounds ran, and the device's highest (-1: no NVML)
   std::vector<int> ktune_sm_mhz;
   int max_sm_mhz = -1;
   double gflops = std::nan("");  // the kernel's FLOPs per second, where it counts them
@@ -423,6 +424,13 @@ void set_up_peer(const Case& c, const GpuEvaluator& ev, double work, PeerSetup& 
   }
 }
 
+// How each row is timed: rounds x samples per side, each side after a sustained load.
+struct Timing {
+  int rounds = 7;
+  int samples = 20;
+  double sustain_ms = 100;
+};
+
 double time_peer(const PeerRun& peer, peers::EventTimer& timer, int samples) {
   for (int w = 0; w < 3; ++w) check(peer.launch());
   check(peers::last_error());
@@ -432,43 +440,76 @@ double time_peer(const PeerRun& peer, peers::EventTimer& timer, int samples) {
   return median(s);
 }
 
-// Times ktune and the peer in `rounds` interleaved rounds into the row; false (the row's error
-// said) when either fails.
+// Calls `round` (one timed round of one side, returning its time) in windows of window_ms of
+// wall time until a window's median is within 0.5% of the window's before (at most 20
+// windows): the side's state under a sustained load, which the tuner's final re-timing reaches
+// the same way (ktune tune --sustain).
+void sustain(const std::function<double()>& round, double window_ms) {
+  if (window_ms <= 0) return;
+  double before = 0;
+  for (int w = 0; w < 20; ++w) {
+    std::vector<double> times;
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+      times.push_back(round());
+    } while (
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
+        window_ms);
+    const double now = median(times);
+    if (w > 0 && std::abs(now / before - 1) <= 0.005) return;
+    before = now;
+  }
+}
+
+// Times ktune and the peer, `rounds` rounds each, into the row; false (the row's error said)
+// when either fails. Each side runs alone, after its own sustained load, in blocks ordered
+// ktune, peer, peer, ktune (a drift of the GPU over the row cancels). Not round by round: a
+// kernel at the GPU's power limit runs at the clock the load before it left, so interleaved
+// with cuBLAS a TF32 kernel ran 7-12% slower (SM clock 1470-1770 MHz) than alone under the
+// same sustained load (1815 MHz), and interleaved rounds made each side's time depend on the
+// other's power draw.
 bool time_rounds(GpuEvaluator& ev, const Config& config, const CompileResult& compiled,
-                 const PeerRun& peer, int rounds, int samples, Row& row) {
+                 const PeerRun& peer, const Timing& timing, Row& row) {
   peers::EventTimer timer;
-  for (int r = 0; r < rounds; ++r) {
-    // Alternate which goes first, so neither always runs on a GPU the other has just warmed.
-    const auto time_ktune = [&] {
-      const Measurement meas = ev.evaluate(config, compiled);
-      if (meas.status != TrialStatus::kOk)
-        throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
-      row.ktune_rounds.push_back(meas.time_ms);
-      if (meas.sm_clock_mhz > 0) row.ktune_sm_mhz.push_back(meas.sm_clock_mhz);
-      row.max_sm_mhz = std::max(row.max_sm_mhz, meas.max_sm_clock_mhz);
-    };
-    try {
-      if (r % 2 == 0) {
-        time_ktune();
-        row.peer_rounds.push_back(time_peer(peer, timer, samples));
-      } else {
-        row.peer_rounds.push_back(time_peer(peer, timer, samples));
-        time_ktune();
+  const auto ktune_once = [&] {
+    const Measurement meas = ev.evaluate(config, compiled);
+    if (meas.status != TrialStatus::kOk)
+      throw Error(ErrorKind::kDevice, fmt::format("{}: {}", to_string(meas.status), meas.error));
+    return meas;
+  };
+  const std::function<double()> ktune_round = [&] { return ktune_once().time_ms; };
+  const std::function<double()> peer_round = [&] { return time_peer(peer, timer, timing.samples); };
+  const int first = (timing.rounds + 1) / 2, second = timing.rounds - first;
+  try {
+    for (int block = 0; block < 4; ++block) {
+      const bool ktune_side = block == 0 || block == 3;
+      const int n = block < 2 ? first : second;
+      if (n == 0) continue;
+      sustain(ktune_side ? ktune_round : peer_round, timing.sustain_ms);
+      for (int r = 0; r < n; ++r) {
+        if (!ktune_side) {
+          row.peer_rounds.push_back(peer_round());
+          continue;
+        }
+        const Measurement meas = ktune_once();
+        row.ktune_rounds.push_back(meas.time_ms);
+        if (meas.sm_clock_mhz > 0) row.ktune_sm_mhz.push_back(meas.sm_clock_mhz);
+        row.max_sm_mhz = std::max(row.max_sm_mhz, meas.max_sm_clock_mhz);
       }
-    } catch (const Error& e) {
-      row.error = e.what();
-      return false;
     }
+  } catch (const Error& e) {
+    row.error = e.what();
+    return false;
   }
   return true;
 }
 
 Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, const Store* store,
-             const peers::Ceilings& ceilings, int rounds, int samples) {
+             const peers::Ceilings& ceilings, const Timing& timing) {
   Row row{c};
   const KernelSpec& spec = registry.get(c.kernel);
   MeasureOptions m;
-  m.samples = samples;
+  m.samples = timing.samples;
   m.warmup = 3;
   m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers
                                         // run the same way
@@ -492,7 +533,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   PeerSetup setup;
   set_up_peer(c, ev, work, setup);
   const PeerRun& peer = setup.peer;
-  if (!time_rounds(ev, chosen.config, compiled, peer, rounds, samples, row)) return row;
+  if (!time_rounds(ev, chosen.config, compiled, peer, timing, row)) return row;
   if (peer.check) {
     try {
       row.peer_error = peer.check();
@@ -512,7 +553,8 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   const std::size_t bytes = static_cast<std::size_t>(work) / 16 * 16;
   if (c.ceiling == Ceiling::kRead && row.unit == "GB/s" && bytes > 0 &&
       bytes < (std::size_t{1} << 30)) {
-    const peers::CeilingFigure at = peers::measure_read(dev.sm_count, bytes, rounds, samples);
+    const peers::CeilingFigure at =
+        peers::measure_read(dev.sm_count, bytes, timing.rounds, timing.samples);
     row.read_at_size = at.rate;
     row.read_at_size_fraction = at.rate / ceilings.read.rate;
     row.read_at_size_best = at.best;
@@ -532,6 +574,9 @@ po::options_description peer_options() {
       "device", po::value<int>()->default_value(0), "CUDA device ordinal")(
       "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
+      "sustain", po::value<double>()->default_value(100),
+      "each side runs in windows of this many milliseconds before its rounds, until its time "
+      "settles (a sustained load, as ktune tune --sustain; 0: none)")(
       "only", po::value<std::string>(),
       "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,matmul_tf32_wgmma,"
       "matmul_tf32_tma,stencil3d,convolution2d)")("json", po::value<std::string>(),
@@ -555,12 +600,12 @@ std::vector<Case> selected_cases(const po::variables_map& vm) {
 // error.
 std::vector<Row> run_cases(const std::vector<Case>& cases, const Registry& registry,
                            const DeviceInfo& dev, const Store* store,
-                           const peers::Ceilings& ceilings, int rounds, int samples) {
+                           const peers::Ceilings& ceilings, const Timing& timing) {
   std::vector<Row> rows;
   for (const Case& c : cases) {
     std::cerr << "  " << c.label << " ..." << std::endl;
     try {
-      rows.push_back(run_case(c, registry, dev, store, ceilings, rounds, samples));
+      rows.push_back(run_case(c, registry, dev, store, ceilings, timing));
     } catch (const Error& e) {
       Row r{c};
       r.error = e.what();
@@ -604,10 +649,9 @@ void print_row(const Row& r, bool ok, double ratio) {
         "{:.2e} rms {:.2e}; the two differ in {} of them\n",
         r.max_error, r.rms_error, r.peer_max_error, r.peer_rms_error, r.samples_differing);
   if (!r.ktune_sm_mhz.empty()) {
-    // A sustained load (the peer's rounds between ktune's) can hold the clock below where a
-    // short tuning trial ran: the usual reason for a row slower than its stored best.
+    // Under a sustained load a kernel at the GPU's power limit runs below the boost clock.
     const auto [lo, hi] = std::minmax_element(r.ktune_sm_mhz.begin(), r.ktune_sm_mhz.end());
-    std::cout << fmt::format("    SM clock after ktune's rounds: {}-{} MHz (highest {} MHz)\n", *lo,
+    std::cout << fmt::format("    SM clock under ktune's rounds: {}-{} MHz (highest {} MHz)\n", *lo,
                              *hi, r.max_sm_mhz);
   }
   if (std::isfinite(r.read_at_size) && ok)
@@ -668,7 +712,7 @@ void print_ceilings(const peers::Ceilings& c) {
 }
 
 json report(const std::vector<Row>& rows, const DeviceInfo& dev, const peers::Ceilings& ceilings,
-            int rounds, int samples) {
+            const Timing& timing) {
   json out;
   const std::time_t now = std::time(nullptr);
   char date[32];
@@ -676,8 +720,9 @@ json report(const std::vector<Row>& rows, const DeviceInfo& dev, const peers::Ce
   out["device"] = dev.name;
   out["arch"] = dev.arch;
   out["date"] = date;
-  out["rounds"] = rounds;
-  out["samples"] = samples;
+  out["rounds"] = timing.rounds;
+  out["samples"] = timing.samples;
+  out["sustain_ms"] = timing.sustain_ms;
   out["ceilings"] = peers::to_json(ceilings);
   json list = json::array();
   std::cout << "\n";
@@ -706,9 +751,11 @@ int run(int argc, char** argv) {
     std::cout << opts << "\n";
     return 0;
   }
-  const int rounds = vm["rounds"].as<int>(), samples = vm["samples"].as<int>();
-  if (rounds < 1 || samples < 1)
+  const Timing timing{vm["rounds"].as<int>(), vm["samples"].as<int>(), vm["sustain"].as<double>()};
+  if (timing.rounds < 1 || timing.samples < 1)
     throw Error(ErrorKind::kUsage, "--rounds and --samples must be at least 1");
+  if (!std::isfinite(timing.sustain_ms) || timing.sustain_ms < 0)
+    throw Error(ErrorKind::kUsage, "--sustain: expected milliseconds of at least 0");
   const DeviceInfo dev = require_device(vm["device"].as<int>());
   std::optional<Store> store;
   if (vm.count("db"))
@@ -717,14 +764,15 @@ int run(int argc, char** argv) {
   register_builtin_kernels(registry);
 
   const std::vector<Case> cases = selected_cases(vm);
-  std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples\n", dev.name, dev.arch,
-                           rounds, samples);
+  std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples after {} ms sustained\n",
+                           dev.name, dev.arch, timing.rounds, timing.samples, timing.sustain_ms);
   std::cerr << "  ceilings ..." << std::endl;
-  const peers::Ceilings ceilings = peers::measure_ceilings(dev.sm_count, rounds, samples);
+  const peers::Ceilings ceilings =
+      peers::measure_ceilings(dev.sm_count, timing.rounds, timing.samples);
   const std::vector<Row> rows =
-      run_cases(cases, registry, dev, store ? &*store : nullptr, ceilings, rounds, samples);
+      run_cases(cases, registry, dev, store ? &*store : nullptr, ceilings, timing);
 
-  const json out = report(rows, dev, ceilings, rounds, samples);
+  const json out = report(rows, dev, ceilings, timing);
   if (vm.count("json")) {
     std::ofstream f(vm["json"].as<std::string>());
     f << out.dump(2) << "\n";

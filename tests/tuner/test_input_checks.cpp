@@ -42,6 +42,8 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       {"[measure]\ntimeout = -1\n", "measure.timeout = -1 must be a finite number above 0"},
       {"[measure]\ntarget_spread = inf\n", "measure.target_spread = inf must be a finite number"},
       {"[measure]\nwarmup = -1\n", "measure.warmup = -1 is out of range"},
+      {"[measure]\nsustain_ms = -100\n", "measure.sustain_ms = -100 must be a finite number"},
+      {"[measure]\nsustain = 100\n", "unknown key 'sustain' in [measure]; did you mean"},
       {"[measure]\nflush_l2 = 1\n", "measure.flush_l2 must be a string, not a integer"},
       {"[strategy]\nname = 'genetic'\n", "strategy.name 'genetic' is not a strategy; did you mean"},
       {"[space]\nblock_size = [32, nan]\n", "space.block_size: values must be finite"},
@@ -56,13 +58,14 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
   // What is right loads.
   const JobFile ok = load_job(
       write("kernel = 'reduce'\n[budget]\nevaluations = 10\nseconds = 2.5\n[measure]\nsamples = 7\n"
-            "warmup = 0\ntarget_spread = 0\ntimeout = 3\nflush_l2 = 'never'\n"));
+            "warmup = 0\ntarget_spread = 0\ntimeout = 3\nflush_l2 = 'never'\nsustain_ms = 250\n"));
   EXPECT_EQ(ok.budget_evaluations, 10u);
   EXPECT_EQ(ok.budget_seconds, 2.5);
   EXPECT_EQ(ok.samples, 7);
   EXPECT_EQ(ok.warmup, 0);
   EXPECT_EQ(ok.target_spread, 0.0);
   EXPECT_EQ(ok.flush_l2, "never");
+  EXPECT_EQ(ok.sustain_ms, 250.0);
 }
 
 TEST(Suggest, TheClosestNameWithinAFewEdits) {
@@ -102,6 +105,9 @@ TEST_F(OptionChecks, NumericOptionsAreRangeChecked) {
       {{"--samples", "-2"}, "--samples -2: must not be negative"},
       {{"--max-samples", "0"}, "--max-samples 0: at least 1"},
       {{"--retime-top", "-1"}, "--retime-top -1: must not be negative"},
+      {{"--sustain", "-1"}, "--sustain -1: expected milliseconds from 0 to 60000"},
+      {{"--sustain", "nan"}, "--sustain nan: expected milliseconds from 0 to 60000"},
+      {{"--sustain", "1e9"}, "--sustain 1000000000: expected milliseconds from 0 to 60000"},
       {{"--compile-threads", "-1"}, "'--compile-threads' is invalid"},
       {{"--flush-l2", "sometimes"}, "--flush-l2 'sometimes': expected auto, always or never"},
       {{"--config", dir_.path().string()}, "is a directory, not a job file"},

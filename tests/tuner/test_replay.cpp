@@ -516,6 +516,10 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
     ASSERT_EQ(store.runs().size(), 1u);
     EXPECT_EQ(store.runs()[0].backend, "replay");
     EXPECT_EQ(store.kernel(store.runs()[0].kernel_id)->name, "convolution_kernel");
+    // The finalists were re-timed; a replay has no GPU to hold under a sustained load.
+    const nlohmann::json summary = nlohmann::json::parse(store.runs()[0].summary);
+    EXPECT_EQ(summary.at("retime").at("finalists"), 5) << summary.dump();
+    EXPECT_EQ(summary.at("retime").at("sustain_seconds"), 0.0) << summary.dump();
   }
   // The same seed again: every trial answered from the database.
   r = run({"tune", "convolution_kernel", "--replay", conv, "--strategy", "random", "--budget-evals",

@@ -87,6 +87,7 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   init.measure.flush_l2 = FlushL2::kNever;
   init.measure.seed = 42;
   init.measure.timeout_seconds = 3;
+  init.measure.sustain_ms = 250;
   init.measure.verify_on_device = false;
   init.measure.fetch_outputs = {"out", "hist"};
   init.reference_lowered = "_Z3refv";
@@ -106,6 +107,7 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   EXPECT_EQ(back.measure.flush_l2, FlushL2::kNever);
   EXPECT_EQ(back.measure.seed, 42u);
   EXPECT_EQ(back.measure.timeout_seconds, 3);
+  EXPECT_EQ(back.measure.sustain_ms, 250);
   EXPECT_FALSE(back.measure.verify_on_device);
   EXPECT_EQ(back.measure.fetch_outputs, init.measure.fetch_outputs);
   EXPECT_EQ(back.reference_lowered, "_Z3refv");

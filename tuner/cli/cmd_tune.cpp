@@ -166,7 +166,11 @@ po::options_description tune_options() {
       "verify", po::value<std::string>()->value_name("WHERE"),
       "device | host: compare outputs with the reference on the GPU (default), or download them")(
       "timeout", po::value<double>()->value_name("SECONDS"),
-      "seconds before a trial is killed (watchdog; default 20)");
+      "seconds before a trial is killed (watchdog; default 20)")(
+      "sustain", po::value<double>()->value_name("MS"),
+      "GPU milliseconds the finalists run back to back before their re-timing, and again while "
+      "their times or the SM clock under load still change (at most 20 times; default 100, 0: "
+      "none)");
   po::options_description data("Input data");
   data.add_options()(
       "input", po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=INIT"),
@@ -238,6 +242,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.max_samples = optional_value<int>(vm, "max-samples");
   o.target_spread = optional_value<double>(vm, "target-spread");
   o.timeout_seconds = optional_value<double>(vm, "timeout");
+  o.sustain_ms = optional_value<double>(vm, "sustain");
   o.flush_l2 = optional_value<std::string>(vm, "flush-l2");
   o.verify = optional_value<std::string>(vm, "verify");
   o.backend = optional_value<std::string>(vm, "backend");
@@ -295,6 +300,10 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["strategy_seconds"] = s.strategy_seconds;
   j["phases_seconds"] = s.phases_seconds;
   if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
+  if (!s.finalists.empty()) {
+    j["retime"] = {{"finalists", s.finalists.size()}, {"sustain_seconds", s.sustain_seconds}};
+    if (s.retime_clocks.readings > 0) j["retime"]["gpu_clocks"] = clocks_json(s.retime_clocks);
+  }
   j["strategy"] = setup.job.options.strategy;
   if (setup.auto_choice) j["strategy_chosen"] = setup.auto_choice->strategy;
   j["backend"] = setup.backend->name();
@@ -332,6 +341,12 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
     std::cout << fmt::format(
         "  GPU clocks {}{}\n", s.clocks.describe(),
         s.clocks.dropped() ? "  (dropped while timing: times may be slow)" : "");
+  if (setup.cuda && !s.finalists.empty()) {
+    std::cout << fmt::format("  re-timed   {} finalists after {:.2f} s of sustained load",
+                             s.finalists.size(), s.sustain_seconds);
+    if (s.retime_clocks.readings > 0) std::cout << ", " << s.retime_clocks.describe();
+    std::cout << "\n";
+  }
   if (!setup.cuda)
     std::cout << fmt::format("  replayed   from {}, measured on {}\n", setup.job.recording->path,
                              setup.job.recording->device_name);

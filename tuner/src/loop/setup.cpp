@@ -68,6 +68,8 @@ void check_ranges(const TuneOptions& o) {
   if (!std::isfinite(m.timeout_seconds) || m.timeout_seconds <= 0)
     refuse(fmt::format("--timeout {}: expected a finite number of seconds above 0",
                        m.timeout_seconds));
+  if (!std::isfinite(m.sustain_ms) || m.sustain_ms < 0 || m.sustain_ms > 60000)
+    refuse(fmt::format("--sustain {}: expected milliseconds from 0 to 60000", m.sustain_ms));
   if (o.retime_top < 0) refuse(fmt::format("--retime-top {}: must not be negative", o.retime_top));
 }
 
@@ -111,6 +113,7 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   m.max_samples = pick(o.max_samples, job.max_samples, m.max_samples);
   m.target_spread = pick(o.target_spread, job.target_spread, m.target_spread);
   m.timeout_seconds = pick(o.timeout_seconds, job.timeout_seconds, m.timeout_seconds);
+  m.sustain_ms = pick(o.sustain_ms, job.sustain_ms, m.sustain_ms);
   m.seed = o.seed;
   const std::string flush = pick<std::string>(o.flush_l2, job.flush_l2, "auto");
   if (auto mode = flush_l2_from_string(flush))

@@ -559,6 +559,9 @@ class TuningRun {
     ensure_registered();
     for (std::size_t i = 0; i < finalists.size() && i < re.size(); ++i) {
       summary_.gpu_seconds += re[i].gpu_ms * 1e-3;
+      summary_.retime_clocks.add(re[i]);
+      if (auto it = re[i].phases_ms.find("sustain"); it != re[i].phases_ms.end())
+        summary_.sustain_seconds = it->second * 1e-3;
       TrialRecord r = finalists[i];
       r.kind = TrialKind::kRetime;
       r.error.clear();
@@ -632,6 +635,10 @@ class TuningRun {
     s["strategy_seconds"] = m.strategy_seconds;
     s["phases_seconds"] = m.phases_seconds;
     if (m.clocks.readings > 0) s["gpu_clocks"] = clocks_json(m.clocks);
+    if (!m.finalists.empty()) {
+      s["retime"] = {{"finalists", m.finalists.size()}, {"sustain_seconds", m.sustain_seconds}};
+      if (m.retime_clocks.readings > 0) s["retime"]["gpu_clocks"] = clocks_json(m.retime_clocks);
+    }
     if (m.best)
       s["best"] = {
           {"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};

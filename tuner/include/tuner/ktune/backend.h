@@ -32,6 +32,12 @@ struct MeasureOptions {
   // A run shorter than this is timed in batches of launches between two events, so launch
   // latency does not dominate (only when the L2 is not flushed between runs).
   double batch_below_ms = 0.02;
+  // Before the final re-timing the finalists run back to back in windows of this much GPU time
+  // until a window's median times are within 0.5% of the previous window's and the SM clock
+  // under load no longer falls (at most 20 windows): the stored time is that of a GPU under
+  // sustained load, held at its power limit where the kernel reaches it, not of a burst at the
+  // boost clock (docs/measuring.md#sustained-load). 0: none.
+  double sustain_ms = 100;
   // L2: kAuto flushes before every timed run when the kernel's buffers together are smaller
   // than twice the device's L2, so no run is served from a cache its predecessor warmed;
   // kAlways / kNever force it.

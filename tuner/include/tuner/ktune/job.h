@@ -26,7 +26,7 @@ struct JobFile {
   std::optional<double> budget_seconds;
   // [measure]
   std::optional<int> samples, warmup, max_samples;
-  std::optional<double> target_spread, timeout_seconds;
+  std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
   // [inputs] BUFFER = "INIT" and [expected] BUFFER = "file(PATH)"; relative paths are relative
   // to the job file's directory

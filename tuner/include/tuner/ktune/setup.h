@@ -40,7 +40,7 @@ struct JobOverrides {
   std::uint32_t part = 0, parts = 1;         // --part I/K: part = I - 1
   int retime_top = 5;
   std::optional<int> samples, warmup, max_samples;
-  std::optional<double> target_spread, timeout_seconds;
+  std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
   std::optional<std::string> verify;      // "device" | "host"
   std::optional<std::string> backend;     // "cuda" | "replay"

@@ -107,6 +107,8 @@ struct TuneSummary {
   std::optional<TrialRecord> best;               // the winner (after re-timing), stored as best
   std::vector<TrialRecord> finalists;  // re-timed leaders, the best (ranked fastest) first
   GpuClockStats clocks;                // over the measured trials
+  double sustain_seconds = 0;          // sustained load run before re-timing the finalists
+  GpuClockStats retime_clocks;         // the clocks under load while re-timing them
 };
 
 using ProgressFn = std::function<void(const Progress&)>;

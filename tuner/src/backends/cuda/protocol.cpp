@@ -20,6 +20,7 @@ json measure_json(const MeasureOptions& m) {
               {"target_spread", m.target_spread},
               {"max_seconds", m.max_seconds},
               {"batch_below_ms", m.batch_below_ms},
+              {"sustain_ms", m.sustain_ms},
               {"flush_l2", std::string(to_string(m.flush_l2))},
               {"timeout_seconds", m.timeout_seconds},
               {"verify_on_device", m.verify_on_device},
@@ -36,6 +37,7 @@ MeasureOptions measure_from_json(const json& j) {
   m.target_spread = j.value("target_spread", m.target_spread);
   m.max_seconds = j.value("max_seconds", m.max_seconds);
   m.batch_below_ms = j.value("batch_below_ms", m.batch_below_ms);
+  m.sustain_ms = j.value("sustain_ms", m.sustain_ms);
   m.flush_l2 =
       flush_l2_from_string(j.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
   m.timeout_seconds = j.value("timeout_seconds", m.timeout_seconds);

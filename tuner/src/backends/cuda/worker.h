@@ -134,6 +134,15 @@ class Worker {
   // once; returns milliseconds per run for each sample and adds the GPU time to gpu_ms.
   std::vector<double> sample_chunk(const Loaded& l, int count, int batch, bool flush,
                                    double& gpu_ms, int warmup = 0);
+  // Runs the finalists back to back, as their rounds do, until the GPU is in the state a
+  // sustained load holds it in (MeasureOptions::sustain_ms); returns the GPU milliseconds run.
+  double sustain(const std::vector<Loaded>& loaded, const std::vector<int>& per_round,
+                 const std::vector<int>& batch, bool flush);
+  // The clocks while the GPU works through a queue: sample_chunk reads them after enqueuing,
+  // before waiting, and keeps the lowest SM clock (a reading after the wait sees an idle GPU,
+  // back at its boost clock).
+  void note_clock_under_load();
+  void record_clocks(Measurement& m) const;
 
   // The run hooks a plugin's run function calls (hooks.cpp).
   static int hook_launch(const ktune_run_ctx* ctx, void* kernel, const unsigned grid[3],
@@ -161,6 +170,7 @@ class Worker {
       reference_config_;               // manifest kernels: the config whose output is the reference
   const Loaded* current_ = nullptr;    // for the hook callbacks
   std::unique_ptr<GpuClocks> clocks_;  // null without NVML
+  ClockReading under_load_;            // since the last reset: lowest SM clock, highest temperature
   std::unique_ptr<DeviceCompare> device_compare_;  // null: outputs are checked on the host
   std::map<std::string, double> startup_;          // seconds of each step of the constructor
   struct Staging;                                  // upload()'s page-locked slots
