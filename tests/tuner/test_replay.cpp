@@ -500,8 +500,12 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
   };
   const std::string conv = fixture("convolution_A100_small.json.gz");
   auto r = run({"tune", "--backend", "replay", "--replay", conv, "--strategy", "random",
-                "--budget-evals", "40", "--db", "x.db"});
+                "--budget-evals", "40", "--db", "x.db", "--progress", "always"});
   ASSERT_EQ(r.code, 0) << r;
+  // Without a terminal: plain progress lines (the first at once), then the re-timing's.
+  EXPECT_TRUE(contains(r.err, "progress [1/40] ")) << r;
+  EXPECT_TRUE(contains(r.err, "progress [40/40] re-timing 5 finalists\n")) << r;
+  EXPECT_FALSE(contains(r.err, "\x1b[")) << r;
   EXPECT_TRUE(contains(r.err, "note: restrictions of convolution_kernel from")) << r;
   EXPECT_TRUE(contains(
       r.err,

@@ -51,6 +51,12 @@ class ProgressLine {
   explicit ProgressLine(Mode mode) : mode_(mode) {}
   void update(const Progress& p) {
     if (mode_ == Mode::kOff) return;
+    if (!p.phase.empty()) {  // once per phase: what the run does after its search
+      if (p.phase == phase_) return;
+      phase_ = p.phase;
+      show(fmt::format("[{}/{}] {}", p.done, p.total, p.phase));
+      return;
+    }
     const auto now = std::chrono::steady_clock::now();
     const auto every =
         mode_ == Mode::kTerminal ? std::chrono::milliseconds(100) : std::chrono::milliseconds(2000);
@@ -64,20 +70,24 @@ class ProgressLine {
       best = fmt::format("{:.4g} ms", *p.best_ms);
       if (std::isfinite(p.best_gbps)) best += fmt::format(" ({:.0f} GB/s)", p.best_gbps);
     }
-    const std::string line = fmt::format("[{}/{}] {:.1f} cfg/s  best {}  ETA {}", p.done, p.total,
-                                         rate, best, format_duration(eta));
-    if (mode_ == Mode::kTerminal)
-      std::cerr << "\r" << line << "\x1b[K" << std::flush;
-    else
-      std::cerr << "progress " << line << "\n" << std::flush;
-    drawn_ = true;
+    show(fmt::format("[{}/{}] {:.1f} cfg/s  best {}  ETA {}", p.done, p.total, rate, best,
+                     format_duration(eta)));
   }
   void finish() {
     if (drawn_ && mode_ == Mode::kTerminal) std::cerr << "\n";
   }
 
  private:
+  void show(const std::string& line) {
+    if (mode_ == Mode::kTerminal)
+      std::cerr << "\r" << line << "\x1b[K" << std::flush;
+    else
+      std::cerr << "progress " << line << "\n" << std::flush;
+    drawn_ = true;
+  }
+
   Mode mode_;
+  std::string phase_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point last_{};
 };

@@ -515,6 +515,13 @@ class TuningRun {
         ok.size(), static_cast<std::size_t>(std::max(options_.retime_top, 0)));
     if (status_ == RunStatus::kFinished && top >= 2) {
       ok.resize(top);
+      if (progress_) {
+        progress_state_.phase = fmt::format("re-timing {} finalists", top);
+        if (!backend_.replays() && options_.measure.sustain_ms > 0)
+          progress_state_.phase += " after a sustained load";
+        progress_state_.elapsed_seconds = seconds_since(t0_);
+        progress_(progress_state_);
+      }
       retime(ok);
       if (!summary_.finalists.empty()) winner = summary_.finalists.front();
     }

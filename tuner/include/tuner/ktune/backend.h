@@ -38,6 +38,12 @@ struct MeasureOptions {
   // sustained load, held at its power limit where the kernel reaches it, not of a burst at the
   // boost clock (docs/measuring.md#sustained-load). 0: none.
   double sustain_ms = 100;
+  static constexpr int kSustainWindows = 20;
+  static constexpr double kSustainWallFactor = 4;  // a window's wall time, at most, in windows
+  // The longest the sustained load can take, in seconds of wall time.
+  double sustain_limit_seconds() const {
+    return kSustainWindows * kSustainWallFactor * sustain_ms * 1e-3;
+  }
   // L2: kAuto flushes before every timed run when the kernel's buffers together are smaller
   // than twice the device's L2, so no run is served from a cache its predecessor warmed;
   // kAlways / kNever force it.

@@ -58,6 +58,7 @@ struct Progress {
   std::optional<double> best_ms;
   std::string best_key;
   double best_gbps = 0;  // NaN when the kernel declares no bytes
+  std::string phase;     // empty while searching; then what the run does after the search
 };
 
 // The GPU's SM clock and temperature over a run's measured trials (NVML; no readings without

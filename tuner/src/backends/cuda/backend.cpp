@@ -269,9 +269,11 @@ std::vector<Measurement> CudaBackend::retime(const std::vector<RetimeCandidate>&
   bool failed = false;
   TrialStatus status = TrialStatus::kOk;
   std::string error;
-  // Every finalist already ran within the watchdog; the re-timing runs each `rounds` times more.
+  // Every finalist already ran within the watchdog; the re-timing runs each `rounds` times more,
+  // after the sustained load.
   const double timeout =
-      impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size()));
+      impl_->measure.timeout_seconds * (2.0 + static_cast<double>(candidates.size())) +
+      impl_->measure.sustain_limit_seconds();
   const json header =
       impl_->request(protocol::to_json(request), blob, timeout, failed, status, error);
   protocol::RetimeReply reply =

@@ -848,14 +848,20 @@ double Worker::sustain(const std::vector<Loaded>& loaded, const std::vector<int>
   // tensor-core kernels: 1980 MHz to 1400-1700 MHz, up to 20% slower), and a client running
   // it in a stream sees that. Windows of sustain_ms run until a window's median times are
   // within 0.5% of the window's before and the lowest SM clock under load fell by at most 1%
-  // (memory-bound kernels: two windows), at most 20 windows.
+  // (memory-bound kernels: two windows), at most MeasureOptions::kSustainWindows windows. A window
+  // also ends after MeasureOptions::kSustainWallFactor times its length of wall time, so that work
+  // outside the events (resetting inout buffers, flushing the L2) cannot stretch it past the
+  // watchdog's allowance.
   std::vector<double> before(loaded.size(), 0.0);
   int clock_before = -1;
-  for (int window = 0; window < 20; ++window) {
+  for (int window = 0; window < MeasureOptions::kSustainWindows; ++window) {
     const double until = ran + measure_.sustain_ms;
+    const auto wall_until =
+        Clock::now() + std::chrono::duration<double, std::milli>(
+                           MeasureOptions::kSustainWallFactor * measure_.sustain_ms);
     std::vector<std::vector<double>> times(loaded.size());
     under_load_ = {};
-    while (ran < until) {
+    while (ran < until && Clock::now() < wall_until) {
       const double had = ran;
       for (std::size_t i = 0; i < loaded.size() && ran < until; ++i) {
         prepare_buffers(loaded[i]);
