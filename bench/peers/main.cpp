@@ -441,13 +441,12 @@ double time_peer(const PeerRun& peer, peers::EventTimer& timer, int samples) {
 }
 
 // Calls `round` (one timed round of one side, returning its time) in windows of window_ms of
-// wall time until a window's median is within 0.5% of the window's before (at most 20
-// windows): the side's state under a sustained load, which the tuner's final re-timing reaches
-// the same way (ktune tune --sustain).
+// wall time until the window's median has settled by the rule of the tuner's final re-timing
+// (ktune tune --sustain, sustain_settled): the side's state under a sustained load.
 void sustain(const std::function<double()>& round, double window_ms) {
   if (window_ms <= 0) return;
-  double before = 0;
-  for (int w = 0; w < 20; ++w) {
+  SustainWindow before{{std::nan("")}, -1};
+  for (int w = 0; w < MeasureOptions::kSustainWindows; ++w) {
     std::vector<double> times;
     const auto t0 = std::chrono::steady_clock::now();
     do {
@@ -455,9 +454,9 @@ void sustain(const std::function<double()>& round, double window_ms) {
     } while (
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
         window_ms);
-    const double now = median(times);
-    if (w > 0 && std::abs(now / before - 1) <= 0.005) return;
-    before = now;
+    SustainWindow now{{median(times)}, -1};
+    if (sustain_settled(before, now)) return;
+    before = std::move(now);
   }
 }
 

@@ -284,17 +284,17 @@ TEST_F(Gpu, APowerLimitedBestIsStoredAtItsSustainedTime) {
 
   Fresh f = fresh("matmul_tf32_tma", problem, 20, s.best->config_key);
   ASSERT_TRUE(f.compiled.ok) << f.compiled.error;
-  // The same rule as the re-timing: windows of 100 ms until the time settles within 0.5%.
-  double before = 0;
-  for (int window = 0; window < 20; ++window) {
+  // The same rule as the re-timing: windows of 100 ms until the time settles.
+  SustainWindow before{{std::nan("")}, -1};
+  for (int window = 0; window < MeasureOptions::kSustainWindows; ++window) {
     std::vector<double> times;
     const auto t0 = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(100))
       times.push_back(f.evaluate().time_ms);
     std::sort(times.begin(), times.end());
-    const double now = times[times.size() / 2];
-    if (window > 0 && std::abs(now / before - 1) <= 0.005) break;
-    before = now;
+    SustainWindow now{{times[times.size() / 2]}, -1};
+    if (sustain_settled(before, now)) break;
+    before = std::move(now);
   }
   std::vector<double> times;
   int clock = -1;

@@ -2,6 +2,9 @@
 // for a clock that dropped while trials were timed.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "ktune/backend.h"
 #include "ktune/tuner.h"
 
 namespace ktune {
@@ -49,6 +52,30 @@ TEST(GpuClockStats, AThermalOrPowerSlowdownIsFlaggedEvenAtFullClock) {
     EXPECT_TRUE(c.dropped()) << reason;
     EXPECT_NE(c.describe().find("slowdown reasons"), std::string::npos);
   }
+}
+
+// The rule that ends a sustained load (MeasureOptions::sustain_ms): every candidate timed in two
+// windows within 0.5%, the SM clock under load no more than 1% lower.
+TEST(SustainSettled, TimesWithinHalfAPercentAndAClockThatStoppedFalling) {
+  const double nan = std::nan("");
+  // The first window has nothing before it.
+  EXPECT_FALSE(sustain_settled({{nan, nan}, -1}, {{0.50, 0.60}, 1980}));
+  // Memory-bound: the clock stays at its highest, the times within 0.5%.
+  EXPECT_TRUE(sustain_settled({{0.0361, 0.0365}, 1980}, {{0.0362, 0.0364}, 1980}));
+  // One candidate still slowing down (power limit being reached) keeps it going.
+  EXPECT_FALSE(sustain_settled({{0.454, 0.470}, 1980}, {{0.456, 0.524}, 1980}));
+  // The times settled but the clock is still falling (by more than 1%).
+  EXPECT_FALSE(sustain_settled({{0.505, 0.510}, 1800}, {{0.506, 0.511}, 1770}));
+  EXPECT_TRUE(sustain_settled({{0.505, 0.510}, 1785}, {{0.506, 0.511}, 1770}));
+  // A clock that rose, or was not read, is no reason to go on.
+  EXPECT_TRUE(sustain_settled({{0.505}, 1650}, {{0.503}, 1770}));
+  EXPECT_TRUE(sustain_settled({{0.505}, -1}, {{0.506}, -1}));
+  // A candidate that did not run in one of the windows is not compared; with none compared, the
+  // load has not settled.
+  EXPECT_TRUE(sustain_settled({{0.50, nan}, -1}, {{0.501, 24.3}, -1}));
+  EXPECT_FALSE(sustain_settled({{nan, 24.3}, -1}, {{0.501, nan}, -1}));
+  // Faster by more than 0.5% counts as a change too (a clock coming back up).
+  EXPECT_FALSE(sustain_settled({{0.6845}, 1410}, {{0.6573}, 1410}));
 }
 
 }  // namespace

@@ -61,6 +61,16 @@ struct MeasureOptions {
   std::vector<std::string> fetch_outputs;
 };
 
+// One window of a sustained load (MeasureOptions::sustain_ms): each candidate's median time in
+// it (NaN: it did not run in this window) and the lowest SM clock read under load (-1: none).
+struct SustainWindow {
+  std::vector<double> medians;
+  int sm_clock_mhz = -1;
+};
+// The load has settled when every candidate timed in both windows is within 0.5% of its median
+// before (at least one is) and the SM clock fell by at most 1%.
+bool sustain_settled(const SustainWindow& before, const SustainWindow& now);
+
 // What one evaluation found.
 struct Measurement {
   TrialStatus status = TrialStatus::kOk;

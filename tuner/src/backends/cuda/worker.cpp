@@ -852,36 +852,33 @@ double Worker::sustain(const std::vector<Loaded>& loaded, const std::vector<int>
   // also ends after MeasureOptions::kSustainWallFactor times its length of wall time, so that work
   // outside the events (resetting inout buffers, flushing the L2) cannot stretch it past the
   // watchdog's allowance.
-  std::vector<double> before(loaded.size(), 0.0);
-  int clock_before = -1;
+  const std::size_t n = loaded.size();
+  SustainWindow before{std::vector<double>(n, std::nan("")), -1};
+  std::size_t next = 0;  // candidates take turns across windows: a chunk may outlast a window
   for (int window = 0; window < MeasureOptions::kSustainWindows; ++window) {
     const double until = ran + measure_.sustain_ms;
     const auto wall_until =
         Clock::now() + std::chrono::duration<double, std::milli>(
                            MeasureOptions::kSustainWallFactor * measure_.sustain_ms);
-    std::vector<std::vector<double>> times(loaded.size());
+    std::vector<std::vector<double>> times(n);
     under_load_ = {};
     while (ran < until && Clock::now() < wall_until) {
       const double had = ran;
-      for (std::size_t i = 0; i < loaded.size() && ran < until; ++i) {
-        prepare_buffers(loaded[i]);
-        const std::vector<double> chunk =
-            sample_chunk(loaded[i], per_round[i], batch[i], flush, ran);
-        times[i].insert(times[i].end(), chunk.begin(), chunk.end());
-      }
+      const std::size_t i = next;
+      next = (next + 1) % n;
+      prepare_buffers(loaded[i]);
+      const std::vector<double> chunk = sample_chunk(loaded[i], per_round[i], batch[i], flush, ran);
+      times[i].insert(times[i].end(), chunk.begin(), chunk.end());
       if (ran <= had) return ran;  // events that read no time: nothing to wait for
     }
-    bool steady = window > 0;
-    for (std::size_t i = 0; i < loaded.size(); ++i) {
-      if (times[i].empty()) continue;
-      const double now = sample_stats(times[i]).median;
-      steady = steady && std::abs(now / before[i] - 1) <= 0.005;
-      before[i] = now;
-    }
-    const int clock = under_load_.sm_mhz;
-    steady = steady && (clock < 0 || clock_before < 0 || clock >= clock_before * 0.99);
-    clock_before = clock;
-    if (steady) break;
+    SustainWindow now{std::vector<double>(n, std::nan("")), under_load_.sm_mhz};
+    for (std::size_t i = 0; i < n; ++i)
+      if (!times[i].empty()) now.medians[i] = sample_stats(times[i]).median;
+    const bool settled = sustain_settled(before, now);
+    for (std::size_t i = 0; i < n; ++i)  // one that did not run keeps its median before
+      if (std::isnan(now.medians[i])) now.medians[i] = before.medians[i];
+    before = std::move(now);
+    if (settled) break;
   }
   return ran;
 }
