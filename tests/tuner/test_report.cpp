@@ -84,8 +84,8 @@ class ReportDb {
   // One run: evaluates `order` (indices into kGrid) at 1.5 s intervals, re-times the top
   // `retime` and stores the winner. `failures` maps a grid index to its failure.
   std::int64_t run(std::int64_t device, const std::string& strategy, const std::vector<int>& order,
-                   const std::map<int, TrialStatus>& failures, int retime,
-                   const std::string& start) {
+                   const std::map<int, TrialStatus>& failures, int retime, const std::string& start,
+                   const std::string& summary = "{}") {
     RunRecord r;
     r.kernel_id = kernel_id_;
     r.device_id = device;
@@ -155,7 +155,7 @@ class ReportDb {
       if (winner.id == 0 || r2.time_ms < winner.time_ms) winner = r2;
     }
     if (winner.id) store_.set_best(winner.id);
-    store_.finish_run(id, RunStatus::kFinished, "{}");
+    store_.finish_run(id, RunStatus::kFinished, summary);
     dates_.emplace_back(id, start, iso(t + 1));
     return id;
   }
@@ -465,6 +465,41 @@ TEST_F(Report_, HtmlIsSelfContained) {
     EXPECT_TRUE(test::contains(html, section)) << section;
   // Text from the database is escaped.
   EXPECT_TRUE(test::contains(html, "identifier &quot;UNROL&quot; is undefined"));
+}
+
+// The clocks a run's summary recorded under load (the search's, and the re-timing's after its
+// sustained load) are said beside the runs in every format; runs without them say nothing.
+TEST(ReportClocks, RunsSayTheClocksTheirTrialsRanAt) {
+  test::TempDir dir;
+  {
+    ReportDb db(dir.path() / "clocks.db");
+    db.run(db.h200(), "brute_force", {0, 1, 2, 3}, {}, 3, "2026-11-28T06:00:00.000Z",
+           R"({"gpu_clocks": {"readings": 4, "sm_min_mhz": 1965, "sm_max_mhz": 1980,
+               "sm_limit_mhz": 1980, "temperature_min_c": 35, "temperature_max_c": 53,
+               "reasons": 0},
+               "retime": {"finalists": 3, "sustain_seconds": 0.512,
+                          "gpu_clocks": {"readings": 3, "sm_min_mhz": 1770, "sm_max_mhz": 1770,
+                                         "sm_limit_mhz": 1980, "temperature_min_c": 55,
+                                         "temperature_max_c": 55, "reasons": 4}}})");
+    db.run(db.h100(), "random", {4, 5}, {}, 2, "2026-11-28T07:00:00.000Z");  // summary "{}"
+    db.seal();
+  }
+  Store store = Store::open(dir.path() / "clocks.db", Store::Mode::kReadOnly);
+  ReportOptions o;
+  o.database = "clocks.db";
+  const Report r = build_report(store, {}, o);
+  ASSERT_EQ(r.studies.size(), 1u);
+  ASSERT_EQ(r.studies[0].runs.size(), 2u);
+  const std::string said =
+      "search SM 1965-1980 MHz (max 1980), 35-53 C; re-timed after 0.51 s of sustained load at "
+      "SM 1770-1770 MHz (max 1980), 55-55 C, slowdown reasons 0x4";
+  EXPECT_EQ(r.studies[0].runs[0].clocks, said);
+  EXPECT_EQ(r.studies[0].runs[1].clocks, "");
+  EXPECT_TRUE(test::contains(render_markdown(r), "- #1: " + said + "\n"));
+  EXPECT_TRUE(test::contains(render_html(r), "#1: " + said));
+  const nlohmann::json j = nlohmann::json::parse(render_json(r));
+  EXPECT_EQ(j.at("studies")[0].at("runs")[0].at("gpu_clocks"), said) << j.dump();
+  EXPECT_FALSE(j.at("studies")[0].at("runs")[1].contains("gpu_clocks"));
 }
 
 TEST(ReportHtml, EscapesWhatTheDatabaseSays) {

@@ -57,4 +57,17 @@ nlohmann::json clocks_json(const GpuClockStats& c) {
           {"dropped", c.dropped()}};
 }
 
+GpuClockStats clocks_from_json(const nlohmann::json& j) {
+  GpuClockStats c;
+  if (!j.is_object()) return c;
+  c.readings = j.value("readings", std::uint64_t{0});
+  c.sm_min_mhz = j.value("sm_min_mhz", -1);
+  c.sm_max_mhz = j.value("sm_max_mhz", -1);
+  c.sm_limit_mhz = j.value("sm_limit_mhz", -1);
+  c.temperature_min_c = j.value("temperature_min_c", -1);
+  c.temperature_max_c = j.value("temperature_max_c", -1);
+  c.reasons = j.value("reasons", std::uint64_t{0});
+  return c;
+}
+
 }  // namespace ktune

@@ -12,6 +12,7 @@
 
 #include "ktune/error.h"
 #include "ktune/report.h"
+#include "ktune/tuner.h"
 #include "report/internal.h"
 
 namespace ktune {
@@ -259,8 +260,30 @@ std::vector<std::int64_t> select_runs(const Store& store, const ReportSelection&
 
 namespace {
 
+// The clocks of a run's summary (tuner.cpp summary_json), said in one line.
+std::string run_clocks(const std::string& summary) {
+  const nlohmann::json s = nlohmann::json::parse(summary, nullptr, false);
+  if (!s.is_object()) return "";
+  std::string out;
+  const GpuClockStats search = clocks_from_json(s.value("gpu_clocks", nlohmann::json()));
+  if (search.readings > 0) out = "search " + search.describe();
+  const nlohmann::json retime = s.value("retime", nlohmann::json());
+  if (retime.is_object()) {
+    const GpuClockStats c = clocks_from_json(retime.value("gpu_clocks", nlohmann::json()));
+    const double sustained = retime.value("sustain_seconds", 0.0);
+    if (c.readings > 0) {
+      out += out.empty() ? "" : "; ";
+      out += sustained > 0 ? fmt::format("re-timed after {:.2f} s of sustained load at ", sustained)
+                           : "re-timed at ";
+      out += c.describe();
+    }
+  }
+  return out;
+}
+
 ReportRun make_run(const RunRecord& r, Cache& cache) {
   ReportRun out;
+  out.clocks = run_clocks(r.summary);
   out.run = r;
   out.device = cache.device(r.device_id);
   out.kernel = cache.kernel(r.kernel_id);

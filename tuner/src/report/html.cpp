@@ -137,6 +137,14 @@ void runs_table(std::string& o, const ReportStudy& s, const TimeUnit& unit) {
          td(fmt::format("{}", r.retimed.size()), true) + "</tr>\n";
   }
   o += "</table></div>\n";
+  std::string clocks;
+  for (const ReportRun& r : s.runs)
+    if (!r.clocks.empty())
+      clocks += "<li>" + html_escape(fmt::format("#{}: {}", r.run.id, r.clocks)) + "</li>";
+  if (!clocks.empty())
+    o += "<p class=\"muted\">GPU clocks under load (NVML; a clock below the highest: a power or "
+         "thermal limit):</p><ul class=\"muted\">" +
+         clocks + "</ul>\n";
 }
 
 void convergence(std::string& o, const ReportStudy& s, const ReportOptions& opt) {

@@ -39,6 +39,7 @@ json run_json(const ReportRun& r) {
             {"evals_to_10pct", r.evals_to_10pct},
             {"evals_to_1pct", r.evals_to_1pct}};
   if (!r.improvements.empty()) j["best_ms"] = r.improvements.back().second;
+  if (!r.clocks.empty()) j["gpu_clocks"] = r.clocks;
   return j;
 }
 

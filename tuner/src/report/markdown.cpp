@@ -66,6 +66,12 @@ void runs(std::string& o, const ReportStudy& s) {
               r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-",
               fmt::format("{}", r.retimed.size())});
   }
+  if (std::any_of(s.runs.begin(), s.runs.end(),
+                  [](const ReportRun& r) { return !r.clocks.empty(); })) {
+    o += "\nGPU clocks under load (NVML; a clock below the highest: a power or thermal limit):\n\n";
+    for (const ReportRun& r : s.runs)
+      if (!r.clocks.empty()) o += fmt::format("- #{}: {}\n", r.run.id, md_escape(r.clocks));
+  }
   o += "\nImprovements of the best-so-far (evaluation: time, wall time since the run's start):\n\n";
   for (const ReportRun& r : s.runs) {
     o += fmt::format("- {}:", r.label);

@@ -47,6 +47,10 @@ struct ReportRun {
   std::vector<double> elapsed_s;     // per search trial: seconds from the run's start (NaN unknown)
   std::vector<TrialRecord> retimed;  // the final interleaved re-timing, fastest first
   double duration_s = 0;             // finished_at (else the last trial) minus started_at
+  // The GPU's clocks under load (NVML) from the run's summary: the search's and the final
+  // re-timing's after its sustained load, e.g. "search SM 1965-1980 MHz (max 1980), 35-53 C;
+  // re-timed after 0.51 s of sustained load at SM 1770-1770 MHz ..."; "" where none were read.
+  std::string clocks;
   std::map<TrialStatus, std::size_t> by_status;  // over `search`
   // Improvements of the best-so-far: (evaluation index into `search`, best time).
   std::vector<std::pair<std::size_t, double>> improvements;

@@ -82,6 +82,7 @@ struct GpuClockStats {
 // {"readings", "sm_min_mhz", "sm_max_mhz", "sm_limit_mhz", "temperature_min_c",
 //  "temperature_max_c", "reasons", "dropped"}: the run summary's and `tune --json`'s form.
 nlohmann::json clocks_json(const GpuClockStats& c);
+GpuClockStats clocks_from_json(const nlohmann::json& j);  // what clocks_json wrote
 
 struct TuneSummary {
   std::int64_t run_id = 0;
