@@ -51,7 +51,33 @@ TEST(GpuClockStats, AThermalOrPowerSlowdownIsFlaggedEvenAtFullClock) {
     c.add(reading(1980, 80, reason));
     EXPECT_TRUE(c.dropped()) << reason;
     EXPECT_NE(c.describe().find("slowdown reasons"), std::string::npos);
+    EXPECT_FALSE(c.verdict().empty()) << reason;
   }
+}
+
+// A kernel held at the power cap (0x4 alone) runs at its sustained clock; that is said as such,
+// where a thermal or hardware slowdown or an unexplained drop may have slowed some trials.
+TEST(GpuClockStats, ThePowerCapIsTheSustainedStateNotAFault) {
+  GpuClockStats cap;
+  cap.add(reading(1980, 40));
+  cap.add(reading(1770, 55, 0x4 | 0x1));  // idle (0x1) is no slowdown
+  EXPECT_EQ(cap.verdict(), "held at the power limit under load: the kernel's sustained clock");
+  GpuClockStats thermal;
+  thermal.add(reading(1650, 88, 0x4 | 0x20));
+  EXPECT_EQ(thermal.verdict(),
+            "a thermal or hardware slowdown while timing: times may be slow, a re-run is advised");
+  GpuClockStats drop;
+  drop.add(reading(1980, 40));
+  drop.add(reading(1700, 41));
+  EXPECT_EQ(drop.verdict(), "dropped while timing: times may be slow");
+  GpuClockStats steady;
+  steady.add(reading(1980, 40));
+  EXPECT_EQ(steady.verdict(), "");
+  EXPECT_EQ(GpuClockStats{}.verdict(), "");
+  // The run summary's form reads back.
+  const GpuClockStats back = clocks_from_json(clocks_json(cap));
+  EXPECT_EQ(back.describe(), cap.describe());
+  EXPECT_EQ(back.verdict(), cap.verdict());
 }
 
 // The rule that ends a sustained load (MeasureOptions::sustain_ms): every candidate timed in two

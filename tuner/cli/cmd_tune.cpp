@@ -347,10 +347,11 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
         "threads\n",
         s.gpu_seconds, 100 * s.gpu_seconds / std::max(s.wall_seconds, 1e-9),
         100 * s.timed_seconds / std::max(s.wall_seconds, 1e-9), s.compile_seconds, threads);
-  if (s.clocks.readings > 0)
-    std::cout << fmt::format(
-        "  GPU clocks {}{}\n", s.clocks.describe(),
-        s.clocks.dropped() ? "  (dropped while timing: times may be slow)" : "");
+  if (s.clocks.readings > 0) {
+    const std::string verdict = s.clocks.verdict();
+    std::cout << fmt::format("  GPU clocks {}{}\n", s.clocks.describe(),
+                             verdict.empty() ? "" : "  (" + verdict + ")");
+  }
   if (setup.cuda && !s.finalists.empty()) {
     std::cout << fmt::format("  re-timed   {} finalists after {:.2f} s of sustained load",
                              s.finalists.size(), s.sustain_seconds);

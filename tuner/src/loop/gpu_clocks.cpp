@@ -46,6 +46,16 @@ std::string GpuClockStats::describe() const {
   return out;
 }
 
+std::string GpuClockStats::verdict() const {
+  if (!dropped()) return "";
+  constexpr std::uint64_t kPowerCap = 0x4;
+  if ((reasons & kSlowdownReasons) == kPowerCap)
+    return "held at the power limit under load: the kernel's sustained clock";
+  if (reasons & kSlowdownReasons)
+    return "a thermal or hardware slowdown while timing: times may be slow, a re-run is advised";
+  return "dropped while timing: times may be slow";
+}
+
 nlohmann::json clocks_json(const GpuClockStats& c) {
   return {{"readings", c.readings},
           {"sm_min_mhz", c.sm_min_mhz},

@@ -78,6 +78,11 @@ struct GpuClockStats {
   bool dropped() const;
   // "SM 1755-1980 MHz (max 1980), 31-45 C", or "" without readings.
   std::string describe() const;
+  // Why, for a flagged run, in words: the software power cap alone is the state a kernel at the
+  // GPU's power limit runs in under load (its sustained time, not a fault of the measurement);
+  // a thermal or hardware slowdown, or a clock drop without a named reason, may have slowed
+  // some trials and not others. "" when not flagged.
+  std::string verdict() const;
 };
 // {"readings", "sm_min_mhz", "sm_max_mhz", "sm_limit_mhz", "temperature_min_c",
 //  "temperature_max_c", "reasons", "dropped"}: the run summary's and `tune --json`'s form.
