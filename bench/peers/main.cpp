@@ -464,8 +464,8 @@ void sustain(const std::function<double()>& round, double window_ms) {
 // when either fails. Each side runs alone, after its own sustained load, in blocks ordered
 // ktune, peer, peer, ktune (a drift of the GPU over the row cancels). Not round by round: a
 // kernel at the GPU's power limit runs at the clock the load before it left, so interleaved
-// with cuBLAS a TF32 kernel ran 7-12% slower (SM clock 1470-1770 MHz) than alone under the
-// same sustained load (1815 MHz), and interleaved rounds made each side's time depend on the
+// with cuBLAS a TF32 kernel ran 7-10% slower (SM clock 1470-1770 MHz) than alone after a
+// sustained load (1815 MHz), and interleaved rounds made each side's time depend on the
 // other's power draw.
 bool time_rounds(GpuEvaluator& ev, const Config& config, const CompileResult& compiled,
                  const PeerRun& peer, const Timing& timing, Row& row) {
@@ -571,7 +571,8 @@ po::options_description peer_options() {
       "db", po::value<std::string>(),
       "ktune results database with the stored bests (default: kernel defaults)")(
       "device", po::value<int>()->default_value(0), "CUDA device ordinal")(
-      "rounds", po::value<int>()->default_value(7), "interleaved rounds of ktune and peer")(
+      "rounds", po::value<int>()->default_value(7),
+      "timed rounds per side, in two blocks each (ktune, peer, peer, ktune)")(
       "samples", po::value<int>()->default_value(20), "timed runs per round and side")(
       "sustain", po::value<double>()->default_value(100),
       "each side runs in windows of this many milliseconds before its rounds, until its time "

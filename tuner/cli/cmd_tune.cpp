@@ -310,10 +310,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["strategy_seconds"] = s.strategy_seconds;
   j["phases_seconds"] = s.phases_seconds;
   if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
-  if (!s.finalists.empty()) {
-    j["retime"] = {{"finalists", s.finalists.size()}, {"sustain_seconds", s.sustain_seconds}};
-    if (s.retime_clocks.readings > 0) j["retime"]["gpu_clocks"] = clocks_json(s.retime_clocks);
-  }
+  if (!s.finalists.empty()) j["retime"] = retime_json(s);
   j["strategy"] = setup.job.options.strategy;
   if (setup.auto_choice) j["strategy_chosen"] = setup.auto_choice->strategy;
   j["backend"] = setup.backend->name();

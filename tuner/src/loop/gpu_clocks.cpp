@@ -67,6 +67,13 @@ nlohmann::json clocks_json(const GpuClockStats& c) {
           {"dropped", c.dropped()}};
 }
 
+nlohmann::json retime_json(const TuneSummary& s) {
+  if (s.finalists.empty()) return nullptr;
+  nlohmann::json j = {{"finalists", s.finalists.size()}, {"sustain_seconds", s.sustain_seconds}};
+  if (s.retime_clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.retime_clocks);
+  return j;
+}
+
 GpuClockStats clocks_from_json(const nlohmann::json& j) {
   GpuClockStats c;
   if (!j.is_object()) return c;

@@ -642,10 +642,7 @@ class TuningRun {
     s["strategy_seconds"] = m.strategy_seconds;
     s["phases_seconds"] = m.phases_seconds;
     if (m.clocks.readings > 0) s["gpu_clocks"] = clocks_json(m.clocks);
-    if (!m.finalists.empty()) {
-      s["retime"] = {{"finalists", m.finalists.size()}, {"sustain_seconds", m.sustain_seconds}};
-      if (m.retime_clocks.readings > 0) s["retime"]["gpu_clocks"] = clocks_json(m.retime_clocks);
-    }
+    if (!m.finalists.empty()) s["retime"] = retime_json(m);
     if (m.best)
       s["best"] = {
           {"trial_id", m.best->id}, {"config", m.best->config_key}, {"time_ms", m.best->time_ms}};

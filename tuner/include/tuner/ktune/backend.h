@@ -39,7 +39,8 @@ struct MeasureOptions {
   // boost clock (docs/measuring.md#sustained-load). 0: none.
   double sustain_ms = 100;
   static constexpr int kSustainWindows = 20;
-  static constexpr double kSustainWallFactor = 4;  // a window's wall time, at most, in windows
+  // A window also ends after this many times its length of wall time (work outside the events).
+  static constexpr double kSustainWallFactor = 4;
   // The longest the sustained load can take, in seconds of wall time.
   double sustain_limit_seconds() const {
     return kSustainWindows * kSustainWallFactor * sustain_ms * 1e-3;

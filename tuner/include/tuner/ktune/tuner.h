@@ -117,6 +117,9 @@ struct TuneSummary {
   double sustain_seconds = 0;          // sustained load run before re-timing the finalists
   GpuClockStats retime_clocks;         // the clocks under load while re-timing them
 };
+// {"finalists", "sustain_seconds", "gpu_clocks" (clocks_json, where read)}: the final re-timing
+// in the run summary's and `tune --json`'s form; null when nothing was re-timed.
+nlohmann::json retime_json(const TuneSummary& s);
 
 using ProgressFn = std::function<void(const Progress&)>;
 
