@@ -1,5 +1,6 @@
 // Built-in kernel `copy`: a copy of fp32 in three ways (kernels_src/copy.cu), the device's
 // attainable memory bandwidth against which the other memory-bound kernels are read.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -20,7 +21,14 @@ int copy_reference(const ktune_reference_ctx* ctx, char* error, std::size_t erro
     std::snprintf(error, error_size, "copy: reference needs buffers 'in' and 'out' of one size");
     return 1;
   }
-  std::memcpy(out->data, in->data, in->count * sizeof(float));
+  // In slices on the host's cores: one thread copies 1 GiB in ~0.2 s of every worker's start.
+  const auto* x = static_cast<const char*>(in->data);
+  auto* y = static_cast<char*>(out->data);
+  const std::size_t bytes = in->count * sizeof(float), piece = std::size_t{1} << 20;
+  parallel_for((bytes + piece - 1) / piece, [&](std::size_t first, std::size_t last) {
+    std::memcpy(y + first * piece, x + first * piece,
+                std::min(bytes, last * piece) - first * piece);
+  });
   return 0;
 }
 

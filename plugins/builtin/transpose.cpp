@@ -37,14 +37,20 @@ int transpose_reference(const ktune_reference_ctx* ctx, char* error, std::size_t
   const auto* x = static_cast<const float*>(in->data);
   auto* y = static_cast<float*>(out->data);
   // In 64 x 64 blocks, so neither side strides through the whole matrix per element.
+  // Rows of blocks on the host's cores.
   constexpr std::int64_t kBlock = 64;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    for (std::int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const std::int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-      for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t c = c0; c < c1; ++c) y[c * rows + r] = x[r * cols + c];
+  const auto bands = static_cast<std::size_t>((rows + kBlock - 1) / kBlock);
+  parallel_for(bands, [&](std::size_t first, std::size_t last) {
+    for (auto band = static_cast<std::int64_t>(first); band < static_cast<std::int64_t>(last);
+         ++band) {
+      const std::int64_t r0 = band * kBlock, r1 = std::min(rows, r0 + kBlock);
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+        const std::int64_t c1 = std::min(cols, c0 + kBlock);
+        for (std::int64_t r = r0; r < r1; ++r)
+          for (std::int64_t c = c0; c < c1; ++c) y[c * rows + r] = x[r * cols + c];
+      }
     }
-  }
+  });
   return 0;
 }
 

@@ -252,8 +252,9 @@ TEST_F(BuiltinA, TransposeReferenceTransposes) {
   // out is 5 x 3: out[c][r] = in[r][c].
   EXPECT_EQ(out, (std::vector<float>{0, 5, 10, 1, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14}));
 
-  // A transposition larger than the reference's 64 x 64 blocks, neither side a multiple.
-  const std::int64_t rows = 70, cols = 131;
+  // A transposition of several bands of the reference's 64 x 64 blocks (each band on its own
+  // thread), neither side a multiple.
+  const std::int64_t rows = 300, cols = 131;
   std::vector<float> big(rows * cols), big_out(rows * cols, -1.0f);
   std::iota(big.begin(), big.end(), 0.0f);
   HostCall call2{{"rows", "cols"},
