@@ -73,31 +73,6 @@ TEST(HostMemory, GrownBytesKeepWhatTheyHad) {
   EXPECT_EQ(b, HostBytes({0, 0, 0, 0}));
 }
 
-TEST(HostMemory, LargeBytesAreHugePageAlignedMappingsThatGrowAndShrink) {
-  // Across the large-allocation line both ways: small to large, larger, and back below it.
-  HostBytes b(1000, 3);
-  b.resize(kLargeAllocation + 12345);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % (std::size_t{2} << 20), 0u);
-  EXPECT_EQ(b[999], 3);
-  parallel_set(b.data() + 1000, 9, b.size() - 1000);
-  EXPECT_EQ(b.back(), 9);
-  const std::size_t large = 3 * kLargeAllocation + 1;
-  b.resize(large, 5);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % (std::size_t{2} << 20), 0u);
-  EXPECT_EQ(b[0], 3);
-  EXPECT_EQ(b[kLargeAllocation], 9);
-  EXPECT_EQ(b.back(), 5);
-  HostBytes copy = b;  // another mapping with the same bytes
-  EXPECT_NE(copy.data(), b.data());
-  EXPECT_EQ(std::memcmp(copy.data(), b.data(), large), 0);
-  b.resize(10);
-  b.shrink_to_fit();  // the mapping is given back, the bytes kept
-  EXPECT_EQ(b, HostBytes({3, 3, 3, 3, 3, 3, 3, 3, 3, 3}));
-  copy.clear();
-  copy.shrink_to_fit();
-  EXPECT_EQ(copy.capacity(), 0u);
-}
-
 // One element of all-`byte` bytes at index `at` of n elements of `elem` bytes; the other bytes
 // are 0-6, never a pattern.
 HostBytes with_pattern_at(std::size_t n, std::size_t elem, std::size_t at, unsigned char byte) {

@@ -1,6 +1,5 @@
 // Switches of the environment: measured behaviours a run can turn off for A/B comparisons
-// (KTUNE_COMPILE_WARMUP, KTUNE_NVRTC_MINIMAL, KTUNE_OUT_OF_ORDER, KTUNE_STAGED_UPLOAD,
-// KTUNE_HUGE_PAGES;
+// (KTUNE_COMPILE_WARMUP, KTUNE_NVRTC_MINIMAL, KTUNE_OUT_OF_ORDER, KTUNE_STAGED_UPLOAD;
 // docs/cli.md).
 #pragma once
 

@@ -13,16 +13,8 @@
 
 namespace ktune::worker {
 
-// Allocations of at least this many bytes are mappings of their own, asked to be backed by huge
-// pages (2 MiB on x86-64): the first touch of a 1 GiB input in 4 KiB pages is 262,144 page faults,
-// most of what made copy's inputs and reference take 0.6 s of the worker's start.
-// KTUNE_HUGE_PAGES=0 keeps the mappings but asks for no huge pages.
-constexpr std::size_t kLargeAllocation = std::size_t{32} << 20;
-void* allocate_large(std::size_t bytes);  // throws std::bad_alloc
-void free_large(void* p, std::size_t bytes) noexcept;
-
 // An allocator whose value-less construct leaves the element uninitialised, so that resize()
-// of a vector of bytes costs no pass over the memory; large blocks come from allocate_large.
+// of a vector of bytes costs no pass over the memory.
 template <typename T>
 struct DefaultInitAllocator : std::allocator<T> {
   template <typename U>
@@ -32,14 +24,6 @@ struct DefaultInitAllocator : std::allocator<T> {
   DefaultInitAllocator() = default;
   template <typename U>
   DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    if (n * sizeof(T) >= kLargeAllocation) return static_cast<T*>(allocate_large(n * sizeof(T)));
-    return std::allocator<T>::allocate(n);
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    if (n * sizeof(T) >= kLargeAllocation) return free_large(p, n * sizeof(T));
-    std::allocator<T>::deallocate(p, n);
-  }
   template <typename U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;

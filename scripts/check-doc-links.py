@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Checks the Markdown links of README.md and docs/ (and the files they link to): every relative
+link names a file that exists, and every #anchor one of that file's headings, spelled as GitHub
+spells a heading's anchor. Prints each broken link and exits 1 if there is one.
+
+usage: check-doc-links.py [ROOT]   (default: the repository this script is in)
+"""
+import os
+import re
+import sys
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def anchors(path, cache={}):
+    """The anchors of a Markdown file's headings (outside fenced code), duplicates numbered."""
+    if path not in cache:
+        found, seen, fenced = set(), {}, False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.lstrip().startswith("```"):
+                    fenced = not fenced
+                    continue
+                m = None if fenced else HEADING.match(line)
+                if not m:
+                    continue
+                text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", m.group(2)).strip().lower()
+                slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+                n = seen.get(slug, 0)
+                seen[slug] = n + 1
+                found.add(slug if n == 0 else f"{slug}-{n}")
+        cache[path] = found
+    return cache[path]
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(os.path.dirname(__file__), ".."))
+    files = [os.path.join(root, "README.md")]
+    docs = os.path.join(root, "docs")
+    files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    broken = 0
+    for path in files:
+        fenced = False
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+        for number, line in enumerate(lines, 1):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if fenced:
+                continue
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, mailto: ...
+                    continue
+                file_part, _, anchor = target.partition("#")
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+                    if file_part else path
+                where = f"{os.path.relpath(path, root)}:{number}"
+                if not os.path.exists(dest):
+                    print(f"{where}: link to a missing file: {target}")
+                    broken += 1
+                elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                    print(f"{where}: no heading for the anchor: {target}")
+                    broken += 1
+    print(f"check-doc-links: {len(files)} files, {broken} broken links")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
