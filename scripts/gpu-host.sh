@@ -9,7 +9,8 @@
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
 #   reduce space at 2^20, 2^22, 2^25 and 2^28, the last two exported as recordings), tune-peers
 #   (tune the kernels of the peer table, $KTUNE_PEER_JOBS), peers (bench/peers on their stored
-#   bests, with the measured ceilings, $KTUNE_PEER_ONLY), hopper-limits (the TF32 tensor-core
+#   bests, with the measured ceilings, $KTUNE_PEER_ONLY), table (the whole peer table from one
+#   call: every kernel of it tuned, time-boxed by $KTUNE_TABLE_BUDGET, then peers), hopper-limits (the TF32 tensor-core
 #   peak and the L2 read bandwidth), recordings (brute-force the small spaces and export them), example (the client example on
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
@@ -218,6 +219,27 @@ for step in $steps; do
           --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
         log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
       done ;;
+    table)
+      # The whole peer table from one call and a fresh database: reduce at 2^25 and 2^28 by a
+      # random search of $KTUNE_TABLE_BUDGET seconds (default 25), copy, transpose and stencil3d
+      # whole, the other kernels of the table for that long each; then bench/peers on all of it
+      # (about 510 s with the build on an H200).
+      budget=${KTUNE_TABLE_BUDGET:-25}
+      rm -f $db $db-wal $db-shm
+      for n in 25 28; do
+        timeout -s INT -k 20 $limit $ktune tune reduce --problem n=2**$n --strategy random --budget-time $budget \
+          --db $db --json >"$out/tune-reduce-2_$n.json" 2>"$out/tune-reduce-2_$n.err"
+        log "tune reduce 2^$n: rc=$? $(python3 bench/summarize_tune.py reduce="$out/tune-reduce-2_$n.json" 2>&1 | tail -1)"
+      done
+      for job in copy transpose stencil3d convolution2d matmul matmul_tf32 matmul_tf32_wgmma matmul_tf32_tma; do
+        whole=(); case $job in copy|transpose|stencil3d) ;; *) whole=(--budget-time $budget) ;; esac
+        timeout -s INT -k 20 $limit $ktune tune --config configs/$job.toml --db $db --samples 7 "${whole[@]}" \
+          --json >"$out/tune-$job.json" 2>"$out/tune-$job.err"
+        log "tune $job: rc=$? $(python3 bench/summarize_tune.py $job="$out/tune-$job.json" 2>&1 | tail -1)"
+      done
+      timeout -s INT -k 20 400 $build/bench/ktune_peers --db $db --json "$out/peers.json" >"$out/peers.txt" 2>"$out/peers.err"
+      log "peers: rc=$?"; cat "$out/peers.txt" | tee -a "$out/summary.txt"
+      cp $db "$out/peers.db" ;;
     hopper-limits)
       # The TF32 tensor-core peak and the L2 read bandwidth (bench/hopper/limits.cu).
       $build/bench/ktune_hopper_limits >"$out/hopper-limits.txt" 2>&1
