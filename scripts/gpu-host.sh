@@ -223,7 +223,7 @@ for step in $steps; do
       # The whole peer table from one call and a fresh database: reduce at 2^25 and 2^28 by a
       # random search of $KTUNE_TABLE_BUDGET seconds (default 25), copy, transpose and stencil3d
       # whole, the other kernels of the table for that long each; then bench/peers on all of it
-      # (about 510 s with the build on an H200).
+      # (on an H200 about 405 s after the build, which takes 60-100 s).
       budget=${KTUNE_TABLE_BUDGET:-25}
       rm -f $db $db-wal $db-shm
       for n in 25 28; do
