@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks the Markdown links of README.md and docs/ (and the files they link to): every relative
-link names a file that exists, and every #anchor one of that file's headings, spelled as GitHub
-spells a heading's anchor. Prints each broken link and exits 1 if there is one.
+"""Checks the links of the repository's Markdown files (README.md, docs/, the READMEs beside the
+code): every relative link names a file that exists, and every #anchor one of that file's
+headings, spelled as GitHub spells a heading's anchor. Prints each broken link and exits 1 if
+there is one.
 
 usage: check-doc-links.py [ROOT]   (default: the repository this script is in)
 """
@@ -37,9 +38,11 @@ def anchors(path, cache={}):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
-    files = [os.path.join(root, "README.md")]
-    docs = os.path.join(root, "docs")
-    files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    files = []
+    for top, dirs, names in os.walk(root):
+        # Build trees, git's, and ignored scratch folders (names starting with a dot) hold no docs.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not d.startswith("build"))
+        files += [os.path.join(top, n) for n in sorted(names) if n.endswith(".md")]
     broken = 0
     for path in files:
         fenced = False
