@@ -45,28 +45,31 @@ def main():
         files += [os.path.join(top, n) for n in sorted(names) if n.endswith(".md")]
     broken = 0
     for path in files:
-        fenced = False
+        # Fenced code is blanked (its brackets are code), keeping the line count, so that a link
+        # whose text runs over a line break is still found and its line number right.
+        fenced, kept = False, []
         with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-        for number, line in enumerate(lines, 1):
-            if line.lstrip().startswith("```"):
-                fenced = not fenced
+            for line in f:
+                if line.lstrip().startswith("```"):
+                    fenced = not fenced
+                    kept.append("\n")
+                else:
+                    kept.append("\n" if fenced else line)
+        text = "".join(kept)
+        for m in LINK.finditer(text):
+            target = m.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, mailto: ...
                 continue
-            if fenced:
-                continue
-            for target in LINK.findall(line):
-                if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, mailto: ...
-                    continue
-                file_part, _, anchor = target.partition("#")
-                dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
-                    if file_part else path
-                where = f"{os.path.relpath(path, root)}:{number}"
-                if not os.path.exists(dest):
-                    print(f"{where}: link to a missing file: {target}")
-                    broken += 1
-                elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
-                    print(f"{where}: no heading for the anchor: {target}")
-                    broken += 1
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+                if file_part else path
+            where = f"{os.path.relpath(path, root)}:{text.count(chr(10), 0, m.start(1)) + 1}"
+            if not os.path.exists(dest):
+                print(f"{where}: link to a missing file: {target}")
+                broken += 1
+            elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                print(f"{where}: no heading for the anchor: {target}")
+                broken += 1
     print(f"check-doc-links: {len(files)} files, {broken} broken links")
     return 1 if broken else 0
 
