@@ -6,6 +6,7 @@ there is one.
 
 usage: check-doc-links.py [ROOT]   (default: the repository this script is in)
 """
+import functools
 import os
 import re
 import sys
@@ -14,25 +15,33 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def anchors(path, cache={}):
-    """The anchors of a Markdown file's headings (outside fenced code), duplicates numbered."""
-    if path not in cache:
-        found, seen, fenced = set(), {}, False
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.lstrip().startswith("```"):
-                    fenced = not fenced
-                    continue
-                m = None if fenced else HEADING.match(line)
-                if not m:
-                    continue
-                text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", m.group(2)).strip().lower()
-                slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
-                n = seen.get(slug, 0)
-                seen[slug] = n + 1
-                found.add(slug if n == 0 else f"{slug}-{n}")
-        cache[path] = found
-    return cache[path]
+def unfenced(path):
+    """The file's lines with fenced code blanked (its brackets and #s are code), the count kept."""
+    fenced, lines = False, []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                lines.append("\n")
+            else:
+                lines.append("\n" if fenced else line)
+    return lines
+
+
+@functools.lru_cache(maxsize=None)
+def anchors(path):
+    """The anchors of a Markdown file's headings, duplicates numbered."""
+    found, seen = set(), {}
+    for line in unfenced(path):
+        m = HEADING.match(line)
+        if not m:
+            continue
+        text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", m.group(2)).strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
 
 
 def main():
@@ -45,17 +54,8 @@ def main():
         files += [os.path.join(top, n) for n in sorted(names) if n.endswith(".md")]
     broken = 0
     for path in files:
-        # Fenced code is blanked (its brackets are code), keeping the line count, so that a link
-        # whose text runs over a line break is still found and its line number right.
-        fenced, kept = False, []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.lstrip().startswith("```"):
-                    fenced = not fenced
-                    kept.append("\n")
-                else:
-                    kept.append("\n" if fenced else line)
-        text = "".join(kept)
+        # Whole text, so that a link whose text runs over a line break is found too.
+        text = "".join(unfenced(path))
         for m in LINK.finditer(text):
             target = m.group(1)
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, mailto: ...
