@@ -270,7 +270,7 @@ std::optional<CompileResult> compile_reference(const KernelSpec& spec, const Pro
                                                const DeviceInfo& dev) {
   std::optional<CompileResult> reference;
   if (spec.reference == nullptr && !spec.reference_config.empty()) {
-    const KernelInstance probe(spec, problem, dev.limits);
+    const KernelInstance probe(spec.declared(), problem, dev.limits);
     const Config ref = probe.space().from_assignments(spec.reference_assignments());
     reference = compile(render(probe, ref, dev.arch));
     if (!reference->ok)

@@ -1,5 +1,6 @@
 // The comparison kernels on the GPU (backends/cuda/device_compare.h): every element type, the
-// 16-byte bulk and the element-wise rest, unaligned buffers, tolerances, NaN and Inf.
+// 16-byte bulk and the element-wise rest, unaligned buffers, tolerances, NaN and Inf; the inputs
+// made there, bit for bit the host's; the poison counted there.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "backends/cuda/device_compare.h"
+#include "backends/cuda/inputs.h"
+#include "ktune/kernel.h"
 
 namespace ktune::worker {
 namespace {
@@ -99,6 +102,61 @@ TEST_F(DeviceCompareGpu, FloatsWithinToleranceOnlyAndNeverNanOrInf) {
   const DeviceCompare::Summary s = run(ElemType::kF64, got, want, 0, 1e-9, 0);
   EXPECT_EQ(s.count, 1u);
   EXPECT_EQ(s.first, 32u);
+}
+
+// The GPU makes an input as the host's fill() does, bit for bit, for every type and every kind
+// it takes (inputs.h), at a count that is not a multiple of anything and from an odd address.
+template <typename T>
+void expect_fill_as_host(DeviceCompareGpu& t, ElemType type, const std::string& text) {
+  BufferSpec spec;
+  spec.name = "x";
+  spec.type = type;
+  spec.init = text;
+  const BufferInit init = KernelSpec::parse_init(spec);
+  const auto rule = device_fill(type, init);
+  ASSERT_TRUE(rule) << text;
+  const std::size_t n = 1000003;
+  const std::uint64_t stream = mix(42) ^ mix(3);
+  std::vector<T> host(n), gpu(n);
+  fill(host.data(), type, n, init, stream);
+  char* data = static_cast<char*>(t.upload(gpu.data(), n * sizeof(T), sizeof(T)));
+  t.compare_->fill(type, data, n, *rule, stream);
+  ASSERT_EQ(cudaMemcpy(gpu.data(), data, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::size_t differ = 0, first = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::memcmp(&host[i], &gpu[i], sizeof(T)) != 0 && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << to_string(type) << " " << text << ": first at " << first;
+}
+
+TEST_F(DeviceCompareGpu, FillMakesTheHostsInputsBitForBit) {
+  for (const std::string text :
+       {"random", "random(-3, 1000)", "uniform(1e-3, 7)", "iota", "value(-1)", "value(2.5)"}) {
+    expect_fill_as_host<std::int8_t>(*this, ElemType::kI8, text);
+    expect_fill_as_host<std::uint8_t>(*this, ElemType::kU8, text);
+    expect_fill_as_host<std::int16_t>(*this, ElemType::kI16, text);
+    expect_fill_as_host<std::uint16_t>(*this, ElemType::kU16, text);
+    expect_fill_as_host<std::int32_t>(*this, ElemType::kI32, text);
+    expect_fill_as_host<std::uint32_t>(*this, ElemType::kU32, text);
+    expect_fill_as_host<std::int64_t>(*this, ElemType::kI64, text);
+    expect_fill_as_host<std::uint64_t>(*this, ElemType::kU64, text);
+    expect_fill_as_host<float>(*this, ElemType::kF32, text);
+    expect_fill_as_host<double>(*this, ElemType::kF64, text);
+  }
+}
+
+TEST_F(DeviceCompareGpu, CountEqualFindsThePoisonInEveryElementSize) {
+  std::vector<std::uint16_t> shorts(100003, 7);
+  shorts[3] = shorts[70000] = shorts[100002] = 0xFFFF;
+  EXPECT_EQ(
+      compare_->count_equal(2, upload(shorts.data(), shorts.size() * 2, 2), shorts.size(), ~0ull),
+      3u);
+  std::vector<double> doubles(1001, 1.0);
+  EXPECT_EQ(
+      compare_->count_equal(8, upload(doubles.data(), doubles.size() * 8), doubles.size(), ~0ull),
+      0u);
+  std::vector<std::uint8_t> bytes(17, 0xFF);
+  EXPECT_EQ(compare_->count_equal(1, upload(bytes.data(), bytes.size(), 1), bytes.size(), 0xFFull),
+            17u);
 }
 
 }  // namespace

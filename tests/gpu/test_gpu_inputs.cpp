@@ -139,14 +139,109 @@ TEST_F(GpuInputs, FloatInputAndExpectedOutputFromFilesWithinTolerance) {
 }
 
 TEST_F(GpuInputs, LargeInputsAndReferencesReachTheGpuWhole) {
-  // copy at 3 * 2^24 + 5 floats: input and reference (192 MiB each) go up in page-locked slots
-  // of 64 MiB, the last slot ragged. The device check compares with the uploaded reference, the
-  // host check with the host's own copy of the input: a slot sent before it was filled, or
-  // refilled before it had left, fails one or the other.
-  for (const char* where : {"device", "host"})
+  // transpose of 7001 x 7187 floats (a host reference): input and reference (192 MiB each) go up
+  // in page-locked slots of 64 MiB, the last slot ragged. The device check compares with the
+  // uploaded reference, the host check with the host's own: a slot sent before it was filled, or
+  // refilled before it had left, fails one or the other. copy at 3 * 2^24 + 5 floats (its
+  // reference a configuration): the input made on the GPU and the reference kept there with
+  // --verify device, the input uploaded and the reference downloaded with --verify host.
+  for (const char* where : {"device", "host"}) {
+    expect_all_ok(tune({"transpose", "--problem", "rows=7001,cols=7187", "--budget-evals", "3",
+                        "--verify", where, "--no-reuse"}),
+                  std::string("transpose, --verify ") + where);
     expect_all_ok(tune({"copy", "--problem", "n=50331653", "--budget-evals", "3", "--verify", where,
                         "--no-reuse"}),
                   std::string("copy, --verify ") + where);
+  }
+}
+
+TEST_F(GpuInputs, AReferenceKeptOnTheGpuStillCatchesAnElementLeftUnwritten) {
+  // out = in with in all -1 (int32): every expected element equals the poison, so only the
+  // second pattern catches the configurations that skip element 0. The reference is the
+  // configuration skip=0, made and kept on the GPU (--verify device) or downloaded (host).
+  write_file(dir_ / "poisonref.cu",
+             "extern \"C\" __global__ void poisonref(const int* in, int* out, unsigned n) {\n"
+             "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+             "  if (i < n && !(SKIP && i == 0)) out[i] = in[i];\n"
+             "}\n");
+  write_file(dir_ / "poisonref.toml", R"toml([kernel]
+name = "poisonref"
+description = "out = in, the configurations with skip = 1 leave element 0 unwritten"
+source = "poisonref.cu"
+entry = "poisonref"
+
+[[param]]
+name = "skip"
+values = [0, 1]
+
+[[param]]
+name = "block_size"
+values = [128, 256]
+
+[[problem]]
+name = "n"
+default = 100003
+
+[launch]
+grid = ["div_up(n, block_size)", 1, 1]
+block = "block_size"
+
+[[buffer]]
+name = "in"
+type = "int32"
+role = "input"
+size = "n"
+init = "value(-1)"
+
+[[buffer]]
+name = "out"
+type = "int32"
+role = "output"
+size = "n"
+
+[[arg]]
+buffer = "in"
+
+[[arg]]
+buffer = "out"
+
+[[arg]]
+value = "n"
+type = "uint32"
+
+[reference]
+config = "skip=0,block_size=128"
+)toml");
+  for (const char* where : {"device", "host"}) {
+    const json summary = tune({"poisonref", "--plugin", (dir_ / "poisonref.toml").string(),
+                               "--strategy", "brute_force", "--verify", where, "--no-reuse"});
+    ASSERT_TRUE(summary.contains("by_status")) << where << ": " << summary.dump();
+    EXPECT_EQ(summary["by_status"].value("ok", 0), 2) << where << ": " << summary.dump();
+    EXPECT_EQ(summary["by_status"].value("wrong_result", 0), 2) << where << ": " << summary.dump();
+  }
+  const Store store = Store::open(dir_ / "inputs.db", Store::Mode::kReadOnly);
+  int wrong = 0;
+  for (const auto& run : store.runs())
+    for (const TrialRecord& t : store.trials_of_run(run.id))
+      if (t.status == TrialStatus::kWrongResult) {
+        ++wrong;
+        EXPECT_TRUE(contains(t.config_key, "skip=1")) << t.config_key;
+        EXPECT_TRUE(contains(t.error, "out[0]")) << t.error;
+        EXPECT_TRUE(contains(t.error, "expected -1")) << t.error;
+      }
+  EXPECT_EQ(wrong, 4);
+}
+
+TEST_F(GpuInputs, AJobNeedNotKeepTheReferenceConfigurationsValues) {
+  // copy narrowed to its one-pass variant of float4s: its reference (variant 0, single floats) is
+  // a configuration of the kernel's declared space and still makes the reference.
+  write_file(dir_ / "narrow.toml",
+             "kernel = \"copy\"\n[problem]\nn = 1000003\n[space]\nvariant = [2]\n"
+             "vector_width = [4]\nunroll = [2, 8]\n");
+  for (const char* where : {"device", "host"})
+    expect_all_ok(tune({"--config", (dir_ / "narrow.toml").string(), "--budget-evals", "4",
+                        "--verify", where, "--no-reuse"}),
+                  std::string("narrowed copy, --verify ") + where);
 }
 
 TEST_F(GpuInputs, AConstantBufferReachesTheKernelsConstantVariable) {

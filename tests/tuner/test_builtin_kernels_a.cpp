@@ -19,6 +19,7 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/instance.h"
+#include "ktune/job.h"
 #include "ktune/registry.h"
 
 namespace ktune {
@@ -89,12 +90,15 @@ TEST_F(BuiltinA, KernelsAreRegisteredAndValidate) {
     EXPECT_TRUE(inst.space().is_valid(inst.space().default_config()))
         << inst.space().violated(inst.space().default_config()).value_or("");
   }
-  // Host references where the host can afford the problem; matmul names a configuration.
+  // Host references where the host can afford the problem; matmul names a configuration, and so
+  // does copy, whose plainest configuration is its reference (made on the GPU from inputs made
+  // there, so 1 GiB never passes through the host).
   EXPECT_NE(registry_.get("transpose").reference, nullptr);
-  EXPECT_NE(registry_.get("copy").reference, nullptr);
   EXPECT_NE(registry_.get("reduce_f32").reference, nullptr);
-  EXPECT_EQ(registry_.get("matmul").reference, nullptr);
-  EXPECT_FALSE(registry_.get("matmul").reference_config.empty());
+  for (const char* name : {"matmul", "copy"}) {
+    EXPECT_EQ(registry_.get(name).reference, nullptr) << name;
+    EXPECT_FALSE(registry_.get(name).reference_config.empty()) << name;
+  }
   EXPECT_FALSE(registry_.get("matmul").flops.empty());
 }
 
@@ -275,26 +279,38 @@ TEST_F(BuiltinA, TransposeReferenceTransposes) {
   EXPECT_NE(bad.error.find("transpose"), std::string::npos) << bad.error;
 }
 
-TEST_F(BuiltinA, CopyReferenceCopies) {
+TEST_F(BuiltinA, CopysReferenceIsItsPlainestConfigurationWhateverAJobNarrows) {
   const KernelSpec& k = registry_.get("copy");
-  std::vector<float> in{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 1e-30f, 7.0f}, out(7, 42.0f);
-  HostCall call{
-      {"n"},
-      {7},
-      {host_buffer("in", KTUNE_BUFFER_INPUT, in), host_buffer("out", KTUNE_BUFFER_OUTPUT, out)}};
-  ASSERT_EQ(call.run(k), 0) << call.error;
-  EXPECT_EQ(std::memcmp(in.data(), out.data(), in.size() * sizeof(float)), 0);
   // The copy is exact: no tolerance on its output.
   for (const BufferSpec& b : k.buffers) {
     EXPECT_EQ(b.abs_tol, 0) << b.name;
     EXPECT_EQ(b.rel_tol, 0) << b.name;
   }
-  std::vector<float> short_out(3);
-  HostCall bad{{"n"},
-               {7},
-               {host_buffer("in", KTUNE_BUFFER_INPUT, in),
-                host_buffer("out", KTUNE_BUFFER_OUTPUT, short_out)}};
-  EXPECT_NE(bad.run(k), 0);
+  const auto ref = k.reference_assignments();
+  EXPECT_EQ(ref.at("variant"), "0");
+  EXPECT_EQ(ref.at("vector_width"), "1");
+  EXPECT_EQ(ref.at("unroll"), "1");
+  EXPECT_EQ(ref.at("cache_hint"), "0");
+  // A job that leaves none of the reference's values in its lists (the one-pass variant of
+  // float4s only): the reference is still found, in the kernel's declared space, and is valid
+  // there at a size that is not a multiple of anything.
+  JobFile job;
+  job.space = {{"variant", {Value(2)}}, {"vector_width", {Value(4)}}, {"unroll", {Value(8)}}};
+  job.restrictions = {"block_size >= 512"};
+  const KernelSpec narrowed = apply_job(k, job);
+  EXPECT_EQ(narrowed.reference_assignments(), ref);
+  const KernelSpec declared = narrowed.declared();
+  ASSERT_EQ(declared.params.size(), k.params.size());
+  for (std::size_t i = 0; i < k.params.size(); ++i)
+    EXPECT_EQ(declared.params[i].values, k.params[i].values) << k.params[i].name;
+  EXPECT_EQ(declared.restrictions, k.restrictions);
+  const KernelInstance inst(declared, {{"n", 1000003}}, DeviceLimits::for_arch(90));
+  const Config config = inst.space().from_assignments(ref);
+  EXPECT_TRUE(inst.space().is_valid(config)) << inst.space().violated(config).value_or("");
+  // Narrowing twice keeps the first declared space.
+  JobFile again;
+  again.space = {{"block_size", {Value(1024)}}};
+  EXPECT_EQ(apply_job(narrowed, again).declared().params[0].values, k.params[0].values);
 }
 
 TEST_F(BuiltinA, ReduceF32ReferenceSumsInDouble) {

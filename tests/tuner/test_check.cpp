@@ -123,6 +123,22 @@ TEST(Check, AReferenceOutsideTheSpaceIsAnError) {
   EXPECT_FALSE(quick_check_kernel(k).empty());
 }
 
+TEST(Check, AReferenceIsAConfigurationOfTheDeclaredSpaceWhateverAJobNarrows) {
+  // The job keeps only unroll = 4 and adds a restriction the reference breaks; the reference
+  // (unroll = 1) is a configuration of the kernel's own space, so the check passes.
+  JobFile job;
+  job.space = {{"unroll", {Value(4)}}};
+  job.restrictions = {"unroll > 1"};
+  const KernelSpec k = apply_job(ghost_kernel(), job);
+  EXPECT_EQ(k.params[1].values, std::vector<Value>{Value(4)});
+  const KernelInstance instance(k, k.make_problem({}), DeviceLimits::for_arch(90));
+  CheckOptions options;
+  options.compile = false;
+  const auto& ref = finding(check_kernel(instance, options), "reference");
+  EXPECT_EQ(ref.level, CheckFinding::Level::kOk) << ref.message;
+  EXPECT_TRUE(contains(ref.message, "unroll=1")) << ref.message;
+}
+
 TEST(Check, AnEmptySpaceNamesTheRestrictionsThatEmptiedIt) {
   KernelSpec k = ghost_kernel();
   k.restrictions = {"block_size >= 32", "n < 1000"};  // the problem's n is 1024

@@ -215,6 +215,61 @@ TEST(Distributions, SameSeedSameDataOtherSeedOtherData) {
   }
 }
 
+// Element i as the GPU's fill kernel computes it from a DeviceFill (device_compare.cpp's
+// fill_elems, written again here on the host).
+template <typename T>
+T device_element(const worker::DeviceFill& f, std::uint64_t stream, std::uint64_t i) {
+  if (f.kind == worker::DeviceFill::kValue) {
+    T v;
+    std::memcpy(&v, &f.value_bits, sizeof(T));
+    return v;
+  }
+  if (f.kind == worker::DeviceFill::kIota) return static_cast<T>(i);
+  const std::uint64_t r = worker::mix(stream ^ worker::mix(i));
+  if (f.kind == worker::DeviceFill::kRandomFloat) {
+    const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
+    const volatile double product = f.width * u;  // two roundings, as __dmul_rn and __dadd_rn
+    return static_cast<T>(f.lo + product);
+  }
+  return static_cast<T>(f.int_lo + static_cast<std::int64_t>(r % f.span));
+}
+
+template <typename T>
+void expect_device_rule_matches(ElemType type, const std::string& init) {
+  const BufferInit parsed = KernelSpec::parse_init(input(init, type));
+  const auto rule = worker::device_fill(type, parsed);
+  ASSERT_TRUE(rule) << init;
+  const std::size_t n = 4099;
+  const auto host = filled<T>(init, n, 11, type);
+  for (std::size_t i = 0; i < n; ++i) {
+    const T gpu = device_element<T>(*rule, 11, i);
+    ASSERT_EQ(std::memcmp(&host[i], &gpu, sizeof(T)), 0)
+        << to_string(type) << " " << init << " element " << i;
+  }
+}
+
+TEST(Distributions, TheGpusRuleMakesTheHostsValuesBitForBit) {
+  for (const std::string init :
+       {"random", "random(-3, 1000)", "uniform(0, 1)", "iota", "zero", "value(-7)", "value(2.5)"}) {
+    expect_device_rule_matches<std::int8_t>(ElemType::kI8, init);
+    expect_device_rule_matches<std::uint8_t>(ElemType::kU8, init);
+    expect_device_rule_matches<std::int16_t>(ElemType::kI16, init);
+    expect_device_rule_matches<std::uint16_t>(ElemType::kU16, init);
+    expect_device_rule_matches<std::int32_t>(ElemType::kI32, init);
+    expect_device_rule_matches<std::uint32_t>(ElemType::kU32, init);
+    expect_device_rule_matches<std::int64_t>(ElemType::kI64, init);
+    expect_device_rule_matches<std::uint64_t>(ElemType::kU64, init);
+    expect_device_rule_matches<float>(ElemType::kF32, init);
+    expect_device_rule_matches<double>(ElemType::kF64, init);
+  }
+  // What only the host makes: libm's distributions, choices, files and generate functions.
+  for (const std::string init :
+       {"normal(0, 1)", "zipf(1.5)", "choice(1, 2)", "file(x.bin)", "generator"})
+    EXPECT_FALSE(
+        worker::device_fill(ElemType::kF32, KernelSpec::parse_init(input(init, ElemType::kF32))))
+        << init;
+}
+
 TEST(Distributions, NormalHasItsMeanAndSpread) {
   const auto v = filled<double>("normal(5, 2)", 200000, 3, ElemType::kF64);
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();

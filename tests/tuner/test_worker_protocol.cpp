@@ -168,13 +168,16 @@ TEST(WorkerProtocol, RequestsAndRetimeRepliesRoundTrip) {
 namespace ktune::worker {
 namespace {
 
-// The kernels that check outputs on the GPU compile with this NVRTC for the GPUs ktune targets
-// (loading and running them is the GPU tests' part).
+// The kernels that check outputs, count poison and make inputs on the GPU compile with this
+// NVRTC for the GPUs ktune targets (loading and running them is the GPU tests' part).
 TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
   for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
     const CompileResult r = DeviceCompare::compile(arch);
     EXPECT_TRUE(r.ok) << arch << ": " << r.error << "\n" << r.log;
     EXPECT_FALSE(r.cubin.empty()) << arch;
+    for (const char* name : {"ktune_compare_f32", "ktune_count_equal8", "ktune_fill_i8",
+                             "ktune_fill_u64", "ktune_fill_f32", "ktune_fill_f64"})
+      EXPECT_NE(r.cubin.find(name), std::string::npos) << arch << ": " << name;
   }
 }
 

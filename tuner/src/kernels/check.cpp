@@ -125,7 +125,8 @@ std::vector<CheckFinding> quick_check_kernel(const KernelSpec& k) {
     Constants constants;
     for (const auto& p : k.problem) constants.emplace_back(p.name, Value(p.default_value));
     for (auto& c : DeviceLimits::for_arch(90).constants()) constants.push_back(std::move(c));
-    const SearchSpace space(k.params, k.restrictions, constants);
+    const KernelSpec declared = k.declared();
+    const SearchSpace space(declared.params, declared.restrictions, constants);
     const Config ref = space.from_assignments(k.reference_assignments());
     if (auto v = space.violated(ref))
       out.push_back({Level::kWarning, "reference",
@@ -161,13 +162,17 @@ CheckFinding check_reference(const KernelInstance& instance) {
     return {Level::kOk, "reference",
             k.reference ? "the kernel's host reference function" : (files ? "expected files" : "")};
   }
-  const SearchSpace& space = instance.space();
+  // A configuration of the kernel's declared space (a job's narrowing does not apply to it).
+  const KernelInstance declared(k.declared(), instance.problem(), instance.limits());
+  const SearchSpace& space = declared.space();
   const Config ref = space.from_assignments(k.reference_assignments());
   if (auto v = space.violated(ref))
     return {Level::kError, "reference",
-            fmt::format("the reference configuration {} is not in the space: it breaks '{}'",
+            fmt::format("the reference configuration {} is not in the kernel's space: it breaks "
+                        "'{}'",
                         space.key(ref), *v)};
-  return {Level::kOk, "reference", fmt::format("configuration {} is in the space", space.key(ref))};
+  return {Level::kOk, "reference",
+          fmt::format("configuration {} is in the kernel's space", space.key(ref))};
 }
 
 // Every valid configuration's geometry evaluates, and how many the device limits leave out.

@@ -279,6 +279,7 @@ void apply_inputs(KernelSpec& kernel, const std::map<std::string, std::string>& 
 
 KernelSpec apply_job(const KernelSpec& kernel, const JobFile& job) {
   KernelSpec k = kernel;
+  if (!job.space.empty() || !job.restrictions.empty()) k.remember_declared();
   for (const auto& setting : job.space) {
     // Not a structured binding: clang 14 (the fuzzing build) cannot capture one in a lambda.
     const std::string& name = setting.first;

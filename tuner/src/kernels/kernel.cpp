@@ -107,14 +107,15 @@ std::string problem_key(const Problem& problem, const std::vector<ProblemParam>&
 std::map<std::string, std::string> KernelSpec::reference_assignments() const {
   std::map<std::string, std::string> out;
   std::string_view rest = reference_config;
+  const std::vector<Parameter>& space = declared_params.empty() ? params : declared_params;
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     const std::string item(rest.substr(0, comma));
     const auto eq = item.find('=');
-    const auto param = std::find_if(params.begin(), params.end(), [&](const Parameter& p) {
+    const auto param = std::find_if(space.begin(), space.end(), [&](const Parameter& p) {
       return eq != std::string::npos && p.name == item.substr(0, eq);
     });
-    if (eq == std::string::npos || param == params.end())
+    if (eq == std::string::npos || param == space.end())
       throw Error(ErrorKind::kInput,
                   fmt::format("kernel '{}': reference config '{}': '{}' is not NAME=VALUE of a "
                               "parameter",
@@ -133,6 +134,23 @@ std::map<std::string, std::string> KernelSpec::reference_assignments() const {
     rest.remove_prefix(comma + 1);
   }
   return out;
+}
+
+KernelSpec KernelSpec::declared() const {
+  KernelSpec k = *this;
+  if (!declared_params.empty()) {
+    k.params = declared_params;
+    k.restrictions = declared_restrictions;
+    k.declared_params.clear();
+    k.declared_restrictions.clear();
+  }
+  return k;
+}
+
+void KernelSpec::remember_declared() {
+  if (!declared_params.empty()) return;
+  declared_params = params;
+  declared_restrictions = restrictions;
 }
 
 Problem KernelSpec::make_problem(const std::map<std::string, std::int64_t>& given) const {

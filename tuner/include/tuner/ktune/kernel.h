@@ -119,6 +119,12 @@ struct KernelSpec {
   std::vector<ArgSpec> args;
   ktune_reference_fn reference = nullptr;
   std::string reference_config;
+  // The parameters and restrictions as the kernel declares them, where a job narrowed `params` or
+  // added restrictions (apply_job, and the GPU worker's copy of a tuned kernel); empty where
+  // `params` and `restrictions` are the declared ones. The reference configuration is one of the
+  // declared space, so a job need not keep its values.
+  std::vector<Parameter> declared_params;
+  std::vector<std::string> declared_restrictions;
   // No output is checked (Kernel Tuner's tune_kernel without an answer): the kernel may then
   // have no output buffer and no reference.
   bool unchecked = false;
@@ -148,6 +154,11 @@ struct KernelSpec {
   // The reference configuration as name -> value text; throws Error(kInput) for a malformed one
   // or a name or value the kernel does not have.
   std::map<std::string, std::string> reference_assignments() const;
+  // This kernel with its declared parameters and restrictions (itself where none were narrowed).
+  KernelSpec declared() const;
+  // Keeps the current parameters and restrictions as the declared ones before a job narrows
+  // them (once: a second narrowing keeps the first's).
+  void remember_declared();
 
   // Problem with defaults filled in; throws Error(kUsage) for unknown names.
   Problem make_problem(const std::map<std::string, std::int64_t>& given) const;

@@ -76,11 +76,91 @@ KTUNE_EXACT(ktune_compare_exact8, u64)
   }
 KTUNE_FLOAT(ktune_compare_f32, float)
 KTUNE_FLOAT(ktune_compare_f64, double)
+#define KTUNE_COUNT(NAME, T) \
+  extern "C" __global__ void NAME(const T* data, u64 n, T value, int aligned, u64* result) { \
+    count_bad(data, data, n, aligned, result, [=](T g, T) { return g == value; }); \
+  }
+KTUNE_COUNT(ktune_count_equal1, unsigned char)
+KTUNE_COUNT(ktune_count_equal2, unsigned short)
+KTUNE_COUNT(ktune_count_equal4, unsigned int)
+KTUNE_COUNT(ktune_count_equal8, u64)
+__device__ u64 ktune_mix(u64 x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// The host's fill (inputs.cpp, DeviceFill) element by element: the same integer mixing, the
+// same conversions (round to nearest), and lo + width * u without fusing the two operations.
+template <typename T, bool kFloat>
+__device__ void fill_elems(T* data, u64 n, u64 stream, int kind, double lo, double width,
+                           long long int_lo, u64 span, T value) {
+  const u64 start = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = start; i < n; i += stride) {
+    T v = value;
+    if (kind == 1) {
+      v = (T)i;
+    } else if (kind >= 2) {
+      const u64 r = ktune_mix(stream ^ ktune_mix(i));
+      if (kFloat)
+        v = (T)__dadd_rn(lo, __dmul_rn(width, (double)(r >> 11) * 0x1.0p-53));
+      else
+        v = (T)(int_lo + (long long)(r % span));
+    }
+    data[i] = v;
+  }
+}
+#define KTUNE_FILL(NAME, T, F) \
+  extern "C" __global__ void NAME(T* data, u64 n, u64 stream, int kind, double lo, double width, \
+                                  long long int_lo, u64 span, T value) { \
+    fill_elems<T, F>(data, n, stream, kind, lo, width, int_lo, span, value); \
+  }
+KTUNE_FILL(ktune_fill_i8, signed char, false)
+KTUNE_FILL(ktune_fill_u8, unsigned char, false)
+KTUNE_FILL(ktune_fill_i16, short, false)
+KTUNE_FILL(ktune_fill_u16, unsigned short, false)
+KTUNE_FILL(ktune_fill_i32, int, false)
+KTUNE_FILL(ktune_fill_u32, unsigned int, false)
+KTUNE_FILL(ktune_fill_i64, long long, false)
+KTUNE_FILL(ktune_fill_u64, u64, false)
+KTUNE_FILL(ktune_fill_f32, float, true)
+KTUNE_FILL(ktune_fill_f64, double, true)
 )";
 
 constexpr const char* kNames[] = {"ktune_compare_exact1", "ktune_compare_exact2",
                                   "ktune_compare_exact4", "ktune_compare_exact8",
                                   "ktune_compare_f32",    "ktune_compare_f64"};
+constexpr const char* kCountNames[] = {"ktune_count_equal1", "ktune_count_equal2",
+                                       "ktune_count_equal4", "ktune_count_equal8"};
+
+// The fill kernel of each element type.
+const char* fill_name(ElemType type) {
+  switch (type) {
+    case ElemType::kI8:
+      return "ktune_fill_i8";
+    case ElemType::kU8:
+      return "ktune_fill_u8";
+    case ElemType::kI16:
+      return "ktune_fill_i16";
+    case ElemType::kU16:
+      return "ktune_fill_u16";
+    case ElemType::kI32:
+      return "ktune_fill_i32";
+    case ElemType::kU32:
+      return "ktune_fill_u32";
+    case ElemType::kI64:
+      return "ktune_fill_i64";
+    case ElemType::kU64:
+      return "ktune_fill_u64";
+    case ElemType::kF32:
+      return "ktune_fill_f32";
+    case ElemType::kF64:
+      return "ktune_fill_f64";
+  }
+  return nullptr;
+}
+
+int size_index(std::size_t size) { return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3; }
 
 }  // namespace
 
@@ -110,6 +190,8 @@ DeviceCompare::DeviceCompare(const CompileResult& compiled, cudaStream_t stream)
     check(cudaLibraryGetKernel(&exact_[i], library_, kNames[i]), kNames[i]);
   check(cudaLibraryGetKernel(&f32_, library_, kNames[4]), kNames[4]);
   check(cudaLibraryGetKernel(&f64_, library_, kNames[5]), kNames[5]);
+  for (int i = 0; i < 4; ++i)
+    check(cudaLibraryGetKernel(&count_[i], library_, kCountNames[i]), kCountNames[i]);
   check(cudaMalloc(reinterpret_cast<void**>(&result_), 2 * sizeof(unsigned long long)),
         "cudaMalloc(comparison result)");
   int device = 0, sms = 1;
@@ -142,8 +224,7 @@ DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, co
     void* a[] = {&got, &want, &count, &aligned, &abs_tol, &rel_tol, &result_};
     std::copy(std::begin(a), std::end(a), args);
   } else {
-    const std::size_t size = elem_size(type);
-    kernel = exact_[size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3];
+    kernel = exact_[size_index(elem_size(type))];
     void* a[] = {&got, &want, &count, &aligned, &result_};
     std::copy(std::begin(a), std::end(a), args);
   }
@@ -155,6 +236,40 @@ DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, co
         "download of the comparison");
   check(cudaStreamSynchronize(stream_), "comparison");
   return {summary[0], summary[1]};
+}
+
+std::uint64_t DeviceCompare::count_equal(std::size_t elem, const void* data, std::size_t n,
+                                         std::uint64_t value_bits) {
+  check(cudaMemsetAsync(result_, 0, sizeof(unsigned long long), stream_), "count reset");
+  check(cudaMemsetAsync(result_ + 1, 0xFF, sizeof(unsigned long long), stream_), "count reset");
+  unsigned long long count = n;
+  int aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 ? 1 : 0;
+  // The value as an element of `elem` bytes, passed by address as the kernel's T argument.
+  void* args[] = {&data, &count, &value_bits, &aligned, &result_};
+  check(cudaLaunchKernel(static_cast<const void*>(count_[size_index(elem)]), dim3(blocks_),
+                         dim3(256), args, 0, stream_),
+        "cudaLaunchKernel(count)");
+  unsigned long long summary[2] = {0, 0};
+  check(cudaMemcpyAsync(summary, result_, sizeof(summary), cudaMemcpyDeviceToHost, stream_),
+        "download of the count");
+  check(cudaStreamSynchronize(stream_), "count");
+  return summary[0];
+}
+
+void DeviceCompare::fill(ElemType type, void* data, std::size_t n, const DeviceFill& f,
+                         std::uint64_t stream) {
+  cudaKernel_t& kernel = fill_[static_cast<int>(type)];
+  if (kernel == nullptr) check(cudaLibraryGetKernel(&kernel, library_, fill_name(type)), "fill");
+  unsigned long long count = n, span = f.span;
+  unsigned long long seed = stream;
+  long long int_lo = f.int_lo;
+  int kind = f.kind;
+  double lo = f.lo, width = f.width;
+  std::uint64_t value = f.value_bits;  // little-endian: its first bytes are the element
+  void* args[] = {&data, &count, &seed, &kind, &lo, &width, &int_lo, &span, &value};
+  check(cudaLaunchKernel(static_cast<const void*>(kernel), dim3(blocks_), dim3(256), args, 0,
+                         stream_),
+        "cudaLaunchKernel(fill)");
 }
 
 }  // namespace ktune::worker

@@ -3,7 +3,8 @@
 // back (how many elements differ and the first that does), so verifying a 1 GiB output costs a
 // pass over device memory instead of a download and a host comparison. The semantics are the host
 // comparison's (compare.h): integers exact, floats within abs + rel * |expected| with NaN and Inf
-// never passing.
+// never passing. The same program makes inputs on the GPU (fill) and counts the elements of a
+// reference that equal the poison (count_equal), so a reference made on the GPU stays there.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/cuda/inputs.h"
 #include "ktune/compiler.h"
 #include "ktune/kernel.h"
 
@@ -41,12 +43,21 @@ class DeviceCompare {
   // the answer (16 bytes).
   Summary compare(ElemType type, const void* got, const void* want, std::size_t n, double abs_tol,
                   double rel_tol);
+  // How many of the `n` elements of `elem` bytes at `data` (device) equal the first `elem` bytes
+  // of value_bits; waits for the answer.
+  std::uint64_t count_equal(std::size_t elem, const void* data, std::size_t n,
+                            std::uint64_t value_bits);
+  // Enqueues the filling of `n` elements of `type` at `data` (device) by rule `f` from random
+  // sequence `stream`: the values fill() makes on the host, bit for bit (inputs.h).
+  void fill(ElemType type, void* data, std::size_t n, const DeviceFill& f, std::uint64_t stream);
 
  private:
   cudaStream_t stream_;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t exact_[4] = {};  // by element size 1, 2, 4, 8
   cudaKernel_t f32_ = nullptr, f64_ = nullptr;
+  cudaKernel_t count_[4] = {};            // by element size 1, 2, 4, 8
+  cudaKernel_t fill_[16] = {};            // by ElemType, found on first use
   unsigned long long* result_ = nullptr;  // device: count, first
   int blocks_ = 1;
 };

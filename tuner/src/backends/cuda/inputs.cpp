@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/host_memory.h"
@@ -96,20 +98,34 @@ double type_span() {
     return std::min(0x1p53, static_cast<double>(std::numeric_limits<T>::max()) + 1.0);
 }
 
+// The range of a random integer buffer: lo + r % span. Integers in [lo, hi], never all zero: the
+// default range is [-100, 100] ([0, 200] for unsigned types).
+struct IntRange {
+  std::int64_t lo;
+  std::uint64_t span;
+};
+
+IntRange int_range(const BufferInit& s, bool is_signed) {
+  const double lo0 = s.has_range ? s.lo : (is_signed ? -100.0 : 0.0);
+  const double hi0 = s.has_range ? s.hi : (is_signed ? 100.0 : 200.0);
+  const auto lo = static_cast<std::int64_t>(std::ceil(lo0));
+  return {lo, static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(hi0)) - lo + 1)};
+}
+
+// Floats in [lo, lo + width): the default range is [-1, 1).
+std::pair<double, double> float_range(const BufferInit& s) {
+  const double lo = s.has_range ? s.lo : -1.0, hi = s.has_range ? s.hi : 1.0;
+  return {lo, hi - lo};
+}
+
 template <typename T>
 T random_value(const BufferInit& s, std::uint64_t r) {
   if constexpr (std::is_floating_point_v<T>) {
-    const double lo = s.has_range ? s.lo : -1.0, hi = s.has_range ? s.hi : 1.0;
-    return static_cast<T>(lo + (hi - lo) * unit(r));
+    const auto [lo, width] = float_range(s);
+    return static_cast<T>(lo + width * unit(r));
   } else {
-    // Integers in [lo, hi], never all zero: the default range is [-100, 100] ([0, 200] for
-    // unsigned types).
-    const double lo0 = s.has_range ? s.lo : (std::is_signed_v<T> ? -100.0 : 0.0);
-    const double hi0 = s.has_range ? s.hi : (std::is_signed_v<T> ? 100.0 : 200.0);
-    const auto lo = static_cast<std::int64_t>(std::ceil(lo0));
-    const auto span =
-        static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(hi0)) - lo + 1);
-    return static_cast<T>(lo + static_cast<std::int64_t>(r % span));
+    const IntRange range = int_range(s, std::is_signed_v<T>);
+    return static_cast<T>(range.lo + static_cast<std::int64_t>(r % range.span));
   }
 }
 
@@ -237,6 +253,36 @@ void fill_input(void* data, const BufferSpec& spec, const BufferInit& init, std:
       return;
     default:
       fill(data, spec.type, count, init, stream);
+  }
+}
+
+std::optional<DeviceFill> device_fill(ElemType type, const BufferInit& init) {
+  DeviceFill f;
+  switch (init.kind) {
+    case BufferInit::Kind::kValue: {
+      // The element as the host converts it, whatever the type.
+      f.kind = DeviceFill::kValue;
+      fill(&f.value_bits, type, 1, init, 0);
+      return f;
+    }
+    case BufferInit::Kind::kIota:
+      f.kind = DeviceFill::kIota;
+      return f;
+    case BufferInit::Kind::kRandom:
+      if (is_float(type)) {
+        f.kind = DeviceFill::kRandomFloat;
+        std::tie(f.lo, f.width) = float_range(init);
+      } else {
+        f.kind = DeviceFill::kRandomInteger;
+        const bool is_signed = type == ElemType::kI8 || type == ElemType::kI16 ||
+                               type == ElemType::kI32 || type == ElemType::kI64;
+        const IntRange range = int_range(init, is_signed);
+        f.int_lo = range.lo;
+        f.span = range.span;
+      }
+      return f;
+    default:
+      return std::nullopt;  // normal and zipf (libm), choice, files, generators: the host's
   }
 }
 

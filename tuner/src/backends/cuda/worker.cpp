@@ -82,6 +82,12 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     if (cudaSetDevice(ordinal) == cudaSuccess) cudaFree(nullptr);
   });
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
+  // The reference configuration belongs to the kernel's declared space (a job may have narrowed
+  // the tuned one's).
+  if (!reference_cubin.empty() && !kernel.declared_params.empty())
+    reference_instance_ =
+        std::make_unique<KernelInstance>(kernel.declared(), problem, device_.limits);
+  const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
   for (const auto& b : kernel.buffers) {
     Buffer buf;
     buf.spec = b;
@@ -96,6 +102,15 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
                               kernel.name, b.name));
     buffers_.push_back(std::move(buf));
   }
+  // Inputs made on the GPU where nothing on the host reads them: the kernel has no host reference
+  // function (its reference is a configuration run on the GPU, expected files, or none) and the
+  // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
+  // the host over the buffer, no upload. Constant buffers stay the host's (they are small and go
+  // up by symbol); KTUNE_DEVICE_INPUTS=0 makes every input on the host.
+  if (measure_.verify_on_device && kernel.reference == nullptr && env_switch("KTUNE_DEVICE_INPUTS"))
+    for (auto& b : buffers_)
+      if (b.spec.role == BufferRole::kInput || b.spec.role == BufferRole::kInOut)
+        b.device_fill = device_fill(b.spec.type, b.init);
   for (const auto& name : measure_.fetch_outputs)
     if (std::none_of(buffers_.begin(), buffers_.end(),
                      [&](const Buffer& b) { return b.spec.name == name; }))
@@ -119,13 +134,13 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     probe_sizes.assign(sizes.begin(), sizes.end());
     std::vector<std::size_t> need = probe_sizes;
     if (!reference_cubin.empty()) {  // the reference configuration runs on the same buffers
-      const auto ref =
-          instance_->buffer_sizes(space.from_assignments(kernel.reference_assignments()));
+      const auto ref = ref_instance.buffer_sizes(
+          ref_instance.space().from_assignments(kernel.reference_assignments()));
       for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
         need[i] = std::max(need[i], static_cast<std::size_t>(ref[i]));
     }
     for (std::size_t i = 0; i < buffers_.size() && i < need.size(); ++i)
-      generate_host_input(i, need[i]);
+      if (!buffers_[i].device_fill) generate_host_input(i, need[i]);
     if (kernel.reference) {
       for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = probe_sizes[i];
       reference_from_function();
@@ -147,10 +162,22 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   }
   if (!reference_cubin.empty()) {
     reference_config_.emplace();
-    load(*reference_config_, space.key(space.from_assignments(kernel.reference_assignments())),
-         reference_lowered, reference_cubin);
+    const SearchSpace& ref_space = ref_instance.space();
+    load(*reference_config_,
+         ref_space.key(ref_space.from_assignments(kernel.reference_assignments())),
+         reference_lowered, reference_cubin, &ref_instance);
   }
   lap("setup");
+  // The comparison (and fill) kernels before the first inputs: made on the GPU or uploaded, and
+  // the reference put where the check will read it.
+  if (compare.valid()) {
+    try {
+      device_compare_ = std::make_unique<DeviceCompare>(compare.get(), stream_);
+    } catch (const Error&) {
+      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
+    }
+  }
+  lap("compare_kernels");
   if (probe) {
     Loaded l;
     l.config = *probe;
@@ -158,17 +185,9 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     prepare_buffers(l);
   }
   lap("upload_reference");
-  if (compare.valid()) {
-    try {
-      device_compare_ = std::make_unique<DeviceCompare>(compare.get(), stream_);
-    } catch (const Error&) {
-      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
-    }
-    // The reference was made before the comparison existed: it goes to the GPU now.
-    if (device_compare_ && reference_ok_) upload_reference();
-  }
-  lap("compare_kernels");
 }
+
+std::uint64_t Worker::input_stream(std::size_t i) const { return mix(measure_.seed) ^ mix(i + 1); }
 
 // Fills the host copy of input `i` to `need` elements, generated from the seed (nothing is
 // uploaded here, so the constructor runs it before the context exists).
@@ -180,17 +199,19 @@ void Worker::generate_host_input(std::size_t i, std::size_t need) {
   // A distribution or a file writes every element; a plugin's generate function finds zeros.
   if (b.init.kind == BufferInit::Kind::kGenerator && b.host.size() > had)
     parallel_set(b.host.data() + had, 0, b.host.size() - had);
-  fill_input(b.host.data(), b.spec, b.init, need, mix(measure_.seed) ^ mix(i + 1),
-             instance_->kernel(), instance_->problem());
+  fill_input(b.host.data(), b.spec, b.init, need, input_stream(i), instance_->kernel(),
+             instance_->problem());
   b.host_generated = need;
 }
 
 void Worker::load(Loaded& l, const std::string& key, const std::string& lowered,
-                  const std::string& cubin) {
-  l.config = instance_->space().parse_key(key);
-  l.geometry = instance_->geometry(l.config);
-  l.scalars = instance_->scalar_args(l.config);
-  const auto sizes = instance_->buffer_sizes(l.config);
+                  const std::string& cubin, const KernelInstance* instance) {
+  const KernelInstance& in = instance ? *instance : *instance_;
+  l.instance = &in;
+  l.config = in.space().parse_key(key);
+  l.geometry = in.geometry(l.config);
+  l.scalars = in.scalar_args(l.config);
+  const auto sizes = in.buffer_sizes(l.config);
   l.sizes.assign(sizes.begin(), sizes.end());
   // Configurations compiled in one batch share a CUBIN: load it once and keep the last few.
   const std::string hash = content_hash(cubin);
@@ -222,7 +243,7 @@ void Worker::unload(Loaded& l) {
 }
 
 void Worker::prepare_buffers(const Loaded& l) {
-  bool inputs_changed = false;
+  bool inputs_changed = false, filled_on_device = false;
   for (std::size_t i = 0; i < buffers_.size(); ++i) {
     Buffer& b = buffers_[i];
     const std::size_t esize = elem_size(b.spec.type);
@@ -242,14 +263,20 @@ void Worker::prepare_buffers(const Loaded& l) {
         check(cudaMemset(b.device, 0, bytes), "cudaMemset");
     }
     if (b.has_input() && b.generated < need) {
-      generate_host_input(i, need);
-      upload(b.spec.role == BufferRole::kInOut ? b.pristine : b.device, b.host.data(), need * esize,
-             "upload of inputs");
+      void* target = b.spec.role == BufferRole::kInOut ? b.pristine : b.device;
+      if (b.device_fill && device_compare_) {
+        device_compare_->fill(b.spec.type, target, need, *b.device_fill, input_stream(i));
+        filled_on_device = true;
+      } else {
+        generate_host_input(i, need);
+        upload(target, b.host.data(), need * esize, "upload of inputs");
+      }
       b.generated = need;
       inputs_changed = true;
       ++inputs_generation_;
     }
   }
+  if (filled_on_device) check(cudaStreamSynchronize(stream_), "inputs made on the GPU");
   std::vector<std::size_t> sizes;
   for (const auto& b : buffers_) sizes.push_back(b.checked() || b.has_input() ? b.count : 0);
   if (inputs_changed || !reference_ok_ || sizes != reference_sizes_) {
@@ -271,13 +298,14 @@ void Worker::compute_reference() {
   // created; later inputs (another size) make their own.
   const bool made = !host_reference_sizes_.empty() && counts == host_reference_sizes_;
   host_reference_sizes_.clear();
+  for (auto& b : buffers_) b.expected_on_device_only = false;
   if (k.reference) {
     if (!made) reference_from_function();
   } else if (reference_config_) {
     reference_from_config();
   }
   for (auto& b : buffers_) {
-    if (!b.checked()) continue;
+    if (!b.checked() || b.expected_on_device_only) continue;
     const std::size_t had = b.expected.size(), bytes = b.count * elem_size(b.spec.type);
     b.expected.resize(bytes);
     if (bytes > had) parallel_set(b.expected.data() + had, 0, bytes - had);
@@ -286,11 +314,11 @@ void Worker::compute_reference() {
     if (!path.empty())
       read_data_file(path, b.spec.type, b.count, b.expected.data(),
                      fmt::format("{}: expected '{}'", k.name, b.spec.name));
+    b.expected_has_poison = contains_pattern(b.expected, elem_size(b.spec.type), kPoison);
   }
-  poison_collision_ = false;
-  for (const auto& b : buffers_)
-    if (b.checked() && contains_pattern(b.expected, elem_size(b.spec.type), kPoison))
-      poison_collision_ = true;
+  poison_collision_ = std::any_of(buffers_.begin(), buffers_.end(), [](const Buffer& b) {
+    return b.checked() && b.expected_has_poison;
+  });
   upload_reference();
   reference_ok_ = true;
 }
@@ -353,7 +381,21 @@ void Worker::reference_from_config() {
   for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].count = counts[i];
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
-    const std::size_t had = b.expected.size(), bytes = b.count * elem_size(b.spec.type);
+    const std::size_t esize = elem_size(b.spec.type);
+    if (device_compare_ && KernelSpec::expected_file(b.spec).empty()) {
+      // Checked on the GPU: the reference stays there, its elements equal to the poison counted
+      // there (no download, no host copy, no upload).
+      reserve_expected_device(b, b.count * esize);
+      check(cudaMemcpyAsync(b.expected_device, b.device, b.count * esize, cudaMemcpyDeviceToDevice,
+                            stream_),
+            "copy of the reference");
+      b.expected_has_poison = device_compare_->count_equal(esize, b.expected_device, b.count,
+                                                           0x0101010101010101ull * kPoison) > 0;
+      b.expected = HostBytes();
+      b.expected_on_device_only = true;
+      continue;
+    }
+    const std::size_t had = b.expected.size(), bytes = b.count * esize;
     b.expected.resize(bytes);
     if (bytes > had) parallel_set(b.expected.data() + had, 0, bytes - had);
     check(cudaMemcpy(b.expected.data(), b.device, b.expected.size(), cudaMemcpyDeviceToHost),
@@ -405,16 +447,19 @@ void Worker::upload(void* device, const void* host, std::size_t bytes, const cha
 void Worker::upload_reference() {
   if (!device_compare_) return;
   for (auto& b : buffers_) {
-    if (!b.checked()) continue;
-    if (b.expected.size() > b.expected_device_bytes) {
-      if (b.expected_device) check(cudaFree(b.expected_device), "cudaFree");
-      b.expected_device = nullptr;
-      b.expected_device_bytes = 0;
-      check(cudaMalloc(&b.expected_device, b.expected.size()), "cudaMalloc(reference on the GPU)");
-      b.expected_device_bytes = b.expected.size();
-    }
+    if (!b.checked() || b.expected_on_device_only) continue;
+    reserve_expected_device(b, b.expected.size());
     upload(b.expected_device, b.expected.data(), b.expected.size(), "upload of the reference");
   }
+}
+
+void Worker::reserve_expected_device(Buffer& b, std::size_t bytes) {
+  if (bytes <= b.expected_device_bytes) return;
+  if (b.expected_device) check(cudaFree(b.expected_device), "cudaFree");
+  b.expected_device = nullptr;
+  b.expected_device_bytes = 0;
+  check(cudaMalloc(&b.expected_device, bytes), "cudaMalloc(reference on the GPU)");
+  b.expected_device_bytes = bytes;
 }
 
 void Worker::reset_inouts() {
@@ -522,8 +567,7 @@ void Worker::launch(const Loaded& l) {
 std::optional<std::string> Worker::verify(bool second_pattern_only) {
   for (auto& b : buffers_) {
     if (!b.checked()) continue;
-    if (second_pattern_only && !contains_pattern(b.expected, elem_size(b.spec.type), kPoison))
-      continue;
+    if (second_pattern_only && !b.expected_has_poison) continue;
     if (auto wrong = verify_buffer(b)) return wrong;
   }
   return std::nullopt;
@@ -546,12 +590,18 @@ std::optional<std::string> Worker::verify_buffer(Buffer& b) {
       b.spec.type, b.device, b.expected_device, b.count, b.spec.abs_tol, b.spec.rel_tol);
   if (s.count == 0) return std::nullopt;
   // The first differing element, fetched alone, printed as the host comparison prints it.
-  std::vector<unsigned char> got(esize);
+  std::vector<unsigned char> got(esize), want(esize);
   check(cudaMemcpy(got.data(), static_cast<const unsigned char*>(b.device) + s.first * esize, esize,
                    cudaMemcpyDeviceToHost),
         "download of a differing element");
-  Mismatch m = compare(b.spec.type, got.data(), b.expected.data() + s.first * esize, 1,
-                       b.spec.abs_tol, b.spec.rel_tol);
+  if (b.expected_on_device_only)
+    check(cudaMemcpy(want.data(),
+                     static_cast<const unsigned char*>(b.expected_device) + s.first * esize, esize,
+                     cudaMemcpyDeviceToHost),
+          "download of a differing element's reference");
+  else
+    std::memcpy(want.data(), b.expected.data() + s.first * esize, esize);
+  Mismatch m = compare(b.spec.type, got.data(), want.data(), 1, b.spec.abs_tol, b.spec.rel_tol);
   m.first = s.first;
   m.count = s.count;
   return mismatch_text(b, m);

@@ -20,6 +20,7 @@
 #include "backends/cuda/device_compare.h"
 #include "backends/cuda/gpu_clocks.h"
 #include "backends/cuda/host_memory.h"
+#include "backends/cuda/inputs.h"
 #include "backends/cuda/protocol.h"
 #include "ktune/backend.h"
 #include "ktune/device.h"
@@ -49,6 +50,11 @@ struct Buffer {
   HostBytes expected;
   void* expected_device = nullptr;  // the reference on the GPU, for DeviceCompare
   std::size_t expected_device_bytes = 0;
+  // The reference was made on the GPU and stays there alone (`expected` is empty).
+  bool expected_on_device_only = false;
+  bool expected_has_poison = false;  // some expected element equals the poison kPoison
+  // INPUT/INOUT: the GPU makes this input (as the host would) where nothing on the host reads it.
+  std::optional<DeviceFill> device_fill;
   // OUTPUT/INOUT: page-locked host memory the output is downloaded into for checking, kept
   // across trials (a pageable download of a large output, and allocating it, cost more than the
   // comparison); empty where page-locked memory could not be had, then `download` serves.
@@ -69,6 +75,7 @@ struct Buffer {
 
 // A loaded configuration.
 struct Loaded {
+  const KernelInstance* instance = nullptr;  // whose space `config` is of
   cudaLibrary_t library = nullptr;
   cudaKernel_t kernel = nullptr;
   Config config;
@@ -96,8 +103,9 @@ class Worker {
   const std::map<std::string, double>& startup() const { return startup_; }
 
  private:
-  void load(Loaded& l, const std::string& key, const std::string& lowered,
-            const std::string& cubin);
+  // `instance`: the space `key` is of, where not the tuned one (the reference configuration's).
+  void load(Loaded& l, const std::string& key, const std::string& lowered, const std::string& cubin,
+            const KernelInstance* instance = nullptr);
   void unload(Loaded& l);
   // The steps of evaluate(); each records what it found in `m`, false when the trial ends there.
   bool check_resources(const Loaded& l, Measurement& m);
@@ -123,6 +131,10 @@ class Worker {
   std::optional<std::string> verify_buffer(Buffer& b);
   std::optional<std::string> verify_on_host(Buffer& b);
   void upload_reference();
+  // Makes b.expected_device hold at least `bytes` (its contents are lost where it grows).
+  void reserve_expected_device(Buffer& b, std::size_t bytes);
+  // The random sequence of input `i`: the same in every worker of one seed, host or GPU.
+  std::uint64_t input_stream(std::size_t i) const;
   // Copies `bytes` of pageable host memory to the GPU and waits: large copies go through two
   // page-locked slots, filled on several threads while the other slot is on its way (a pageable
   // cudaMemcpy copies into the driver's staging memory on one thread).
@@ -153,6 +165,9 @@ class Worker {
   static void* hook_global(const ktune_run_ctx* ctx, const char* name, std::size_t* bytes);
 
   std::unique_ptr<KernelInstance> instance_;
+  // The kernel's declared space, where a job narrowed the tuned one and the reference is a
+  // configuration: the reference configuration's.
+  std::unique_ptr<KernelInstance> reference_instance_;
   DeviceInfo device_;
   MeasureOptions measure_;
   cudaStream_t stream_ = nullptr;

@@ -44,6 +44,7 @@ KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
   for (const auto& p : init.plugins) registry.load_path(p);
   KernelSpec kernel = registry.get(init.kernel);
   if (!init.params.empty()) {
+    kernel.remember_declared();  // the reference configuration is found there
     kernel.params = init.params;
     kernel.restrictions = init.restrictions;
   }
