@@ -265,20 +265,6 @@ double fraction_of_ceiling(const Row& r, const peers::Ceilings& ceilings) {
   return std::nan("");
 }
 
-// A kernel whose reference is a configuration's output needs that configuration compiled.
-std::optional<CompileResult> compile_reference(const KernelSpec& spec, const Problem& problem,
-                                               const DeviceInfo& dev) {
-  std::optional<CompileResult> reference;
-  if (spec.reference == nullptr && !spec.reference_config.empty()) {
-    const KernelInstance probe(spec.declared(), problem, dev.limits);
-    const Config ref = probe.space().from_assignments(spec.reference_assignments());
-    reference = compile(render(probe, ref, dev.arch));
-    if (!reference->ok)
-      throw Error(ErrorKind::kInput, "reference configuration: " + reference->error);
-  }
-  return reference;
-}
-
 // The peer, on ktune's own buffers: inputs as ktune generated them, its own output. Holds what
 // the peer allocated for as long as it runs.
 struct PeerSetup {
@@ -513,8 +499,7 @@ Row run_case(const Case& c, const Registry& registry, const DeviceInfo& dev, con
   m.flush_l2 = ktune::FlushL2::kNever;  // every case's buffers are far larger than the L2; peers
                                         // run the same way
 
-  std::optional<CompileResult> reference = compile_reference(spec, c.problem, dev);
-  GpuEvaluator ev(spec, c.problem, dev.ordinal, m, reference ? &*reference : nullptr);
+  GpuEvaluator ev(spec, c.problem, dev.ordinal, m);  // compiles a reference configuration itself
   const KernelInstance& inst = ev.instance();
   const Chosen chosen = choose(inst, dev, store);
   row.config_key = inst.space().key(chosen.config);

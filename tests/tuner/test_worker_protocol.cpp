@@ -179,6 +179,21 @@ TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
                              "ktune_fill_u64", "ktune_fill_f32", "ktune_fill_f64"})
       EXPECT_NE(r.cubin.find(name), std::string::npos) << arch << ": " << name;
   }
+  // A worker's program holds what its buffers need: copy's, float32 compared and made.
+  DeviceCompare::Needs copy;
+  copy.compared = {ElemType::kF32};
+  copy.filled = {ElemType::kF32};
+  const CompileResult r = DeviceCompare::compile("sm_90", copy);
+  ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
+  for (const char* name : {"ktune_compare_f32", "ktune_count_equal4", "ktune_fill_f32"})
+    EXPECT_NE(r.cubin.find(name), std::string::npos) << name;
+  for (const char* name : {"ktune_compare_f64", "ktune_count_equal8", "ktune_fill_i8"})
+    EXPECT_EQ(r.cubin.find(name), std::string::npos) << name;
+  // Equal needs in another order: the same program (one compile-cache entry).
+  DeviceCompare::Needs twice;
+  twice.compared = {ElemType::kF32, ElemType::kF32};
+  twice.filled = {ElemType::kF32};
+  EXPECT_EQ(DeviceCompare::source(twice), DeviceCompare::source(copy));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "backends/cuda/worker.h"
 #include "ktune/compiler.h"
@@ -62,10 +63,6 @@ __device__ void count_bad(const T* got, const T* want, u64 n, int aligned, u64* 
   extern "C" __global__ void NAME(const T* got, const T* want, u64 n, int aligned, u64* result) { \
     count_bad(got, want, n, aligned, result, [](T g, T w) { return g != w; }); \
   }
-KTUNE_EXACT(ktune_compare_exact1, unsigned char)
-KTUNE_EXACT(ktune_compare_exact2, unsigned short)
-KTUNE_EXACT(ktune_compare_exact4, unsigned int)
-KTUNE_EXACT(ktune_compare_exact8, u64)
 #define KTUNE_FLOAT(NAME, T) \
   extern "C" __global__ void NAME(const T* got, const T* want, u64 n, int aligned, \
                                   double abs_tol, double rel_tol, u64* result) { \
@@ -74,16 +71,10 @@ KTUNE_EXACT(ktune_compare_exact8, u64)
       return !isfinite(gd) || fabs(gd - wd) > abs_tol + rel_tol * fabs(wd); \
     }); \
   }
-KTUNE_FLOAT(ktune_compare_f32, float)
-KTUNE_FLOAT(ktune_compare_f64, double)
 #define KTUNE_COUNT(NAME, T) \
   extern "C" __global__ void NAME(const T* data, u64 n, T value, int aligned, u64* result) { \
     count_bad(data, data, n, aligned, result, [=](T g, T) { return g == value; }); \
   }
-KTUNE_COUNT(ktune_count_equal1, unsigned char)
-KTUNE_COUNT(ktune_count_equal2, unsigned short)
-KTUNE_COUNT(ktune_count_equal4, unsigned int)
-KTUNE_COUNT(ktune_count_equal8, u64)
 __device__ u64 ktune_mix(u64 x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -110,65 +101,129 @@ __device__ void fill_elems(T* data, u64 n, u64 stream, int kind, double lo, doub
     data[i] = v;
   }
 }
+// The program's entry for NVRTC's name lookup, whatever else it holds.
+extern "C" __global__ void ktune_compare_entry() {}
 #define KTUNE_FILL(NAME, T, F) \
   extern "C" __global__ void NAME(T* data, u64 n, u64 stream, int kind, double lo, double width, \
                                   long long int_lo, u64 span, T value) { \
     fill_elems<T, F>(data, n, stream, kind, lo, width, int_lo, span, value); \
   }
-KTUNE_FILL(ktune_fill_i8, signed char, false)
-KTUNE_FILL(ktune_fill_u8, unsigned char, false)
-KTUNE_FILL(ktune_fill_i16, short, false)
-KTUNE_FILL(ktune_fill_u16, unsigned short, false)
-KTUNE_FILL(ktune_fill_i32, int, false)
-KTUNE_FILL(ktune_fill_u32, unsigned int, false)
-KTUNE_FILL(ktune_fill_i64, long long, false)
-KTUNE_FILL(ktune_fill_u64, u64, false)
-KTUNE_FILL(ktune_fill_f32, float, true)
-KTUNE_FILL(ktune_fill_f64, double, true)
 )";
 
-constexpr const char* kNames[] = {"ktune_compare_exact1", "ktune_compare_exact2",
-                                  "ktune_compare_exact4", "ktune_compare_exact8",
-                                  "ktune_compare_f32",    "ktune_compare_f64"};
-constexpr const char* kCountNames[] = {"ktune_count_equal1", "ktune_count_equal2",
-                                       "ktune_count_equal4", "ktune_count_equal8"};
-
-// The fill kernel of each element type.
-const char* fill_name(ElemType type) {
-  switch (type) {
-    case ElemType::kI8:
-      return "ktune_fill_i8";
-    case ElemType::kU8:
-      return "ktune_fill_u8";
-    case ElemType::kI16:
-      return "ktune_fill_i16";
-    case ElemType::kU16:
-      return "ktune_fill_u16";
-    case ElemType::kI32:
-      return "ktune_fill_i32";
-    case ElemType::kU32:
-      return "ktune_fill_u32";
-    case ElemType::kI64:
-      return "ktune_fill_i64";
-    case ElemType::kU64:
-      return "ktune_fill_u64";
-    case ElemType::kF32:
-      return "ktune_fill_f32";
-    case ElemType::kF64:
-      return "ktune_fill_f64";
-  }
-  return nullptr;
+// The unsigned type of each element size, which exact comparisons and counts use.
+const char* bits_type(std::size_t size) {
+  return size == 1   ? "unsigned char"
+         : size == 2 ? "unsigned short"
+         : size == 4 ? "unsigned int"
+                     : "u64";
 }
 
-int size_index(std::size_t size) { return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3; }
+// The comparison kernel of elements of `type`: exact by size for integers, with a tolerance for
+// floats.
+std::string compare_name(ElemType type) {
+  if (type == ElemType::kF32) return "ktune_compare_f32";
+  if (type == ElemType::kF64) return "ktune_compare_f64";
+  return fmt::format("ktune_compare_exact{}", elem_size(type));
+}
+
+std::string count_name(std::size_t size) { return fmt::format("ktune_count_equal{}", size); }
+
+std::string fill_name(ElemType type) {
+  return fmt::format("ktune_fill_{}", DeviceCompare::type_tag(type));
+}
+
+// The C type a fill kernel writes.
+const char* device_type(ElemType type) {
+  switch (type) {
+    case ElemType::kI8:
+      return "signed char";
+    case ElemType::kU8:
+      return "unsigned char";
+    case ElemType::kI16:
+      return "short";
+    case ElemType::kU16:
+      return "unsigned short";
+    case ElemType::kI32:
+      return "int";
+    case ElemType::kU32:
+      return "unsigned int";
+    case ElemType::kI64:
+      return "long long";
+    case ElemType::kU64:
+      return "u64";
+    case ElemType::kF32:
+      return "float";
+    case ElemType::kF64:
+      return "double";
+  }
+  return "void";
+}
 
 }  // namespace
 
-CompileResult DeviceCompare::compile(const std::string& arch) {
+std::string DeviceCompare::type_tag(ElemType type) {
+  switch (type) {
+    case ElemType::kI8:
+      return "i8";
+    case ElemType::kU8:
+      return "u8";
+    case ElemType::kI16:
+      return "i16";
+    case ElemType::kU16:
+      return "u16";
+    case ElemType::kI32:
+      return "i32";
+    case ElemType::kU32:
+      return "u32";
+    case ElemType::kI64:
+      return "i64";
+    case ElemType::kU64:
+      return "u64";
+    case ElemType::kF32:
+      return "f32";
+    case ElemType::kF64:
+      return "f64";
+  }
+  return "?";
+}
+
+std::string DeviceCompare::source(const Needs& needs) {
+  // Each kernel instantiated once, in a fixed order, so equal needs give an equal program (one
+  // compile-cache entry).
+  std::set<std::string> lines;
+  for (ElemType t : needs.compared) {
+    if (is_float(t))
+      lines.insert(fmt::format("KTUNE_FLOAT({}, {})", compare_name(t),
+                               t == ElemType::kF32 ? "float" : "double"));
+    else
+      lines.insert(fmt::format("KTUNE_EXACT({}, {})", compare_name(t), bits_type(elem_size(t))));
+    lines.insert(
+        fmt::format("KTUNE_COUNT({}, {})", count_name(elem_size(t)), bits_type(elem_size(t))));
+  }
+  for (ElemType t : needs.filled)
+    lines.insert(fmt::format("KTUNE_FILL({}, {}, {})", fill_name(t), device_type(t),
+                             is_float(t) ? "true" : "false"));
+  std::string out = kSource;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
+}
+
+DeviceCompare::Needs DeviceCompare::Needs::all() {
+  Needs n;
+  for (ElemType t :
+       {ElemType::kI8, ElemType::kU8, ElemType::kI16, ElemType::kU16, ElemType::kI32,
+        ElemType::kU32, ElemType::kI64, ElemType::kU64, ElemType::kF32, ElemType::kF64}) {
+    n.compared.push_back(t);
+    n.filled.push_back(t);
+  }
+  return n;
+}
+
+CompileResult DeviceCompare::compile(const std::string& arch, const Needs& needs) {
   CompileRequest request;
-  request.source = kSource;
+  request.source = source(needs);
   request.source_name = "ktune_compare.cu";
-  request.entry = kNames[0];  // the program defines them all; each is found by name
+  request.entry = "ktune_compare_entry";  // the other kernels are found by name
   request.arch = arch;
   request.options = {"-std=c++17", "--gpu-architecture=" + arch};
   CompileCache cache(CompileCache::default_dir());
@@ -176,7 +231,7 @@ CompileResult DeviceCompare::compile(const std::string& arch) {
 }
 
 DeviceCompare::DeviceCompare(const std::string& arch, cudaStream_t stream)
-    : DeviceCompare(compile(arch), stream) {}
+    : DeviceCompare(compile(arch, Needs::all()), stream) {}
 
 DeviceCompare::DeviceCompare(const CompileResult& compiled, cudaStream_t stream) : stream_(stream) {
   if (!compiled.ok)
@@ -186,12 +241,6 @@ DeviceCompare::DeviceCompare(const CompileResult& compiled, cudaStream_t stream)
   check(cudaLibraryLoadData(&library_, compiled.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr,
                             0),
         "cudaLibraryLoadData(comparison kernels)");
-  for (int i = 0; i < 4; ++i)
-    check(cudaLibraryGetKernel(&exact_[i], library_, kNames[i]), kNames[i]);
-  check(cudaLibraryGetKernel(&f32_, library_, kNames[4]), kNames[4]);
-  check(cudaLibraryGetKernel(&f64_, library_, kNames[5]), kNames[5]);
-  for (int i = 0; i < 4; ++i)
-    check(cudaLibraryGetKernel(&count_[i], library_, kCountNames[i]), kCountNames[i]);
   check(cudaMalloc(reinterpret_cast<void**>(&result_), 2 * sizeof(unsigned long long)),
         "cudaMalloc(comparison result)");
   int device = 0, sms = 1;
@@ -207,6 +256,15 @@ DeviceCompare::~DeviceCompare() {
   if (library_) cudaLibraryUnload(library_);
 }
 
+cudaKernel_t DeviceCompare::find(const std::string& name) {
+  auto it = kernels_.find(name);
+  if (it != kernels_.end()) return it->second;
+  cudaKernel_t kernel = nullptr;
+  check(cudaLibraryGetKernel(&kernel, library_, name.c_str()), "cudaLibraryGetKernel(comparison)");
+  kernels_.emplace(name, kernel);
+  return kernel;
+}
+
 DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, const void* want,
                                               std::size_t n, double abs_tol, double rel_tol) {
   check(cudaMemsetAsync(result_, 0, sizeof(unsigned long long), stream_), "comparison reset");
@@ -218,13 +276,11 @@ DeviceCompare::Summary DeviceCompare::compare(ElemType type, const void* got, co
                     ? 1
                     : 0;
   void* args[7];
-  cudaKernel_t kernel = nullptr;
+  const cudaKernel_t kernel = find(compare_name(type));
   if (type == ElemType::kF32 || type == ElemType::kF64) {
-    kernel = type == ElemType::kF32 ? f32_ : f64_;
     void* a[] = {&got, &want, &count, &aligned, &abs_tol, &rel_tol, &result_};
     std::copy(std::begin(a), std::end(a), args);
   } else {
-    kernel = exact_[size_index(elem_size(type))];
     void* a[] = {&got, &want, &count, &aligned, &result_};
     std::copy(std::begin(a), std::end(a), args);
   }
@@ -246,8 +302,8 @@ std::uint64_t DeviceCompare::count_equal(std::size_t elem, const void* data, std
   int aligned = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 ? 1 : 0;
   // The value as an element of `elem` bytes, passed by address as the kernel's T argument.
   void* args[] = {&data, &count, &value_bits, &aligned, &result_};
-  check(cudaLaunchKernel(static_cast<const void*>(count_[size_index(elem)]), dim3(blocks_),
-                         dim3(256), args, 0, stream_),
+  check(cudaLaunchKernel(static_cast<const void*>(find(count_name(elem))), dim3(blocks_), dim3(256),
+                         args, 0, stream_),
         "cudaLaunchKernel(count)");
   unsigned long long summary[2] = {0, 0};
   check(cudaMemcpyAsync(summary, result_, sizeof(summary), cudaMemcpyDeviceToHost, stream_),
@@ -258,8 +314,7 @@ std::uint64_t DeviceCompare::count_equal(std::size_t elem, const void* data, std
 
 void DeviceCompare::fill(ElemType type, void* data, std::size_t n, const DeviceFill& f,
                          std::uint64_t stream) {
-  cudaKernel_t& kernel = fill_[static_cast<int>(type)];
-  if (kernel == nullptr) check(cudaLibraryGetKernel(&kernel, library_, fill_name(type)), "fill");
+  const cudaKernel_t kernel = find(fill_name(type));
   unsigned long long count = n, span = f.span;
   unsigned long long seed = stream;
   long long int_lo = f.int_lo;

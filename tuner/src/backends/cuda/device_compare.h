@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/inputs.h"
 #include "ktune/compiler.h"
@@ -22,15 +24,26 @@ namespace ktune::worker {
 
 class DeviceCompare {
  public:
-  // Compiles the comparison kernels for the current device's architecture (through the compile
-  // cache); throws Error(kCompile) when NVRTC cannot, which leaves the host path to serve.
+  // Compiles every kernel for the current device's architecture (through the compile cache);
+  // throws Error(kCompile) when NVRTC cannot, which leaves the host path to serve.
   DeviceCompare(const std::string& arch, cudaStream_t stream);
   // The same from what compile() returned (compiled on another thread while the context was
   // being created); throws Error(kCompile) when it failed.
   DeviceCompare(const CompileResult& compiled, cudaStream_t stream);
-  // The comparison kernels for `arch`, compiled (through the compile cache) but not loaded:
-  // what the constructor loads; tests compile it without a GPU.
-  static CompileResult compile(const std::string& arch);
+  // Which kernels a program holds: comparisons (and poison counts) of outputs of these types,
+  // fills of inputs of these types. A worker compiles what its buffers need (a program of two
+  // or three kernels compiles in a fraction of the time of all of them).
+  struct Needs {
+    std::vector<ElemType> compared, filled;
+    static Needs all();
+  };
+  // The program's source for `needs`.
+  static std::string source(const Needs& needs);
+  // The kernels for `arch`, compiled (through the compile cache) but not loaded: what the
+  // constructor loads; tests compile it without a GPU.
+  static CompileResult compile(const std::string& arch, const Needs& needs = Needs::all());
+  // "i8", "u8", ... "f64": the suffix of a type's fill kernel.
+  static std::string type_tag(ElemType type);
   ~DeviceCompare();
   DeviceCompare(const DeviceCompare&) = delete;
   DeviceCompare& operator=(const DeviceCompare&) = delete;
@@ -54,10 +67,8 @@ class DeviceCompare {
  private:
   cudaStream_t stream_;
   cudaLibrary_t library_ = nullptr;
-  cudaKernel_t exact_[4] = {};  // by element size 1, 2, 4, 8
-  cudaKernel_t f32_ = nullptr, f64_ = nullptr;
-  cudaKernel_t count_[4] = {};            // by element size 1, 2, 4, 8
-  cudaKernel_t fill_[16] = {};            // by ElemType, found on first use
+  cudaKernel_t find(const std::string& name);  // by name, found on first use
+  std::map<std::string, cudaKernel_t> kernels_;
   unsigned long long* result_ = nullptr;  // device: count, first
   int blocks_ = 1;
 };

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "backends/cuda/worker.h"
+#include "ktune/device.h"
 #include "ktune/error.h"
 
 namespace ktune {
@@ -15,6 +18,20 @@ struct GpuEvaluator::Impl {
 GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int device,
                            const MeasureOptions& options, const CompileResult* reference)
     : impl_(std::make_unique<Impl>()) {
+  std::optional<CompileResult> compiled;
+  if (reference == nullptr && kernel.reference == nullptr && !kernel.reference_config.empty()) {
+    // The reference configuration, of the kernel's declared space, compiled for this device.
+    const DeviceInfo dev = require_device(device);
+    const KernelInstance declared(kernel.declared(), kernel.make_problem(problem), dev.limits);
+    const Config ref = declared.space().from_assignments(kernel.reference_assignments());
+    compiled = compile(render(declared, ref, dev.arch));
+    if (!compiled->ok)
+      throw Error(
+          ErrorKind::kInput,
+          fmt::format("{}: the reference configuration {} does not compile: {}\n{}", kernel.name,
+                      declared.space().key(ref), compiled->error, compiled->log));
+    reference = &*compiled;
+  }
   try {
     impl_->worker =
         std::make_unique<worker::Worker>(kernel, kernel.make_problem(problem), device, options,

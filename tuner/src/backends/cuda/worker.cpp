@@ -63,11 +63,28 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   device_ = require_device(device);
   // NVRTC builds the comparison kernels (a cache miss costs ~0.1 s of CPU) while the driver
   // creates the context and the inputs and reference are made; they are loaded last.
+  // Inputs made on the GPU where nothing on the host reads them: the kernel has no host reference
+  // function (its reference is a configuration run on the GPU, expected files, or none) and the
+  // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
+  // the host over the buffer, no upload. Constant buffers stay the host's (they are small and go
+  // up by symbol); KTUNE_DEVICE_INPUTS=0 makes every input on the host.
+  const bool device_inputs =
+      measure_.verify_on_device && kernel.reference == nullptr && env_switch("KTUNE_DEVICE_INPUTS");
+  // The program holds what these buffers need: a comparison per output type, a fill per input
+  // type made on the GPU.
+  DeviceCompare::Needs needs;
+  for (const auto& b : kernel.buffers) {
+    if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut)
+      needs.compared.push_back(b.type);
+    if (device_inputs && (b.role == BufferRole::kInput || b.role == BufferRole::kInOut) &&
+        device_fill(b.type, KernelSpec::parse_init(b)))
+      needs.filled.push_back(b.type);
+  }
   std::future<CompileResult> compare;
   if (measure_.verify_on_device)
-    compare = std::async(std::launch::async, [arch = device_.arch] {
+    compare = std::async(std::launch::async, [arch = device_.arch, needs] {
       try {
-        return DeviceCompare::compile(arch);
+        return DeviceCompare::compile(arch, needs);
       } catch (const std::exception& e) {
         CompileResult failed;
         failed.error = e.what();
@@ -81,6 +98,12 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   std::future<void> context = std::async(std::launch::async, [ordinal = device_.ordinal] {
     if (cudaSetDevice(ordinal) == cudaSuccess) cudaFree(nullptr);
   });
+  if (kernel.reference == nullptr && !kernel.reference_config.empty() && reference_cubin.empty())
+    throw Error(
+        ErrorKind::kInternal,
+        fmt::format("{}: the reference configuration {} was not compiled for the GPU worker "
+                    "(without it nothing would check the outputs)",
+                    kernel.name, kernel.reference_config));
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   // The reference configuration belongs to the kernel's declared space (a job may have narrowed
   // the tuned one's).
@@ -102,12 +125,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
                               kernel.name, b.name));
     buffers_.push_back(std::move(buf));
   }
-  // Inputs made on the GPU where nothing on the host reads them: the kernel has no host reference
-  // function (its reference is a configuration run on the GPU, expected files, or none) and the
-  // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
-  // the host over the buffer, no upload. Constant buffers stay the host's (they are small and go
-  // up by symbol); KTUNE_DEVICE_INPUTS=0 makes every input on the host.
-  if (measure_.verify_on_device && kernel.reference == nullptr && env_switch("KTUNE_DEVICE_INPUTS"))
+  if (device_inputs)
     for (auto& b : buffers_)
       if (b.spec.role == BufferRole::kInput || b.spec.role == BufferRole::kInOut)
         b.device_fill = device_fill(b.spec.type, b.init);
