@@ -132,60 +132,29 @@ std::string fill_name(ElemType type) {
   return fmt::format("ktune_fill_{}", DeviceCompare::type_tag(type));
 }
 
-// The C type a fill kernel writes.
-const char* device_type(ElemType type) {
-  switch (type) {
-    case ElemType::kI8:
-      return "signed char";
-    case ElemType::kU8:
-      return "unsigned char";
-    case ElemType::kI16:
-      return "short";
-    case ElemType::kU16:
-      return "unsigned short";
-    case ElemType::kI32:
-      return "int";
-    case ElemType::kU32:
-      return "unsigned int";
-    case ElemType::kI64:
-      return "long long";
-    case ElemType::kU64:
-      return "u64";
-    case ElemType::kF32:
-      return "float";
-    case ElemType::kF64:
-      return "double";
-  }
-  return "void";
+// Each element type's fill-kernel suffix and the C type the kernel writes.
+struct TypeName {
+  ElemType type;
+  const char* tag;
+  const char* c_type;
+};
+constexpr TypeName kTypeNames[] = {
+    {ElemType::kI8, "i8", "signed char"}, {ElemType::kU8, "u8", "unsigned char"},
+    {ElemType::kI16, "i16", "short"},     {ElemType::kU16, "u16", "unsigned short"},
+    {ElemType::kI32, "i32", "int"},       {ElemType::kU32, "u32", "unsigned int"},
+    {ElemType::kI64, "i64", "long long"}, {ElemType::kU64, "u64", "u64"},
+    {ElemType::kF32, "f32", "float"},     {ElemType::kF64, "f64", "double"},
+};
+
+const TypeName& type_name(ElemType type) {
+  for (const TypeName& n : kTypeNames)
+    if (n.type == type) return n;
+  throw Error(ErrorKind::kInternal, "no element type " + std::to_string(static_cast<int>(type)));
 }
 
 }  // namespace
 
-std::string DeviceCompare::type_tag(ElemType type) {
-  switch (type) {
-    case ElemType::kI8:
-      return "i8";
-    case ElemType::kU8:
-      return "u8";
-    case ElemType::kI16:
-      return "i16";
-    case ElemType::kU16:
-      return "u16";
-    case ElemType::kI32:
-      return "i32";
-    case ElemType::kU32:
-      return "u32";
-    case ElemType::kI64:
-      return "i64";
-    case ElemType::kU64:
-      return "u64";
-    case ElemType::kF32:
-      return "f32";
-    case ElemType::kF64:
-      return "f64";
-  }
-  return "?";
-}
+std::string DeviceCompare::type_tag(ElemType type) { return type_name(type).tag; }
 
 std::string DeviceCompare::source(const Needs& needs) {
   // Each kernel instantiated once, in a fixed order, so equal needs give an equal program (one
@@ -201,7 +170,7 @@ std::string DeviceCompare::source(const Needs& needs) {
         fmt::format("KTUNE_COUNT({}, {})", count_name(elem_size(t)), bits_type(elem_size(t))));
   }
   for (ElemType t : needs.filled)
-    lines.insert(fmt::format("KTUNE_FILL({}, {}, {})", fill_name(t), device_type(t),
+    lines.insert(fmt::format("KTUNE_FILL({}, {}, {})", fill_name(t), type_name(t).c_type,
                              is_float(t) ? "true" : "false"));
   std::string out = kSource;
   for (const auto& line : lines) out += line + "\n";
