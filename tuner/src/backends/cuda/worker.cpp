@@ -61,8 +61,6 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     step = now;
   };
   device_ = require_device(device);
-  // NVRTC builds the comparison kernels (a cache miss costs ~0.1 s of CPU) while the driver
-  // creates the context and the inputs and reference are made; they are loaded last.
   // Inputs made on the GPU where nothing on the host reads them: the kernel has no host reference
   // function (its reference is a configuration run on the GPU, expected files, or none) and the
   // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
@@ -80,6 +78,9 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
         device_fill(b.type, KernelSpec::parse_init(b)))
       needs.filled.push_back(b.type);
   }
+  // NVRTC builds that program (a cache miss costs ~0.04 s of CPU for one or two types) while the
+  // driver creates the context and the host makes what it makes; it is loaded before the first
+  // inputs.
   std::future<CompileResult> compare;
   if (measure_.verify_on_device)
     compare = std::async(std::launch::async, [arch = device_.arch, needs] {
