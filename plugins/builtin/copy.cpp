@@ -78,8 +78,8 @@ const ktune_kernel_desc kCopy =
         // The reference is the plainest configuration's output, made on the GPU: a grid-stride
         // loop of single floats. Its input is made there too, so a start over 1 GiB in and out
         // passes over no host memory (a host reference read the whole input and wrote the whole
-        // output on the host, then uploaded both). The GPU tests check this configuration against
-        // the input at sizes that are not multiples of anything.
+        // output on the host, then uploaded both). The GPU test
+        // CopyReferenceConfigurationCopiesItsInputExactly checks it against a host copy.
         .reference_config(
             "variant=0,block_size=256,vector_width=1,blocks_per_sm=8,unroll=1,cache_hint=0,"
             "chunk_kb=16,stages=4")

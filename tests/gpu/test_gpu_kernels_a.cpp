@@ -573,6 +573,30 @@ TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
   }
 }
 
+// copy's reference on the host: out = in.
+int copy_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  const ktune_host_buffer* in = builtin::find_buffer(ctx, "in");
+  const ktune_host_buffer* out = builtin::find_buffer(ctx, "out");
+  if (in == nullptr || out == nullptr || in->count != out->count) {
+    std::snprintf(error, error_size, "copy host reference: buffers 'in' and 'out' of one size");
+    return 1;
+  }
+  std::memcpy(out->data, in->data, in->count * sizeof(float));
+  return 0;
+}
+
+TEST_F(GpuKernelsA, CopyReferenceConfigurationCopiesItsInputExactly) {
+  // copy with the host's copy as its reference: the configuration that is copy's reference must
+  // give its input back bit for bit (tolerance zero) at sizes that no vector, block or grid
+  // divides, down to fewer floats than one warp.
+  KernelSpec spec = registry_.get("copy");
+  const Sets reference = spec.reference_assignments();
+  spec.reference = &copy_host_reference;
+  spec.reference_config.clear();
+  for (std::int64_t n : {std::int64_t{7}, std::int64_t{3000017}, std::int64_t{1} << 22})
+    expect_each_verifies(spec, Problem{{"n", n}}, {reference});
+}
+
 TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
   const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
   for (const Problem& p :
