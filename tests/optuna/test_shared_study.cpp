@@ -539,6 +539,24 @@ TEST_F(TuneDevices, AStudyStorageIsForOptunaStrategies) {
   EXPECT_TRUE(test::contains(o.err, "--study-storage")) << o;
 }
 
+TEST_F(TuneDevices, TheDatabaseIsMadeBeforeTheWorkersAndGoesWhenEveryWorkerRefuses) {
+  // Every worker refuses the run (no such problem parameter): the database this run made holds
+  // no run, so it goes, as a single run's does.
+  auto a = args("0,1,2");
+  a.insert(a.end(), {"--problem", "no_such_size=3"});
+  const test::CliResult r = test::run_ktune(a, dir_.path(), dir_ / "cache");
+  EXPECT_NE(r.code, 0) << r;
+  EXPECT_TRUE(test::contains(r.err, "no_such_size")) << r;
+  for (const char* suffix : {"", "-wal", "-shm"})
+    EXPECT_FALSE(fs::exists(dir_ / (std::string("devices.db") + suffix))) << suffix;
+  // A database that was there before stays, with what it held.
+  const auto db = dir_ / "devices.db";
+  (void)Store::open(db);
+  const test::CliResult again = test::run_ktune(a, dir_.path(), dir_ / "cache");
+  EXPECT_NE(again.code, 0) << again;
+  EXPECT_TRUE(fs::exists(db));
+}
+
 TEST_F(TuneDevices, AnOptunaSamplerSharesOneStudy) {
   auto a = args("0,1");
   a.back() = "60";

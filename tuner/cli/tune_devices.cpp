@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "ktune/error.h"
 #include "ktune/job.h"
+#include "ktune/store.h"
 
 namespace ktune::cli {
 
@@ -314,6 +315,13 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
     workers[i].argv =
         worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()), parts[i],
                     budget_share(vm, parts[i]));
+  // The shared results database is made here (its schema, the WAL journal) before the workers
+  // start: workers creating a fresh file at the same moment could find it locked past SQLite's
+  // busy handler, and one then ended at once ("database is locked"). Made for this run and left
+  // without a run (every worker refused it), it goes again, as a single run's does.
+  const std::string db = vm["db"].as<std::string>();
+  const bool created = !std::filesystem::exists(db);
+  (void)Store::open(db);
   struct sigaction action {};
   action.sa_handler = on_interrupt_while_waiting;
   ::sigaction(SIGINT, &action, nullptr);
@@ -342,7 +350,21 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
       last = std::chrono::steady_clock::now();
     }
   }
-  return summarize(workers, o);
+  const int code = summarize(workers, o);
+  if (created) {
+    bool empty = false;
+    try {
+      empty = Store::open(db, Store::Mode::kReadOnly).runs().empty();
+    } catch (const Error&) {
+      // Unreadable now: leave it for the user to see.
+    }
+    if (empty)
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        std::error_code ec;
+        std::filesystem::remove(db + suffix, ec);
+      }
+  }
+  return code;
 }
 
 }  // namespace ktune::cli
