@@ -160,17 +160,9 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   init.measure = options;
   const KernelSpec& k = instance.kernel();
   if (k.reference == nullptr && !k.reference_config.empty()) {
-    // The reference configuration must compile; the worker runs it to make the reference. It
-    // is a configuration of the kernel's declared space, whatever a job narrowed.
-    const KernelInstance declared(k.declared(), instance.problem(), instance.limits());
-    const SearchSpace& space = declared.space();
-    const Config ref = space.from_assignments(k.reference_assignments());
-    const CompileResult c =
-        compile_cached(render(declared, ref, impl_->device.arch), impl_->options.cache.get());
-    if (!c.ok)
-      throw Error(ErrorKind::kInput,
-                  fmt::format("{}: the reference configuration {} does not compile: {}\n{}", k.name,
-                              space.key(ref), c.error, c.log));
+    // The reference configuration must compile; the worker runs it to make the reference.
+    const CompileResult c = protocol::compile_reference_config(
+        k, instance.problem(), instance.limits(), impl_->device.arch, impl_->options.cache.get());
     init.reference_lowered = c.lowered_name;
     impl_->init_blob = c.cubin;
   } else {

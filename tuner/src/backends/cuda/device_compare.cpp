@@ -179,11 +179,9 @@ std::string DeviceCompare::source(const Needs& needs) {
 
 DeviceCompare::Needs DeviceCompare::Needs::all() {
   Needs n;
-  for (ElemType t :
-       {ElemType::kI8, ElemType::kU8, ElemType::kI16, ElemType::kU16, ElemType::kI32,
-        ElemType::kU32, ElemType::kI64, ElemType::kU64, ElemType::kF32, ElemType::kF64}) {
-    n.compared.push_back(t);
-    n.filled.push_back(t);
+  for (const TypeName& t : kTypeNames) {
+    n.compared.push_back(t.type);
+    n.filled.push_back(t.type);
   }
   return n;
 }

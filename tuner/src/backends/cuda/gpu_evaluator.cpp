@@ -20,16 +20,9 @@ GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int
     : impl_(std::make_unique<Impl>()) {
   std::optional<CompileResult> compiled;
   if (reference == nullptr && kernel.reference == nullptr && !kernel.reference_config.empty()) {
-    // The reference configuration, of the kernel's declared space, compiled for this device.
     const DeviceInfo dev = require_device(device);
-    const KernelInstance declared(kernel.declared(), kernel.make_problem(problem), dev.limits);
-    const Config ref = declared.space().from_assignments(kernel.reference_assignments());
-    compiled = compile(render(declared, ref, dev.arch));
-    if (!compiled->ok)
-      throw Error(
-          ErrorKind::kInput,
-          fmt::format("{}: the reference configuration {} does not compile: {}\n{}", kernel.name,
-                      declared.space().key(ref), compiled->error, compiled->log));
+    compiled = protocol::compile_reference_config(kernel, kernel.make_problem(problem), dev.limits,
+                                                  dev.arch, nullptr);
     reference = &*compiled;
   }
   try {

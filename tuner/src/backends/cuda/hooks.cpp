@@ -35,8 +35,9 @@ std::int64_t Worker::hook_value(const ktune_run_ctx* ctx, const char* name, int*
     if (found) *found = 1;
     return it->second;
   }
+  // The launched configuration's space: the reference configuration's may be the declared one.
   const KernelInstance& instance =
-      self->current_ && self->current_->instance ? *self->current_->instance : *self->instance_;
+      self->current_->instance ? *self->current_->instance : *self->instance_;
   const SearchSpace& space = instance.space();
   if (auto p = space.find_param(name)) {
     const Value v = space.value(self->current_->config, *p);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ktune/backend.h"
+#include "ktune/compiler.h"
 #include "ktune/kernel.h"
 
 namespace ktune::protocol {
@@ -74,5 +75,12 @@ struct RetimeReply {
 };
 nlohmann::json to_json(const RetimeReply& reply);
 RetimeReply retime_reply_from_json(const nlohmann::json& j);
+
+// The kernel's reference configuration (of its declared space, whatever a job narrowed), compiled
+// for `arch` through `cache` where given: the CUBIN the worker runs to make the reference, sent
+// with WorkerInit. Throws Error(kInput) where it does not compile.
+CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& problem,
+                                       const DeviceLimits& limits, const std::string& arch,
+                                       CompileCache* cache);
 
 }  // namespace ktune::protocol

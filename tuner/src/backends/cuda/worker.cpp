@@ -68,15 +68,35 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   // up by symbol); KTUNE_DEVICE_INPUTS=0 makes every input on the host.
   const bool device_inputs =
       measure_.verify_on_device && kernel.reference == nullptr && env_switch("KTUNE_DEVICE_INPUTS");
+  for (const auto& b : kernel.buffers) {
+    Buffer buf;
+    buf.spec = b;
+    buf.init = KernelSpec::parse_init(b);
+    buf.fetched = std::find(measure_.fetch_outputs.begin(), measure_.fetch_outputs.end(), b.name) !=
+                  measure_.fetch_outputs.end();
+    buf.unchecked = kernel.unchecked;
+    if (device_inputs && (b.role == BufferRole::kInput || b.role == BufferRole::kInOut))
+      buf.device_fill = device_fill(b.type, buf.init);
+    if (buf.fetched && b.role != BufferRole::kOutput && b.role != BufferRole::kInOut)
+      throw Error(ErrorKind::kInput,
+                  fmt::format("{}: buffer '{}' is fetched for the caller's check but is not an "
+                              "output or inout buffer",
+                              kernel.name, b.name));
+    buffers_.push_back(std::move(buf));
+  }
+  for (const auto& name : measure_.fetch_outputs)
+    if (std::none_of(buffers_.begin(), buffers_.end(),
+                     [&](const Buffer& b) { return b.spec.name == name; }))
+      throw Error(
+          ErrorKind::kInput,
+          fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
   // The program holds what these buffers need: a comparison per output type, a fill per input
   // type made on the GPU.
   DeviceCompare::Needs needs;
-  for (const auto& b : kernel.buffers) {
-    if (b.role == BufferRole::kOutput || b.role == BufferRole::kInOut)
-      needs.compared.push_back(b.type);
-    if (device_inputs && (b.role == BufferRole::kInput || b.role == BufferRole::kInOut) &&
-        device_fill(b.type, KernelSpec::parse_init(b)))
-      needs.filled.push_back(b.type);
+  for (const auto& b : buffers_) {
+    if (b.spec.role == BufferRole::kOutput || b.spec.role == BufferRole::kInOut)
+      needs.compared.push_back(b.spec.type);
+    if (b.device_fill) needs.filled.push_back(b.spec.type);
   }
   // NVRTC builds that program (a cache miss costs ~0.04 s of CPU for one or two types) while the
   // driver creates the context and the host makes what it makes; it is loaded before the first
@@ -112,30 +132,6 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     reference_instance_ =
         std::make_unique<KernelInstance>(kernel.declared(), problem, device_.limits);
   const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
-  for (const auto& b : kernel.buffers) {
-    Buffer buf;
-    buf.spec = b;
-    buf.init = KernelSpec::parse_init(b);
-    buf.fetched = std::find(measure_.fetch_outputs.begin(), measure_.fetch_outputs.end(), b.name) !=
-                  measure_.fetch_outputs.end();
-    buf.unchecked = kernel.unchecked;
-    if (buf.fetched && b.role != BufferRole::kOutput && b.role != BufferRole::kInOut)
-      throw Error(ErrorKind::kInput,
-                  fmt::format("{}: buffer '{}' is fetched for the caller's check but is not an "
-                              "output or inout buffer",
-                              kernel.name, b.name));
-    buffers_.push_back(std::move(buf));
-  }
-  if (device_inputs)
-    for (auto& b : buffers_)
-      if (b.spec.role == BufferRole::kInput || b.spec.role == BufferRole::kInOut)
-        b.device_fill = device_fill(b.spec.type, b.init);
-  for (const auto& name : measure_.fetch_outputs)
-    if (std::none_of(buffers_.begin(), buffers_.end(),
-                     [&](const Buffer& b) { return b.spec.name == name; }))
-      throw Error(
-          ErrorKind::kInput,
-          fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
   // Inputs (and a host reference) now, while the tuner is still compiling its first
   // configurations: for the default configuration, else the first valid one.
   const SearchSpace& space = instance_->space();
