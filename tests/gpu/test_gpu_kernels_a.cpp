@@ -597,6 +597,41 @@ TEST_F(GpuKernelsA, CopyReferenceConfigurationCopiesItsInputExactly) {
     expect_each_verifies(spec, Problem{{"n", n}}, {reference});
 }
 
+// reduce's reference on the host: the int32 sum with wrap-around, as the GPU adds.
+int reduce_host_sum(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  const ktune_host_buffer* in = builtin::find_buffer(ctx, "in");
+  const ktune_host_buffer* out = builtin::find_buffer(ctx, "out");
+  if (in == nullptr || out == nullptr || out->count < 1) {
+    std::snprintf(error, error_size, "reduce host sum: buffers 'in' and 'out'");
+    return 1;
+  }
+  const auto* x = static_cast<const std::int32_t*>(in->data);
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i < in->count; ++i) sum += static_cast<std::uint32_t>(x[i]);
+  const auto result = static_cast<std::int32_t>(sum);
+  std::memcpy(out->data, &result, sizeof(result));
+  return 0;
+}
+
+TEST_F(GpuKernelsA, ReduceReferenceConfigurationIsTheHostsSum) {
+  // reduce with the host's sum as its reference: the configuration that is reduce's reference
+  // must return it exactly (random int32 over their whole range, so the sum wraps), from one
+  // element and fewer than a warp to sizes that take three and four levels of partial sums;
+  // and the kernel's most used configurations with it.
+  KernelSpec spec = registry_.get("reduce");
+  const Sets reference = spec.reference_assignments();
+  spec.reference = &reduce_host_sum;
+  spec.reference_config.clear();
+  const std::vector<Sets> configs = {
+      reference,
+      {},  // the default: step 7
+      {{"variant", "9"}, {"elements_per_thread", "32"}, {"unroll", "8"}},
+      {{"variant", "10"}, {"elements_per_thread", "16"}, {"blocks_per_sm", "4"}}};
+  for (std::int64_t n :
+       {std::int64_t{1}, std::int64_t{31}, std::int64_t{3000017}, (std::int64_t{1} << 24) + 5})
+    expect_each_verifies(spec, Problem{{"n", n}}, configs);
+}
+
 TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
   const std::vector<Sets> configs = matmul_configs(registry_.get("matmul"));
   for (const Problem& p :

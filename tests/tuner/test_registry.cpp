@@ -60,7 +60,9 @@ TEST(Registry, BuiltinsAreRegisteredExplicitly) {
                                       "maxrregcount", "launch_bounds", "blocks_per_sm"}));
   ASSERT_EQ(k.problem.size(), 1u);
   EXPECT_EQ(k.problem[0].name, "n");
-  EXPECT_NE(k.reference, nullptr);
+  // Its reference is a configuration (the inputs are then made on the GPU).
+  EXPECT_EQ(k.reference, nullptr);
+  EXPECT_FALSE(k.reference_config.empty());
   EXPECT_NE(k.run, nullptr);
   EXPECT_FALSE(k.source.empty());
   // Registering twice is a duplicate, not a silent no-op.
@@ -385,6 +387,7 @@ ktune_kernel_desc builtin_reduce_desc() {
   d.args = storage->args.data();
   d.arg_count = storage->args.size();
   d.reference = k.reference;
+  d.reference_config = k.reference_config.empty() ? nullptr : k.reference_config.c_str();
   d.bytes = k.bytes.c_str();
   return d;
 }
@@ -405,6 +408,9 @@ TEST(RegistryAbi, KernelFromDescConvertsEveryField) {
   EXPECT_EQ(k.args.size(), 4u);
   EXPECT_EQ(k.args[2].type, ElemType::kU32);
   EXPECT_EQ(k.args[3].buffer, "partial");
+  EXPECT_EQ(k.reference_config,
+            "variant=1,block_size=256,elements_per_thread=1,unroll=1,maxrregcount=0,"
+            "launch_bounds=0,blocks_per_sm=0");
   EXPECT_TRUE(k.flops.empty());
 }
 
@@ -427,6 +433,7 @@ TEST(RegistryAbi, CategoricalValuesAndNullDefault) {
   d.grid[0] = "div_up(n, block_size)";
   d.block[0] = "block_size";
   d.shared_mem = nullptr;
+  d.reference_config = "layout=aos,block_size=64";
   const KernelSpec k = kernel_from_desc(d, "test");
   EXPECT_NO_THROW(k.validate());
   ASSERT_EQ(k.params.size(), 2u);
