@@ -18,6 +18,7 @@
 #include "ktune/registry.h"
 #include "ktune/strategy.h"
 #include "ktune/tuner.h"
+#include "tuner/cli_test_util.h"
 
 namespace ktune {
 namespace {
@@ -314,6 +315,28 @@ TEST_F(Gpu, APowerLimitedBestIsStoredAtItsSustainedTime) {
   const double clock_gap =
       clock > 0 && retimed > 0 ? std::abs(retimed - clock) / static_cast<double>(retimed) : 0.0;
   EXPECT_NEAR(s.best->time_ms / now, 1.0, 0.02 + clock_gap) << "clock gap " << clock_gap;
+}
+
+TEST_F(Gpu, AReferenceConfigurationThatDoesNotCompileFailsTheStartAsTheInputsError) {
+  // The worker compiles a reference configuration at its start; one that does not compile stops
+  // the start with the kernel's input error (not the device's), naming the configuration.
+  const fs::path src = fs::path(KTUNE_SOURCE_DIR) / "tests/data/compile_error";
+  fs::copy_file(src / "broken.cu", dir_ / "broken.cu");
+  std::string manifest = test::read_file(src / "broken.toml");
+  const std::string good = "config = \"bad=0,block_size=64,scale=1\"";
+  ASSERT_NE(manifest.find(good), std::string::npos);
+  manifest.replace(manifest.find(good), good.size(), "config = \"bad=1,block_size=64,scale=1\"");
+  test::write_file(dir_ / "broken.toml", manifest);
+  CudaBackend::Options options = backend_options();
+  options.plugins = {(dir_ / "broken.toml").string()};
+  CudaBackend backend(options);
+  Registry registry;
+  registry.load_manifest((dir_ / "broken.toml").string());
+  const KernelInstance instance(registry.get("broken"), {}, backend.device().limits);
+  test::expect_error(ErrorKind::kInput,
+                     {"GPU worker failed to start", "reference configuration", "does not compile",
+                      "deliberately broken"},
+                     [&] { backend.prepare(instance, MeasureOptions{}); });
 }
 
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {

@@ -90,7 +90,6 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   init.measure.sustain_ms = 250;
   init.measure.verify_on_device = false;
   init.measure.fetch_outputs = {"out", "hist"};
-  init.reference_lowered = "_Z3refv";
   const WorkerInit back = worker_init_from_json(nlohmann::json::parse(to_json(init).dump()));
   EXPECT_EQ(back.kernel, "reduce");
   ASSERT_EQ(back.params.size(), 1u);
@@ -110,7 +109,6 @@ TEST(WorkerProtocol, TheInitCarriesTheSpaceAsTunedAndTheMeasurement) {
   EXPECT_EQ(back.measure.sustain_ms, 250);
   EXPECT_FALSE(back.measure.verify_on_device);
   EXPECT_EQ(back.measure.fetch_outputs, init.measure.fetch_outputs);
-  EXPECT_EQ(back.reference_lowered, "_Z3refv");
 }
 
 // Fetched outputs (Kernel Tuner's verify) travel as the reply's blob, in the header's order.

@@ -21,7 +21,6 @@ struct CudaBackend::Impl {
   DeviceInfo device;
   MeasureOptions measure;
   json init;
-  std::string init_blob;  // the reference configuration's CUBIN, if any
   const KernelInstance* instance = nullptr;
   Subprocess worker;
   int starts = 0;
@@ -59,7 +58,7 @@ struct CudaBackend::Impl {
     const auto t0 = std::chrono::steady_clock::now();
     worker.start(options.worker_command, /*own_group=*/true);
     ++starts;
-    worker.send({init, init_blob});
+    worker.send({init, {}});
     ipc::Message reply;
     const auto status = worker.receive(reply, options.start_timeout_seconds);
     const double total =
@@ -80,11 +79,15 @@ struct CudaBackend::Impl {
           status == ipc::ReadStatus::kTimeout
               ? fmt::format("did not start within {} s", options.start_timeout_seconds)
               : reply.header.value("message", "");
+      // A start that failed on the kernel's description (a reference configuration that does not
+      // compile, a buffer that cannot be fetched) is the input's error, not the device's.
+      const ErrorKind kind =
+          reply.header.value("kind", "") == "input" ? ErrorKind::kInput : ErrorKind::kDevice;
       const std::string output = worker.output_tail();
       const std::string exit_text = stop(status == ipc::ReadStatus::kTimeout);
       if (why.empty()) why = exit_text;
-      throw Error(ErrorKind::kDevice, fmt::format("GPU worker failed to start: {}{}", why,
-                                                  output.empty() ? "" : "\n" + output));
+      throw Error(kind, fmt::format("GPU worker failed to start: {}{}", why,
+                                    output.empty() ? "" : "\n" + output));
     }
   }
 
@@ -158,16 +161,9 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   init.plugins = impl_->options.plugins;
   init.device = impl_->options.device;
   init.measure = options;
-  const KernelSpec& k = instance.kernel();
-  if (k.reference == nullptr && !k.reference_config.empty()) {
-    // The reference configuration must compile; the worker runs it to make the reference.
-    const CompileResult c = protocol::compile_reference_config(
-        k, instance.problem(), instance.limits(), impl_->device.arch, impl_->options.cache.get());
-    init.reference_lowered = c.lowered_name;
-    impl_->init_blob = c.cubin;
-  } else {
-    impl_->init_blob.clear();
-  }
+  // A reference configuration is the worker's to compile, beside the context's creation (here
+  // it would delay the worker's start by its NVRTC time); one that does not compile fails the
+  // start with the kernel's input error.
   impl_->instance = &instance;
   impl_->init = protocol::to_json(init);
   impl_->start();

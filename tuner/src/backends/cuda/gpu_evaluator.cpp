@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "backends/cuda/worker.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
@@ -18,13 +16,7 @@ struct GpuEvaluator::Impl {
 GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int device,
                            const MeasureOptions& options, const CompileResult* reference)
     : impl_(std::make_unique<Impl>()) {
-  std::optional<CompileResult> compiled;
-  if (reference == nullptr && kernel.reference == nullptr && !kernel.reference_config.empty()) {
-    const DeviceInfo dev = require_device(device);
-    compiled = protocol::compile_reference_config(kernel, kernel.make_problem(problem), dev.limits,
-                                                  dev.arch, nullptr);
-    reference = &*compiled;
-  }
+  // Without `reference`, the worker compiles a reference configuration itself.
   try {
     impl_->worker =
         std::make_unique<worker::Worker>(kernel, kernel.make_problem(problem), device, options,

@@ -70,7 +70,6 @@ json to_json(const WorkerInit& init) {
   j["plugins"] = init.plugins;
   j["device"] = init.device;
   j["measure"] = measure_json(init.measure);
-  j["reference_lowered"] = init.reference_lowered;
   return j;
 }
 
@@ -91,7 +90,6 @@ WorkerInit worker_init_from_json(const json& j) {
   init.plugins = j.value("plugins", std::vector<std::string>{});
   init.device = j.value("device", 0);
   init.measure = measure_from_json(j.at("measure"));
-  init.reference_lowered = j.value("reference_lowered", "");
   return init;
 }
 

@@ -28,7 +28,6 @@ struct WorkerInit {
   std::vector<std::string> plugins;
   int device = 0;
   MeasureOptions measure;
-  std::string reference_lowered;  // the reference configuration's entry, if any
 };
 nlohmann::json to_json(const WorkerInit& init);
 WorkerInit worker_init_from_json(const nlohmann::json& j);
@@ -77,8 +76,9 @@ nlohmann::json to_json(const RetimeReply& reply);
 RetimeReply retime_reply_from_json(const nlohmann::json& j);
 
 // The kernel's reference configuration (of its declared space, whatever a job narrowed), compiled
-// for `arch` through `cache` where given: the CUBIN the worker runs to make the reference, sent
-// with WorkerInit. Throws Error(kInput) where it does not compile.
+// for `arch` through `cache` where given: the CUBIN the worker runs to make the reference (the
+// worker compiles it at its start; GpuEvaluator before). Throws Error(kInput) where it does not
+// compile.
 CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& problem,
                                        const DeviceLimits& limits, const std::string& arch,
                                        CompileCache* cache);

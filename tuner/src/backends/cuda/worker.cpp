@@ -12,6 +12,7 @@
 
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
+#include "backends/cuda/protocol.h"
 #include "backends/stats.h"
 #include "ktune/data_file.h"
 #include "ktune/env.h"
@@ -112,6 +113,18 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
         return failed;
       }
     });
+  // A reference configuration the caller did not compile (the tuner's backend leaves it to the
+  // worker) is compiled here, on another thread beside the context's creation, so that it is not
+  // a step of the start of its own (~0.06 s of NVRTC beside the tuner's compile processes). The
+  // disk cache serves a restarted worker.
+  const bool reference_config = kernel.reference == nullptr && !kernel.reference_config.empty();
+  std::future<CompileResult> reference_compile;
+  if (reference_config && reference_cubin.empty())
+    reference_compile = std::async(std::launch::async, [&kernel, &problem, device = device_] {
+      CompileCache cache(CompileCache::default_dir());
+      return protocol::compile_reference_config(kernel, problem, device.limits, device.arch,
+                                                &cache);
+    });
   lap("device");
   // The context, the slowest step of a start (~0.2 s), is created on another thread while this
   // one makes the inputs and the host reference; CUDA calls below wait for it. Its errors come
@@ -119,16 +132,10 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   std::future<void> context = std::async(std::launch::async, [ordinal = device_.ordinal] {
     if (cudaSetDevice(ordinal) == cudaSuccess) cudaFree(nullptr);
   });
-  if (kernel.reference == nullptr && !kernel.reference_config.empty() && reference_cubin.empty())
-    throw Error(
-        ErrorKind::kInternal,
-        fmt::format("{}: the reference configuration {} was not compiled for the GPU worker "
-                    "(without it nothing would check the outputs)",
-                    kernel.name, kernel.reference_config));
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   // The reference configuration belongs to the kernel's declared space (a job may have narrowed
   // the tuned one's).
-  if (!reference_cubin.empty() && !kernel.declared_params.empty())
+  if (reference_config && !kernel.declared_params.empty())
     reference_instance_ =
         std::make_unique<KernelInstance>(kernel.declared(), problem, device_.limits);
   const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
@@ -148,7 +155,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     const auto sizes = instance_->buffer_sizes(*probe);
     probe_sizes.assign(sizes.begin(), sizes.end());
     std::vector<std::size_t> need = probe_sizes;
-    if (!reference_cubin.empty()) {  // the reference configuration runs on the same buffers
+    if (reference_config) {  // the reference configuration runs on the same buffers
       const auto ref = ref_instance.buffer_sizes(
           ref_instance.space().from_assignments(kernel.reference_assignments()));
       for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
@@ -175,12 +182,16 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
   }
-  if (!reference_cubin.empty()) {
+  if (reference_config) {
+    // Throws where the configuration does not compile: nothing would check the outputs.
+    const CompileResult compiled =
+        reference_compile.valid() ? reference_compile.get() : CompileResult{};
     reference_config_.emplace();
     const SearchSpace& ref_space = ref_instance.space();
     load(*reference_config_,
          ref_space.key(ref_space.from_assignments(kernel.reference_assignments())),
-         reference_lowered, reference_cubin, &ref_instance);
+         compiled.ok ? compiled.lowered_name : reference_lowered,
+         compiled.ok ? compiled.cubin : reference_cubin, &ref_instance);
   }
   lap("setup");
   // The comparison (and fill) kernels before the first inputs: made on the GPU or uploaded, and

@@ -86,7 +86,8 @@ struct Loaded {
 
 class Worker {
  public:
-  // reference_cubin: the compiled reference configuration, for kernels without a host reference.
+  // reference_lowered, reference_cubin: the compiled reference configuration, for kernels
+  // without a host reference; empty, the worker compiles it (while the context is created).
   Worker(const KernelSpec& kernel, const Problem& problem, int device,
          const MeasureOptions& measure, const std::string& reference_lowered,
          const std::string& reference_cubin);

@@ -78,12 +78,17 @@ int cuda_worker_main() {
     KernelSpec kernel = tuned_kernel(registry, init);
     startup["kernel"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
-    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure,
-                                         init.reference_lowered, msg.blob);
+    // A reference configuration is compiled by the worker itself.
+    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure, "", "");
     for (const auto& [step, seconds] : w->startup()) startup[step] = seconds;
   } catch (const worker::CudaFailure& f) {
     reply(json{{"op", "fatal"},
                {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
+    return 3;
+  } catch (const Error& e) {
+    json fatal{{"op", "fatal"}, {"message", e.what()}};
+    if (e.kind() == ErrorKind::kInput) fatal["kind"] = "input";  // the tuner's error kind
+    reply(fatal);
     return 3;
   } catch (const std::exception& e) {
     reply(json{{"op", "fatal"}, {"message", e.what()}});
