@@ -79,6 +79,14 @@ class GpuKernelsA : public ::testing::Test {
     return checked;
   }
 
+  // `kernel` checked against a host function instead of its reference configuration.
+  KernelSpec with_host_reference(const std::string& kernel, ktune_reference_fn reference) const {
+    KernelSpec spec = registry_.get(kernel);
+    spec.reference = reference;
+    spec.reference_config.clear();
+    return spec;
+  }
+
   // Evaluates each configuration of `configs` of `spec` (a kernel with its reference or
   // tolerances changed) on `problem` in this process, expecting each to verify.
   void expect_each_verifies(const KernelSpec& spec, const Problem& problem,
@@ -561,9 +569,7 @@ TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
   if (q.devices.front().arch == "sm_90")
     kernels.push_back({"matmul_tf32_tma", {{}, {{"warpgroups", "2"}, {"block_m", "64"}}}});
   for (const auto& [kernel, configs] : kernels) {
-    KernelSpec spec = registry_.get(kernel);
-    spec.reference = &tf32_rounded_a_reference;
-    spec.reference_config.clear();
+    KernelSpec spec = with_host_reference(kernel, &tf32_rounded_a_reference);
     for (BufferSpec& buf : spec.buffers) {
       if (buf.name == "a") buf.init = "file(" + (dir / "a.npy").string() + ")";
       if (buf.name == "b") buf.init = "file(" + (dir / "b.npy").string() + ")";
@@ -573,57 +579,61 @@ TEST_F(GpuKernelsA, TensorCoreKernelsRoundEveryInputToTheNearestTf32Value) {
   }
 }
 
-// copy's reference on the host: out = in.
-int copy_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+// A host reference from the buffers 'in' and 'out': `f(in, out)`, or 1 with an error where
+// either is missing or `f` refuses their sizes (returns false).
+template <typename F>
+int host_in_out(const ktune_reference_ctx* ctx, char* error, std::size_t error_size,
+                const char* who, F&& f) {
   const ktune_host_buffer* in = builtin::find_buffer(ctx, "in");
   const ktune_host_buffer* out = builtin::find_buffer(ctx, "out");
-  if (in == nullptr || out == nullptr || in->count != out->count) {
-    std::snprintf(error, error_size, "copy host reference: buffers 'in' and 'out' of one size");
-    return 1;
-  }
-  std::memcpy(out->data, in->data, in->count * sizeof(float));
-  return 0;
+  if (in != nullptr && out != nullptr && f(*in, *out)) return 0;
+  std::snprintf(error, error_size, "%s: buffers 'in' and 'out' of the sizes it needs", who);
+  return 1;
+}
+
+// copy's reference on the host: out = in.
+int copy_host_reference(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
+  return host_in_out(ctx, error, error_size, "copy host reference",
+                     [](const ktune_host_buffer& in, const ktune_host_buffer& out) {
+                       if (in.count != out.count) return false;
+                       std::memcpy(out.data, in.data, in.count * sizeof(float));
+                       return true;
+                     });
 }
 
 TEST_F(GpuKernelsA, CopyReferenceConfigurationCopiesItsInputExactly) {
   // copy with the host's copy as its reference: the configuration that is copy's reference must
   // give its input back bit for bit (tolerance zero) at sizes that no vector, block or grid
   // divides, down to fewer floats than one warp.
-  KernelSpec spec = registry_.get("copy");
-  const Sets reference = spec.reference_assignments();
-  spec.reference = &copy_host_reference;
-  spec.reference_config.clear();
+  const Sets reference = registry_.get("copy").reference_assignments();
+  const KernelSpec spec = with_host_reference("copy", &copy_host_reference);
   for (std::int64_t n : {std::int64_t{7}, std::int64_t{3000017}, std::int64_t{1} << 22})
     expect_each_verifies(spec, Problem{{"n", n}}, {reference});
 }
 
 // reduce's reference on the host: the int32 sum with wrap-around, as the GPU adds.
 int reduce_host_sum(const ktune_reference_ctx* ctx, char* error, std::size_t error_size) {
-  const ktune_host_buffer* in = builtin::find_buffer(ctx, "in");
-  const ktune_host_buffer* out = builtin::find_buffer(ctx, "out");
-  if (in == nullptr || out == nullptr || out->count < 1) {
-    std::snprintf(error, error_size, "reduce host sum: buffers 'in' and 'out'");
-    return 1;
-  }
-  const auto* x = static_cast<const std::int32_t*>(in->data);
-  std::uint32_t sum = 0;
-  for (std::size_t i = 0; i < in->count; ++i) sum += static_cast<std::uint32_t>(x[i]);
-  const auto result = static_cast<std::int32_t>(sum);
-  std::memcpy(out->data, &result, sizeof(result));
-  return 0;
+  return host_in_out(ctx, error, error_size, "reduce host sum",
+                     [](const ktune_host_buffer& in, const ktune_host_buffer& out) {
+                       if (out.count < 1) return false;
+                       const auto* x = static_cast<const std::int32_t*>(in.data);
+                       std::uint32_t sum = 0;
+                       for (std::size_t i = 0; i < in.count; ++i)
+                         sum += static_cast<std::uint32_t>(x[i]);
+                       const auto result = static_cast<std::int32_t>(sum);
+                       std::memcpy(out.data, &result, sizeof(result));
+                       return true;
+                     });
 }
 
 TEST_F(GpuKernelsA, ReduceReferenceConfigurationIsTheHostsSum) {
   // reduce with the host's sum as its reference: the configuration that is reduce's reference
-  // must return it exactly (random int32 over their whole range, so the sum wraps), from one
-  // element and fewer than a warp to sizes that take three and four levels of partial sums;
-  // and the kernel's most used configurations with it.
-  KernelSpec spec = registry_.get("reduce");
-  const Sets reference = spec.reference_assignments();
-  spec.reference = &reduce_host_sum;
-  spec.reference_config.clear();
+  // must return it exactly (the kernel's random int32 inputs), from one element and fewer than a
+  // warp to sizes that take three and four levels of partial sums; and the kernel's most used
+  // configurations with it.
+  const KernelSpec spec = with_host_reference("reduce", &reduce_host_sum);
   const std::vector<Sets> configs = {
-      reference,
+      registry_.get("reduce").reference_assignments(),
       {},  // the default: step 7
       {{"variant", "9"}, {"elements_per_thread", "32"}, {"unroll", "8"}},
       {{"variant", "10"}, {"elements_per_thread", "16"}, {"blocks_per_sm", "4"}}};
@@ -641,9 +651,7 @@ TEST_F(GpuKernelsA, MatmulReferenceConfigurationMatchesADoubleHostProduct) {
     // not) is off by at most gamma_k sum |a_i b_i| <= 1.01 k u * k here (|a|, |b| < 1,
     // u = 2^-24), plus u |c| for rounding the exact value: a rigorous bound, yet far below the
     // |a b| ~ 0.25 that one wrong or missing product costs.
-    KernelSpec spec = registry_.get("matmul");
-    spec.reference = &matmul_host_reference;
-    spec.reference_config.clear();
+    KernelSpec spec = with_host_reference("matmul", &matmul_host_reference);
     const double k = static_cast<double>(p.at("k"));
     for (BufferSpec& b : spec.buffers) {
       if (b.name == "c") {
