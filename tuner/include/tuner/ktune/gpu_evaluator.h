@@ -18,12 +18,11 @@ namespace ktune {
 class GpuEvaluator {
  public:
   // Creates a context on `device`, allocates the kernel's buffers, generates its inputs and
-  // computes the reference: the kernel's host function, or the output of `reference` (the
-  // compiled reference configuration) for kernels that name one; where `reference` is null
-  // for such a kernel, the reference configuration is compiled here. Throws Error(kDevice) for
-  // CUDA failures, Error(kInput) for a failing reference or one that does not compile.
+  // computes the reference: the kernel's host function, or the output of its reference
+  // configuration (compiled here) for kernels that name one. Throws Error(kDevice) for CUDA
+  // failures, Error(kInput) for a failing reference or one that does not compile.
   GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int device,
-               const MeasureOptions& options, const CompileResult* reference = nullptr);
+               const MeasureOptions& options);
   ~GpuEvaluator();
   GpuEvaluator(const GpuEvaluator&) = delete;
   GpuEvaluator& operator=(const GpuEvaluator&) = delete;

@@ -14,14 +14,11 @@ struct GpuEvaluator::Impl {
 };
 
 GpuEvaluator::GpuEvaluator(const KernelSpec& kernel, const Problem& problem, int device,
-                           const MeasureOptions& options, const CompileResult* reference)
+                           const MeasureOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  // Without `reference`, the worker compiles a reference configuration itself.
   try {
     impl_->worker =
-        std::make_unique<worker::Worker>(kernel, kernel.make_problem(problem), device, options,
-                                         reference ? reference->lowered_name : std::string(),
-                                         reference ? reference->cubin : std::string());
+        std::make_unique<worker::Worker>(kernel, kernel.make_problem(problem), device, options);
   } catch (const worker::CudaFailure& f) {
     throw Error(ErrorKind::kDevice, fmt::format("{}: {}", f.where, worker::cuda_text(f.code)));
   }

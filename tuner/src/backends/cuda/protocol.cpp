@@ -1,14 +1,10 @@
-// The CUDA backend's pipe protocol (protocol.h): every message to and from JSON, and the
-// reference configuration's CUBIN that WorkerInit carries.
+// The CUDA backend's pipe protocol (protocol.h): every message to and from JSON.
 #include "backends/cuda/protocol.h"
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 
 #include "ktune/error.h"
-#include "ktune/instance.h"
 
 namespace ktune::protocol {
 
@@ -222,19 +218,6 @@ RetimeReply retime_reply_from_json(const json& j) {
   for (const auto& m : j.value("results", json::array()))
     r.results.push_back(measurement_from_json(m));
   return r;
-}
-
-CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& problem,
-                                       const DeviceLimits& limits, const std::string& arch,
-                                       CompileCache* cache) {
-  const KernelInstance declared(kernel.declared(), problem, limits);
-  const Config ref = declared.space().from_assignments(kernel.reference_assignments());
-  CompileResult c = compile_cached(render(declared, ref, arch), cache);
-  if (!c.ok)
-    throw Error(ErrorKind::kInput,
-                fmt::format("{}: the reference configuration {} does not compile: {}\n{}",
-                            kernel.name, declared.space().key(ref), c.error, c.log));
-  return c;
 }
 
 }  // namespace ktune::protocol

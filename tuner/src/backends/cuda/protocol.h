@@ -75,12 +75,4 @@ struct RetimeReply {
 nlohmann::json to_json(const RetimeReply& reply);
 RetimeReply retime_reply_from_json(const nlohmann::json& j);
 
-// The kernel's reference configuration (of its declared space, whatever a job narrowed), compiled
-// for `arch` through `cache` where given: the CUBIN the worker runs to make the reference (the
-// worker compiles it at its start unless its caller gives it one). Throws Error(kInput) where it
-// does not compile.
-CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& problem,
-                                       const DeviceLimits& limits, const std::string& arch,
-                                       CompileCache* cache);
-
 }  // namespace ktune::protocol

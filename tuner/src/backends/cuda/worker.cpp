@@ -12,7 +12,6 @@
 
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
-#include "backends/cuda/protocol.h"
 #include "backends/stats.h"
 #include "ktune/data_file.h"
 #include "ktune/env.h"
@@ -50,9 +49,27 @@ std::string cuda_text(cudaError_t e) {
   return fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
+namespace {
+
+// The kernel's reference configuration (of its declared space, whatever a job narrowed),
+// compiled for the device through the disk cache. Throws Error(kInput) where it does not compile.
+CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& problem,
+                                       const DeviceInfo& device) {
+  const KernelInstance declared(kernel.declared(), problem, device.limits);
+  const Config ref = declared.space().from_assignments(kernel.reference_assignments());
+  CompileCache cache(CompileCache::default_dir());
+  CompileResult c = compile_cached(render(declared, ref, device.arch), &cache);
+  if (!c.ok)
+    throw Error(ErrorKind::kInput,
+                fmt::format("{}: the reference configuration {} does not compile: {}\n{}",
+                            kernel.name, declared.space().key(ref), c.error, c.log));
+  return c;
+}
+
+}  // namespace
+
 Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
-               const MeasureOptions& measure, const std::string& reference_lowered,
-               const std::string& reference_cubin)
+               const MeasureOptions& measure)
     : measure_(measure) {
   using Clock = std::chrono::steady_clock;
   auto step = Clock::now();
@@ -113,17 +130,14 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
         return failed;
       }
     });
-  // A reference configuration the caller did not compile (the tuner's backend leaves it to the
-  // worker) is compiled here, on another thread beside the context's creation, so that it is not
-  // a step of the start of its own (~0.06 s of NVRTC beside the tuner's compile processes). The
-  // disk cache serves a restarted worker.
-  const bool reference_config = kernel.reference == nullptr && !kernel.reference_config.empty();
+  // A reference configuration is compiled here, on another thread beside the context's
+  // creation, so that it is not a step of the start of its own (~0.06 s of NVRTC beside the
+  // tuner's compile processes). The disk cache serves a restarted worker.
+  const bool has_reference_config = kernel.reference == nullptr && !kernel.reference_config.empty();
   std::future<CompileResult> reference_compile;
-  if (reference_config && reference_cubin.empty())
+  if (has_reference_config)
     reference_compile = std::async(std::launch::async, [&kernel, &problem, device = device_] {
-      CompileCache cache(CompileCache::default_dir());
-      return protocol::compile_reference_config(kernel, problem, device.limits, device.arch,
-                                                &cache);
+      return compile_reference_config(kernel, problem, device);
     });
   lap("device");
   // The context, the slowest step of a start (~0.2 s), is created on another thread while this
@@ -135,7 +149,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
   // The reference configuration belongs to the kernel's declared space (a job may have narrowed
   // the tuned one's).
-  if (reference_config && !kernel.declared_params.empty())
+  if (has_reference_config && !kernel.declared_params.empty())
     reference_instance_ =
         std::make_unique<KernelInstance>(kernel.declared(), problem, device_.limits);
   const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
@@ -155,7 +169,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     const auto sizes = instance_->buffer_sizes(*probe);
     probe_sizes.assign(sizes.begin(), sizes.end());
     std::vector<std::size_t> need = probe_sizes;
-    if (reference_config) {  // the reference configuration runs on the same buffers
+    if (has_reference_config) {  // the reference configuration runs on the same buffers
       const auto ref = ref_instance.buffer_sizes(
           ref_instance.space().from_assignments(kernel.reference_assignments()));
       for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
@@ -182,16 +196,14 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
   }
-  if (reference_config) {
+  if (has_reference_config) {
     // Throws where the configuration does not compile: nothing would check the outputs.
-    const CompileResult compiled =
-        reference_compile.valid() ? reference_compile.get() : CompileResult{};
+    const CompileResult compiled = reference_compile.get();
     reference_config_.emplace();
     const SearchSpace& ref_space = ref_instance.space();
     load(*reference_config_,
          ref_space.key(ref_space.from_assignments(kernel.reference_assignments())),
-         compiled.ok ? compiled.lowered_name : reference_lowered,
-         compiled.ok ? compiled.cubin : reference_cubin, &ref_instance);
+         compiled.lowered_name, compiled.cubin, &ref_instance);
   }
   lap("setup");
   // The comparison (and fill) kernels before the first inputs: made on the GPU or uploaded, and

@@ -86,11 +86,10 @@ struct Loaded {
 
 class Worker {
  public:
-  // reference_lowered, reference_cubin: the compiled reference configuration, for kernels
-  // without a host reference; empty, the worker compiles it (while the context is created).
+  // A kernel whose reference is a configuration has it compiled here, while the context is
+  // created; Error(kInput) where it does not compile.
   Worker(const KernelSpec& kernel, const Problem& problem, int device,
-         const MeasureOptions& measure, const std::string& reference_lowered,
-         const std::string& reference_cubin);
+         const MeasureOptions& measure);
   const KernelInstance& instance() const { return *instance_; }
   const DeviceInfo& device() const { return device_; }
   void* buffer(const std::string& name, std::size_t* count) const;

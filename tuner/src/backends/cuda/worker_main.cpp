@@ -78,8 +78,7 @@ int cuda_worker_main() {
     KernelSpec kernel = tuned_kernel(registry, init);
     startup["kernel"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
-    // A reference configuration is compiled by the worker itself.
-    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure, "", "");
+    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure);
     for (const auto& [step, seconds] : w->startup()) startup[step] = seconds;
   } catch (const worker::CudaFailure& f) {
     reply(json{{"op", "fatal"},
