@@ -126,7 +126,9 @@ for step in $steps; do
       # with everything on, then with one change switched off, then with all off (as before);
       # no-reorder: brute force measured in the queue's order instead of as compilations finish;
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
-      # processes at the tuner's priority instead of below it; niceN: at nice N.
+      # processes at the tuner's priority instead of below it; niceN: at nice N; no-keep-heap:
+      # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
+      # for every program).
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -135,7 +137,9 @@ for step in $steps; do
           no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; no-reorder) env_set=(KTUNE_OUT_OF_ORDER=0) ;;
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
-          off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0) ;;
+          no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
+          off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
+                        KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab

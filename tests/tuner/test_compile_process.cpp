@@ -1,0 +1,173 @@
+// Compile processes (`ktune __compile`): they run below the tuning loop and the GPU worker in the
+// scheduler (`nice` 5 by default, KTUNE_COMPILE_NICE to change it, 0 to leave it), and keep the
+// memory NVRTC frees for its next program (KTUNE_COMPILE_KEEP_HEAP=0 to leave glibc's defaults).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process/ipc.h"
+
+extern char** environ;
+
+namespace ktune {
+namespace {
+
+using nlohmann::json;
+
+// A pipe whose ends are close-on-exec and numbered above the child's 3 and 4, so that the child
+// keeps only the two ends dup2 gives it (an inherited write end of its own input would keep it
+// from ever seeing the end of its input).
+void high_pipe(int fds[2]) {
+  int raw[2];
+  if (::pipe(raw) != 0) ADD_FAILURE() << "pipe";
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::fcntl(raw[i], F_DUPFD_CLOEXEC, 10);
+    ::close(raw[i]);
+  }
+}
+
+// Starts `ktune __compile` with the test's environment less its KTUNE_COMPILE_ variables plus
+// `settings` (and without the warm-up compile), sends it `batches` one at a time, and after each
+// answer calls `answered(pid, the answer's header)`. Ends it by closing its input, as the pool
+// does, and checks that it exits.
+void with_a_compile_process(const std::vector<std::string>& settings,
+                            const std::vector<json>& batches,
+                            const std::function<void(pid_t, const json&)>& answered) {
+  int to_child[2], from_child[2];
+  high_pipe(to_child);
+  high_pipe(from_child);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to_child[0], 3);
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], 4);
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string(*e).rfind("KTUNE_COMPILE_", 0) != 0) env_text.emplace_back(*e);
+  env_text.emplace_back("KTUNE_COMPILE_WARMUP=0");
+  env_text.insert(env_text.end(), settings.begin(), settings.end());
+  std::vector<char*> env;
+  for (auto& e : env_text) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::string exe = KTUNE_EXE, op = "__compile";
+  char* argv[] = {exe.data(), op.data(), nullptr};
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  if (spawned == 0) {
+    for (const json& batch : batches) {
+      ipc::Message request;
+      request.header = {{"op", "compile"}, {"batch", batch}};
+      ipc::Message answer;
+      if (!ipc::write_message(to_child[1], request) ||
+          ipc::read_message(from_child[0], answer, 60) != ipc::ReadStatus::kOk) {
+        ADD_FAILURE() << "the compile process did not answer";
+        break;
+      }
+      answered(pid, answer.header);
+    }
+  } else {
+    ADD_FAILURE() << "posix_spawn: " << spawned;
+  }
+  ::close(to_child[1]);  // end of input: it exits
+  ::close(from_child[0]);
+  if (pid > 0) {
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 200 && !ended; ++i) {
+      ended = ::waitpid(pid, &status, WNOHANG) == pid;
+      if (!ended) ::usleep(50'000);
+    }
+    if (!ended) {
+      ADD_FAILURE() << "the compile process did not end at the end of its input";
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+  }
+}
+
+// The priority of a compile process started with `settings`, once it has answered an empty batch
+// (so it is past its start).
+int priority_of_a_compile_process(const std::vector<std::string>& settings) {
+  int priority = -100;
+  with_a_compile_process(settings, {json::array()}, [&](pid_t pid, const json&) {
+    errno = 0;
+    priority = ::getpriority(PRIO_PROCESS, static_cast<id_t>(pid));
+  });
+  return priority;
+}
+
+TEST(CompilePriority, ACompileProcessRunsBelowTheTuner) {
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  if (own + 5 > 19) GTEST_SKIP() << "this process already runs at nice " << own;
+  EXPECT_EQ(priority_of_a_compile_process({}), own + 5);
+  EXPECT_EQ(priority_of_a_compile_process({"KTUNE_COMPILE_NICE=2"}), own + 2);
+  EXPECT_EQ(priority_of_a_compile_process({"KTUNE_COMPILE_NICE=0"}), own);
+}
+
+// The page faults a process has taken (minflt, the tenth field of /proc/PID/stat).
+long minor_faults(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 10 && fields >> field; ++i) {
+  }
+  return field.empty() ? -1 : std::stol(field);
+}
+
+// Page faults per program over `programs` compilations of the same kernel, after a first one
+// (which faults its heap in either way), in a compile process started with `settings`.
+double faults_per_program(const std::vector<std::string>& settings, int programs) {
+  const std::string arch = "sm_90";
+  const json request = {
+      {"source",
+       "extern \"C\" __global__ void k(float* x, int n) {\n"
+       "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)\n"
+       "    x[i] = x[i] * 2.0f + 1.0f;\n"
+       "}\n"},
+      {"source_name", "k.cu"},
+      {"entry", "k"},
+      {"options", {"--gpu-architecture=" + arch}},
+      {"arch", arch}};
+  std::vector<json> batches(static_cast<std::size_t>(programs) + 1, json::array({request}));
+  std::vector<long> faults;
+  with_a_compile_process(settings, batches, [&](pid_t pid, const json& answer) {
+    const json& results = answer.at("results");
+    EXPECT_TRUE(results.size() == 1 && results[0].value("ok", false)) << answer.dump();
+    faults.push_back(minor_faults(pid));
+  });
+  if (faults.size() != batches.size() || faults.front() < 0) return -1;
+  return static_cast<double>(faults.back() - faults.front()) / programs;
+}
+
+// With glibc's defaults the process gives NVRTC's memory back after each program and faults it in
+// again for the next (thousands of faults per program, measured); kept, a program reuses it.
+TEST(CompileProcessHeap, AProgramReusesTheMemoryOfTheOneBefore) {
+  const double kept = faults_per_program({}, 4);
+  const double returned = faults_per_program({"KTUNE_COMPILE_KEEP_HEAP=0"}, 4);
+  ASSERT_GE(kept, 0);
+  ASSERT_GT(returned, 0);
+  RecordProperty("faults_per_program_kept", std::to_string(kept));
+  RecordProperty("faults_per_program_returned", std::to_string(returned));
+  EXPECT_LT(kept * 4, returned) << "kept " << kept << ", returned " << returned;
+}
+
+}  // namespace
+}  // namespace ktune
