@@ -4,6 +4,8 @@
 #   KIT_DIR: the build dependencies for a host without a package manager, with a setup.sh that
 #   unpacks them under the prefix it is given ($KTUNE_DEPS_PREFIX, default $TMPDIR/ktune-deps)
 #   and exports the search paths (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH, Python3_EXECUTABLE).
+#   It must hold every build dependency of scripts/install-deps.sh that the host lacks, the
+#   header-only ones included (libxxhash-dev: without it CMake stops at XXHASH_INCLUDE_DIR).
 #   steps (after the build, which always runs): test (GPU tests), cpu-test, sanitize-build and
 #   sanitize-test (the CPU suite under ASan+UBSan, GPU hidden), smoke (short tune),
 #   bench-compile, client-bench, kt270 (throughput on a 270-config space), brute (the whole
