@@ -2,10 +2,16 @@
 """Summarises `ktune tune --json` outputs and the database behind them: the figures a
 throughput or brute-force report needs, as one table row per run, plus per-variant bests.
 
-usage: summarize_tune.py [--db DB --variants PROBLEM_KEY] LABEL=RUN.json ...
+usage: summarize_tune.py [--db DB --variants PROBLEM_KEY] [--kernel-tuner DIR] LABEL=RUN.json ...
+
+With --kernel-tuner, DIR holds Kernel Tuner's summaries of the same space from the same call
+(summary_itN.json, written by its run.sh for N iterations): each ktune run labelled samplesN is
+set beside the one of N iterations, and the ratio of their rates printed.
 """
 import argparse
 import json
+import os
+import re
 import sqlite3
 
 
@@ -64,19 +70,58 @@ def per_variant(db, problem_key):
     return best
 
 
+def against_kernel_tuner(runs, kt_dir):
+    """Rows pairing each ktune run labelled samplesN with Kernel Tuner's run of N iterations."""
+    out = []
+    for label, path in runs:
+        m = re.fullmatch(r"samples(\d+)", label)
+        if not m:
+            continue
+        kt_path = os.path.join(kt_dir, f"summary_it{m.group(1)}.json")
+        if not os.path.exists(kt_path):
+            continue
+        d = json.load(open(path))
+        kt = json.load(open(kt_path))
+        ours, theirs = d["configs_per_second"], kt["configs_per_s"]
+        out.append({
+            "samples": int(m.group(1)),
+            "ktune_cfg_per_s": round(ours, 1),
+            "kernel_tuner_cfg_per_s": round(theirs, 2),
+            "ratio": f"{ours / theirs:.1f}x" if theirs > 0 else "-",
+            "ktune_gpu_busy": f'{100 * d["gpu_share"]:.0f}%',
+            "ktune_nvrtc_ms_per_cfg": round(1e3 * d["compile_seconds"] / max(d["measured"], 1), 1),
+            "kernel_tuner_compile_ms": round(kt.get("median_ms", {}).get("compile_time", float("nan")), 1),
+            "kernel_tuner_valid": f'{kt.get("valid", "-")}/{kt.get("total", "-")}',
+        })
+    return out
+
+
+def print_table(rows):
+    keys = list(rows[0].keys())
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--db")
     ap.add_argument("--variants")
+    ap.add_argument("--kernel-tuner", metavar="DIR")
     a = ap.parse_args()
-    rows = [row(*r.split("=", 1)) for r in a.runs]
+    runs = [tuple(r.split("=", 1)) for r in a.runs]
+    rows = [row(*r) for r in runs]
     if rows:
-        keys = list(rows[0].keys())
-        print("| " + " | ".join(keys) + " |")
-        print("|" + "---|" * len(keys))
-        for r in rows:
-            print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+        print_table(rows)
+    if a.kernel_tuner:
+        pairs = against_kernel_tuner(runs, a.kernel_tuner)
+        if not pairs:
+            ap.error(f"--kernel-tuner {a.kernel_tuner}: no summary_itN.json there for a run "
+                     "labelled samplesN")
+        print("\nktune against Kernel Tuner, same space, same call (cold compile caches)")
+        print_table(pairs)
     if a.db and a.variants:
         lecture = {1: 2.083, 2: 4.854, 3: 9.741, 4: 17.377, 5: 31.289, 6: 43.996, 7: 62.671}
         print(f"\nper-variant best at {a.variants} (lecture: 2^22 ints on a G80)")

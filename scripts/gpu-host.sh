@@ -17,7 +17,7 @@
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
 #   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER),
+#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER; after kt270 in the same call, the two side by side with the ratio of their rates),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
@@ -210,6 +210,11 @@ for step in $steps; do
       kt=${KTUNE_KT_PEER:-.peers/kernel_tuner}
       if [ -x "$kt/run.sh" ]; then
         "$kt/run.sh" "$out/kernel-tuner" 7 32 | tee -a "$out/summary.txt"
+        # After the kt270 step of this call: each ktune run beside Kernel Tuner's, with the ratio.
+        if [ -f "$out/kt270-s7.json" ] && [ -f "$out/kt270-s32.json" ]; then
+          python3 bench/summarize_tune.py samples7="$out/kt270-s7.json" samples32="$out/kt270-s32.json" \
+            --kernel-tuner "$out/kernel-tuner" 2>&1 | sed -n '/ktune against Kernel Tuner/,$p' | tee -a "$out/summary.txt"
+        fi
       else
         log "kt-peer: no Kernel Tuner at $kt (set KTUNE_KT_PEER)"
       fi ;;
