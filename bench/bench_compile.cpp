@@ -1,6 +1,8 @@
 // NVRTC compile time of a small templated kernel (the process's first compile apart from later
 // ones), a CUBIN cache hit, CompilePool throughput with 1, 2 and N threads, and the built-in
-// reduce kernel's configurations compiled in batches of 1 to 16 per NVRTC program.
+// reduce kernel's configurations compiled in batches of 1 to 16 per NVRTC program, and a kernel
+// that includes toolkit headers compiled by one compile process (precompiled headers on unless
+// KTUNE_NVRTC_PCH=0).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "ktune/compiler.h"
 #include "ktune/instance.h"
 #include "ktune/registry.h"
+#include "ktune/render.h"
 
 namespace {
 
@@ -195,6 +199,59 @@ BENCHMARK(BM_BatchedReduceCompile)
     ->Arg(16)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// Configurations of a kernel that starts with `#include <cuda_fp16.h>` and, with
+// state.range(0), <cooperative_groups.h> too, compiled one after another by one compile process,
+// as a tuning run's pool thread compiles them: milliseconds per configuration, the process's
+// start and its first program left out. Run with KTUNE_NVRTC_PCH=0 to compare.
+void BM_HeaderKernelProcess(benchmark::State& state) {
+  ktune::KernelText k;
+  k.name = "scale";
+  k.source = std::string("#include <cuda_fp16.h>\n") +
+             (state.range(0) ? "#include <cooperative_groups.h>\n" : "") +
+             "extern \"C\" __global__ void scale(__half* x, int n) {\n"
+             "#pragma unroll UNROLL\n"
+             "  for (int j = 0; j < 4; ++j) {\n"
+             "    const int i = (blockIdx.x * 4 + j) * BLOCK + threadIdx.x;\n"
+             "    if (i < n) x[i] = __hmul(x[i], __float2half(2.0f));\n"
+             "  }\n"
+             "}\n";
+  k.source_name = "scale.cu";
+  k.entry = "scale";
+  k.compile_options = {"-std=c++17"};
+  std::stringstream dirs(KTUNE_CUDA_INCLUDE_DIRS);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    k.compile_options.push_back("-I" + dir);
+    // CUDA 13 keeps libcu++ (cuda/std/...), which cooperative_groups.h includes, under cccl/.
+    if (std::filesystem::is_directory(dir + "/cccl"))
+      k.compile_options.push_back("-I" + dir + "/cccl");
+  }
+  int round = 0;
+  double ms = 0;
+  int compiled = 0;
+  for (auto _ : state) {
+    ktune::CompilePool pool(1, nullptr, {KTUNE_EXE, "__compile"});
+    constexpr int kConfigs = 12;
+    std::chrono::steady_clock::time_point start;
+    for (int i = 0; i < kConfigs; ++i) {
+      const int block = 32 << (i % 6), unroll = 1 + i / 6;
+      ktune::CompileRequest r =
+          ktune::render(k, {{"block", ktune::Value(block)}, {"unroll", ktune::Value(unroll)}},
+                        ktune::RenderDims{{1, 1, 1}, {static_cast<std::uint32_t>(block), 1, 1}},
+                        "r" + std::to_string(round) + "." + std::to_string(i), "sm_90");
+      const ktune::CompileResult result = pool.submit(std::move(r)).get();
+      if (!result.ok) state.SkipWithError(result.error.c_str());
+      if (i == 0) start = std::chrono::steady_clock::now();
+    }
+    ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    compiled += kConfigs - 1;
+    ++round;
+  }
+  state.counters["ms_per_config"] = ms / std::max(compiled, 1);
+}
+BENCHMARK(BM_HeaderKernelProcess)->Arg(0)->Arg(1)->Iterations(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

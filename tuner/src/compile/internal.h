@@ -29,6 +29,14 @@ bool compile_warmup_enabled();
 // KTUNE_NVRTC_MINIMAL=0): it skips most of NVRTC's built-in declarations, which halves the front
 // end's time, and gives byte-identical CUBINs (tests/compile/test_minimal.cpp).
 bool minimal_front_end_enabled();
+// Whether a source that starts with `#include <...>` lines is rendered with them first, ended by
+// kHeadersEnd, and compile processes reuse NVRTC's parse of them (on unless KTUNE_NVRTC_PCH=0).
+bool precompiled_headers_enabled();
+extern const char* const kHeadersEnd;
+// Lets this process's compilations use NVRTC's precompiled headers, kept in `dir` (compile
+// processes call it: NVRTC keeps them in one heap per process, which the tuner's threads would
+// share).
+void allow_precompiled_headers(const std::string& dir);
 // Compiles a one-line kernel so that NVRTC's first-use cost (loading, its built-in headers) is
 // paid before the first real request.
 void warm_up_nvrtc();

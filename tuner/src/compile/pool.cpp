@@ -54,6 +54,12 @@ struct CompilePool::Impl {
         // remote_compile starts it again on the first request and reports the failure there.
       }
     }
+    // At the end the process is asked to leave rather than killed, so that it removes what it
+    // keeps on disk (its precompiled headers' directory, compile_worker_main).
+    struct Farewell {
+      Subprocess& process;
+      ~Farewell() { process.stop(false); }
+    } farewell{process};
     for (;;) {
       std::vector<Task> tasks;
       {

@@ -1,12 +1,15 @@
 // Compile processes (`ktune __compile`): the same compile_batch(), in a child process, over the
 // ipc framing. Some NVRTC builds serialise compilations inside one process; separate processes
 // always run in parallel.
+#include <fmt/format.h>
 #include <malloc.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "compile/internal.h"
@@ -85,6 +88,7 @@ ipc::Message results_message(std::vector<CompileResult>& results) {
                    {"key", r.key},
                    {"resources", resources_json(r.resources)},
                    {"compile_ms", r.compile_ms},
+                   {"precompiled_header", r.precompiled_header},
                    {"cubin", index}});
   }
   return {json::parse(dump(json{{"results", out}, {"cubin_sizes", sizes}})), std::move(blob)};
@@ -149,6 +153,7 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
     r.key = h.value("key", "");
     r.resources = resources_from(h.value("resources", json::object()));
     r.compile_ms = h.value("compile_ms", 0.0);
+    r.precompiled_header = h.value("precompiled_header", false);
     out.push_back(std::move(r));
   }
   if (out.size() != requests.size())
@@ -184,10 +189,46 @@ void keep_the_heap() {
   ::mallopt(M_TOP_PAD, 64 << 20);
 }
 
+// The directory NVRTC keeps this process's precompiled headers in: `ktune-pch-<pid>` in the
+// temporary directory, removed when the process ends (NVRTC empties it then too). Those of
+// compile processes that were killed are removed first.
+class PrecompiledHeaderDir {
+ public:
+  PrecompiledHeaderDir() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) return;
+    for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ktune-pch-", 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + 10, nullptr, 10);
+      std::error_code ignored;
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        fs::remove_all(entry.path(), ignored);
+    }
+    path_ = tmp / fmt::format("ktune-pch-{}", ::getpid());
+    if (fs::create_directories(path_, ec) || fs::is_directory(path_))
+      detail::allow_precompiled_headers(path_.string());
+    else
+      path_.clear();  // no precompiled headers then
+  }
+  ~PrecompiledHeaderDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  PrecompiledHeaderDir(const PrecompiledHeaderDir&) = delete;
+  PrecompiledHeaderDir& operator=(const PrecompiledHeaderDir&) = delete;
+
+ private:
+  std::filesystem::path path_;
+};
+
 }  // namespace
 
 int compile_worker_main() {
   keep_the_heap();
+  const PrecompiledHeaderDir pch_dir;
   // Compiling is throughput work; the tuning loop and the GPU worker, which keep the GPU fed, are
   // not: below them in the scheduler, the worker's start (context, inputs) and each measurement
   // get a core at once while NVRTC fills the rest (KTUNE_COMPILE_NICE, default 5; 0 leaves it).

@@ -72,7 +72,35 @@ std::string kernel_tuner_unroll(const std::string& body, const std::vector<Setti
   return out;
 }
 
+// The end of the source's leading `#include <...>` lines (blank and `//` comment lines may come
+// between them), and how many lines that is; {0, 0} when the source does not start with one.
+std::pair<std::size_t, int> leading_system_includes(const std::string& source) {
+  std::size_t pos = 0, end = 0;
+  int lines = 0, block_lines = 0;
+  while (pos < source.size()) {
+    std::size_t next = source.find('\n', pos);
+    next = next == std::string::npos ? source.size() : next + 1;
+    const std::string_view line(source.data() + pos, next - pos);
+    const std::size_t first = line.find_first_not_of(" \t\r\n");
+    ++lines;
+    if (first != std::string_view::npos) {
+      const std::string_view text = line.substr(first);
+      if (text.rfind("//", 0) != 0) {
+        static const std::regex include(R"(#\s*include\s*<[^>\n]+>\s*(//.*)?)");
+        const std::size_t last = text.find_last_not_of(" \t\r\n");
+        if (!std::regex_match(std::string(text.substr(0, last + 1)), include)) break;
+        end = next;
+        block_lines = lines;
+      }
+    }
+    pos = next;
+  }
+  return {end, block_lines};
+}
+
 }  // namespace
+
+const char* const detail::kHeadersEnd = "namespace ktune_headers_end {}\n";
 
 Defines render_defines(const KernelText& k, const std::vector<Setting>& settings,
                        const RenderDims& dims) {
@@ -122,9 +150,27 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
                                  : k.source;
   const std::string body = constants + fmt::format("#line 1 \"{}\"\n", k.source_name) + source;
   CompileRequest r;
-  r.source = fmt::format("// ktune: {}[{}] for {}\n", k.name, config_key, arch);
+  // A source that starts with `#include <...>` lines gets them before the configuration's macros,
+  // ended by a declaration, so that every configuration's program starts with the same text and
+  // a compile process can reuse NVRTC's parse of those headers (a precompiled header; nvrtc.cpp).
+  // Off with KTUNE_NVRTC_PCH=0, which keeps the macros first.
+  const auto [headers_end, header_lines] = detail::precompiled_headers_enabled()
+                                               ? leading_system_includes(source)
+                                               : std::pair<std::size_t, int>{0, 0};
+  if (headers_end > 0) {
+    // No #line before them: NVRTC creates no precompiled header past one. The lines keep their
+    // numbers anyway, the program being named after the source.
+    r.source = source.substr(0, headers_end);
+    if (r.source.back() != '\n') r.source += '\n';
+    r.source += detail::kHeadersEnd;
+  }
+  r.source += fmt::format("// ktune: {}[{}] for {}\n", k.name, config_key, arch);
   for (const auto& [name, value] : defines) r.source += fmt::format("#define {} {}\n", name, value);
-  r.source += body;
+  if (headers_end > 0)
+    r.source += constants + fmt::format("#line {} \"{}\"\n", header_lines + 1, k.source_name) +
+                source.substr(headers_end);
+  else
+    r.source += body;
   r.source_name = k.source_name;
   r.entry = k.entry;
   r.arch = arch;

@@ -99,13 +99,14 @@ std::string Subprocess::stop(bool kill) {
   close_fds();  // closing its request pipe also tells the child to finish
   int status = 0;
   if (!kill) {
-    // A child that does not leave within a few seconds is killed.
-    for (int i = 0; i < 200; ++i) {
+    // A child that does not leave within a few seconds is killed. Most leave within
+    // milliseconds, so the first checks come a millisecond apart.
+    for (int i = 0; i < 250; ++i) {
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         return describe_exit(status);
       }
-      ::usleep(25000);
+      ::usleep(i < 50 ? 1000 : 25000);
     }
   }
   ::kill(pid_, SIGKILL);

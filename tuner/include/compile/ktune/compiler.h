@@ -60,6 +60,9 @@ struct CompileResult {
   CompiledResources resources;
   double compile_ms = 0;  // wall time of this compilation (0 for a cache hit)
   bool from_cache = false;
+  // Whether NVRTC compiled it with a precompiled header (created or loaded; compile processes
+  // only, for sources that start with `#include <...>` lines). The CUBIN is the same either way.
+  bool precompiled_header = false;
 };
 
 // "13.0": the NVRTC library this process uses.
