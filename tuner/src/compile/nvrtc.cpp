@@ -1,5 +1,6 @@
 // NVRTC compilation of one request (or one batch) into CompileResults, failures kept as data,
 // and what this NVRTC can target.
+#include <cuda.h>  // CUDA_VERSION: the toolkit this is built with
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -186,8 +187,15 @@ void record_header_block(const std::string& block, int step, double ms) {
 }  // namespace
 
 void detail::allow_precompiled_headers(const std::string& dir) {
+  // Precompiled headers came with NVRTC 12.8; an older one refuses -pch as an unknown option.
+#if CUDA_VERSION >= 12080
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS || major * 100 + minor < 1208) return;
   pch_dir_option = "-pch-dir=" + dir;
   pch_allowed = true;
+#else
+  (void)dir;
+#endif
 }
 
 namespace {
@@ -254,12 +262,14 @@ CompileResult compile_once(const CompileRequest& request) {
         nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
     result.log = program_log(program.get());
     check(compiled, "nvrtcCompileProgram");
+#if CUDA_VERSION >= 12080
     if (pch && nvrtcGetPCHCreateStatus(program.get()) == NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED) {
       // Too large for NVRTC's PCH heap: make room for it, so that the next program creates it.
       std::size_t need = 0;
       if (nvrtcGetPCHHeapSizeRequired(program.get(), &need) == NVRTC_SUCCESS && need > 0)
         nvrtcSetPCHHeapSize(need);
     }
+#endif
     result.precompiled_header = pch;
 
     const char* lowered = nullptr;
