@@ -149,10 +149,10 @@ std::string pch_dir_option;  // "-pch-dir=...", set before pch_allowed
 // block (up to detail::kHeadersEnd) and options creates one in the process's PCH heap, and the
 // programs after it that start the same way load it instead of parsing the headers again. That
 // pays where the headers are heavy (cooperative_groups.h, CUB: 1.6-1.9x faster programs, measured
-// in docs/measuring.md) and costs where they are light (cuda_fp16.h alone: 42 -> 70 ms). So each
+// in docs/compilation.md) and costs where they are light (cuda_fp16.h alone: 42 -> 70 ms). So each
 // header block is measured once each way: its first program plain, the second with -pch (which
 // creates the PCH), the third with it (which loads it); from the fourth on the faster of the first
-// and third decides. The CUBIN is the same either way (tests/compile/test_precompiled_headers.cpp).
+// and third decides. The CUBIN is the same either way (tests/tuner/test_precompiled_headers.cpp).
 struct HeaderBlock {
   int programs = 0;
   double plain_ms = -1;

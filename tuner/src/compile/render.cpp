@@ -148,29 +148,27 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   const std::string source = k.define_style == DefineStyle::kKernelTuner
                                  ? kernel_tuner_unroll(k.source, settings, constants, edited)
                                  : k.source;
-  const std::string body = constants + fmt::format("#line 1 \"{}\"\n", k.source_name) + source;
-  CompileRequest r;
   // A source that starts with `#include <...>` lines gets them before the configuration's macros,
   // ended by a declaration, so that every configuration's program starts with the same text and
   // a compile process can reuse NVRTC's parse of those headers (a precompiled header; nvrtc.cpp).
-  // Off with KTUNE_NVRTC_PCH=0, which keeps the macros first.
+  // No #line before them (NVRTC creates no precompiled header past one): they keep their line
+  // numbers anyway, the program being named after the source. Off with KTUNE_NVRTC_PCH=0, which
+  // keeps the macros first.
   const auto [headers_end, header_lines] = detail::precompiled_headers_enabled()
                                                ? leading_system_includes(source)
                                                : std::pair<std::size_t, int>{0, 0};
+  const std::string body = constants +
+                           fmt::format("#line {} \"{}\"\n", header_lines + 1, k.source_name) +
+                           source.substr(headers_end);
+  CompileRequest r;
   if (headers_end > 0) {
-    // No #line before them: NVRTC creates no precompiled header past one. The lines keep their
-    // numbers anyway, the program being named after the source.
     r.source = source.substr(0, headers_end);
     if (r.source.back() != '\n') r.source += '\n';
     r.source += detail::kHeadersEnd;
   }
   r.source += fmt::format("// ktune: {}[{}] for {}\n", k.name, config_key, arch);
   for (const auto& [name, value] : defines) r.source += fmt::format("#define {} {}\n", name, value);
-  if (headers_end > 0)
-    r.source += constants + fmt::format("#line {} \"{}\"\n", header_lines + 1, k.source_name) +
-                source.substr(headers_end);
-  else
-    r.source += body;
+  r.source += body;
   r.source_name = k.source_name;
   r.entry = k.entry;
   r.arch = arch;
