@@ -117,12 +117,15 @@ for step in $steps; do
       for mode in 7 32 0; do
         export KTUNE_CACHE_DIR=/tmp/ktune-cache-kt$mode; rm -rf $KTUNE_CACHE_DIR
         $ktune tune --config configs/reduce-kt270.toml --samples $mode --db /tmp/kt270.db --no-reuse \
-          --retime-top 0 --json >"$out/kt270-s$mode.json" 2>"$out/kt270-s$mode.err"
+          --retime-top 0 --json --trace "$out/kt270-s$mode.trace.json" \
+          >"$out/kt270-s$mode.json" 2>"$out/kt270-s$mode.err"
         log "kt270 samples=$mode: rc=$?"
       done
       export KTUNE_CACHE_DIR=/tmp/ktune-cache
       python3 bench/summarize_tune.py samples7="$out/kt270-s7.json" samples32="$out/kt270-s32.json" \
-        adaptive="$out/kt270-s0.json" | tee -a "$out/summary.txt" ;;
+        adaptive="$out/kt270-s0.json" | tee -a "$out/summary.txt"
+      # Where each run's time went (its timeline, `tune --trace`).
+      python3 bench/summarize_trace.py "$out"/kt270-s{7,32,0}.trace.json | tee -a "$out/summary.txt" ;;
     compile-ab)
       # What each compile-side change gives: the kt270 space at 32 samples, cold compile cache,
       # with everything on, then with one change switched off, then with all off (as before);

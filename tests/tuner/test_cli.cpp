@@ -563,6 +563,43 @@ TEST(CliMerge, MergesDatabasesOnceAndRefusesBadSources) {
   EXPECT_EQ(r.code, 2) << r;
 }
 
+// `tune --trace FILE`: the timeline is written where asked (the replayed trials on the GPU's
+// row); a folder that does not exist is refused before the run, with nothing stored.
+TEST(CliTrace, TheTimelineIsWrittenWhereAskedOrRefusedBeforeTheRun) {
+  test::TempDir dir;
+  const std::vector<std::string> args = {"tune",           "convolution_kernel",
+                                         "--replay",       small_convolution_recording(),
+                                         "--budget-evals", "7",
+                                         "--db",           "t.db"};
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"--trace", "run.trace.json"});
+  test::CliResult r = test::run_ktune(with, dir.path(), dir / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(test::contains(r.err, "timeline written to run.trace.json")) << r;
+  const auto j = nlohmann::json::parse(test::read_file(dir / "run.trace.json"));
+  int gpu_lane = -1;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" &&
+        e.at("args").at("name") == "GPU worker")
+      gpu_lane = e.at("tid").get<int>();
+  ASSERT_GT(gpu_lane, 0) << j.dump();
+  std::size_t trials = 0;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("tid") == gpu_lane && e.at("name") != "prepare") ++trials;
+  EXPECT_EQ(trials, 7u);
+
+  std::vector<std::string> bad = args;
+  bad[bad.size() - 1] = "u.db";
+  bad.insert(bad.end(), {"--trace", "missing/run.trace.json"});
+  r = test::run_ktune(bad, dir.path(), dir / "cache");
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(test::contains(r.err,
+                             "--trace missing/run.trace.json: the folder missing does "
+                             "not exist"))
+      << r;
+  EXPECT_FALSE(fs::exists(dir / "u.db"));
+}
+
 // The compile pipeline's environment (KTUNE_COMPILE_NICE, KTUNE_COMPILE_BATCH) is checked before
 // anything starts: a bad value is a usage error naming the variable, and no database appears.
 TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "ktune/backend.h"
+#include "ktune/error.h"
 #include "ktune/registry.h"
 #include "ktune/strategy.h"
 #include "ktune/tuner.h"
@@ -523,6 +525,80 @@ TEST_F(SlowCompile, AFixedOrderStrategyMeasuresWhicheverCompilationIsDoneFirst) 
   ASSERT_EQ(order.size(), 5u);
   EXPECT_EQ(order.back(), "slow=1,block_size=64") << "the quick ones went first";
   EXPECT_EQ(order.front().rfind("slow=0", 0), 0u);
+}
+
+// --trace: the timeline holds every compile batch on its compile thread's row, every measured
+// trial on the GPU's row in the order measured, the preparation, the in-flight counter and the
+// search; the pool stops reporting to it when the run ends.
+TEST_F(SlowCompile, TheTimelineShowsEveryBatchAndEveryTrial) {
+  registry_.load_manifest(std::string(KTUNE_TEST_DATA_DIR) + "/slow_compile/slow.toml");
+  KernelInstance slow(registry_.get("slow_compile"), {}, DeviceLimits::for_arch(90));
+  FakeBackend backend(slow, /*compiles=*/true);
+  backend.delay = std::chrono::milliseconds(2);
+  CompilePool pool(2, std::make_shared<CompileCache>(dir_ / "trace-cache"));
+  auto strategy = make_strategy("brute_force");
+  TuneOptions options;
+  options.retime_top = 2;
+  options.trace = std::make_shared<Trace>();
+  const TuneSummary s = tune(slow, backend, *store_, *strategy, options, &pool);
+  ASSERT_EQ(s.measured, 5u);
+
+  const nlohmann::json j = options.trace->to_json();
+  std::map<int, std::string> lanes;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name")
+      lanes[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
+  std::size_t compiled = 0, batches = 0, counters = 0;
+  std::vector<std::string> gpu_keys;
+  std::set<std::string> compile_lanes, run_spans;
+  double gpu_end = -1;
+  bool prepared = false;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "C") {
+      ++counters;
+      EXPECT_EQ(e.at("name"), "measurements in flight");
+      continue;
+    }
+    if (e.at("ph") != "X") continue;
+    EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    const std::string lane = lanes.at(e.at("tid").get<int>());
+    if (lane.rfind("compile ", 0) == 0) {
+      compile_lanes.insert(lane);
+      ++batches;
+      compiled += e.at("args").at("compiled").get<std::size_t>();
+    } else if (lane == "GPU worker" && e.at("name") == "prepare") {
+      prepared = true;
+    } else if (lane == "GPU worker") {
+      gpu_keys.push_back(e.at("name").get<std::string>());
+      // One trial at a time: each begins after the one before ended.
+      EXPECT_GE(e.at("ts").get<double>() + 1e-3, gpu_end);
+      gpu_end = e.at("ts").get<double>() + e.at("dur").get<double>();
+    } else if (lane == "run") {
+      run_spans.insert(e.at("name").get<std::string>());
+    }
+  }
+  EXPECT_EQ(compiled, 5u) << "every configuration compiled once, each in some batch";
+  EXPECT_GE(batches, 2u);
+  EXPECT_LE(compile_lanes.size(), 2u);
+  EXPECT_EQ(gpu_keys, backend.evaluated) << "the GPU's row lists the trials in measured order";
+  EXPECT_TRUE(prepared);
+  EXPECT_EQ(counters, 2 * gpu_keys.size()) << "one value at each submit and each collect";
+  EXPECT_TRUE(run_spans.count("search"));
+  EXPECT_TRUE(run_spans.count("re-time the finalists"));
+
+  // The pool no longer reports to the finished run's timeline.
+  const std::size_t events = options.trace->size();
+  CompileRequest request = render(slow, slow.space().enumerate().front(), "sm_90");
+  request.source += "\n// another source, so that it is compiled again\n";
+  EXPECT_TRUE(pool.submit(request).get().ok);
+  EXPECT_EQ(options.trace->size(), events);
+
+  // Written and read back: the same events.
+  const fs::path file = dir_ / "run.trace.json";
+  options.trace->write(file);
+  std::ifstream in(file);
+  EXPECT_EQ(nlohmann::json::parse(in), j);
+  EXPECT_THROW(options.trace->write(dir_ / "no-such-folder" / "t.json"), Error);
 }
 
 TEST_F(SlowCompile, AStrategyThatLearnsIsAnsweredInTheOrderItAsked) {

@@ -149,7 +149,11 @@ po::options_description tune_options() {
       "first, a search strategy is seeded apart (what --devices gives each worker)")(
       "progress", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
       "auto | always | never: a progress line on stderr (redrawn on a terminal, one line every "
-      "2 s elsewhere)");
+      "2 s elsewhere)")(
+      "trace", po::value<std::string>()->value_name("FILE.json"),
+      "write the run's timeline there (compile batches, the GPU's trials, the loop's waits) in "
+      "the Trace Event Format, for Perfetto or chrome://tracing; with --devices one file per "
+      "device, FILE.gpuN.json");
   po::options_description backend("Backend");
   backend.add_options()("backend", po::value<std::string>()->value_name("NAME"),
                         "cuda | replay (default: cuda; without a GPU, a recording shipped with "
@@ -413,6 +417,21 @@ class NewDatabase {
   std::optional<Store> store_;
 };
 
+// --trace FILE: refused before the run where its folder does not exist.
+std::optional<std::filesystem::path> checked_trace_path(const po::variables_map& vm) {
+  if (!vm.count("trace")) return std::nullopt;
+  const std::filesystem::path path = vm["trace"].as<std::string>();
+  if (path.empty() || path.filename().empty())
+    throw Error(ErrorKind::kUsage, "--trace: expected a file name, such as run.trace.json");
+  const std::filesystem::path folder =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec))
+    throw Error(ErrorKind::kUsage, fmt::format("--trace {}: the folder {} does not exist",
+                                               path.string(), folder.string()));
+  return path;
+}
+
 }  // namespace
 
 po::options_description database_options() {
@@ -439,6 +458,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   compile_environment();  // a bad KTUNE_COMPILE_* value is refused before anything starts
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
+  const std::optional<std::filesystem::path> trace_path = checked_trace_path(vm);
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
@@ -482,13 +502,34 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  const TuneSummary s = db.unless_refused([&] {
-    return tune(
-        instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
-        [&](const Progress& p) { line.update(p); }, &g_stop);
-  });
+  if (trace_path) setup.job.options.trace = std::make_shared<Trace>();
+  const auto write_trace = [&] {
+    if (!trace_path) return;
+    setup.job.options.trace->write(*trace_path);
+    if (!quiet && !json_output(vm))
+      std::cerr << fmt::format("timeline written to {}\n", trace_path->string());
+  };
+  TuneSummary s;
+  try {
+    s = db.unless_refused([&] {
+      return tune(
+          instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
+          [&](const Progress& p) { line.update(p); }, &g_stop);
+    });
+  } catch (...) {
+    // What the run did until it failed is what explains the failure.
+    std::signal(SIGINT, SIG_DFL);
+    line.finish();
+    try {
+      write_trace();
+    } catch (const Error& e) {
+      std::cerr << "warning: " << e.what() << "\n";
+    }
+    throw;
+  }
   std::signal(SIGINT, SIG_DFL);
   line.finish();
+  write_trace();
 
   if (json_output(vm))
     print_json(summary_json(s, setup));

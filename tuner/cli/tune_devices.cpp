@@ -108,11 +108,11 @@ std::vector<std::string> worker_argv(const std::vector<std::string>& args, const
                                      const po::variables_map& vm, int device, int workers,
                                      std::pair<int, int> part,
                                      std::optional<std::uint64_t> budget) {
-  static const char* kDropped[] = {"--devices",  "--study-storage", "--device",
-                                   "--progress", "--json",          "-q",
-                                   "--quiet",    "--budget-evals",  "--part"};
-  static const char* kTakesValue[] = {"--devices",  "--study-storage", "--device",
-                                      "--progress", "--budget-evals",  "--part"};
+  static const char* kDropped[] = {
+      "--devices", "--study-storage", "--device",       "--progress", "--json",
+      "-q",        "--quiet",         "--budget-evals", "--part",     "--trace"};
+  static const char* kTakesValue[] = {"--devices",      "--study-storage", "--device", "--progress",
+                                      "--budget-evals", "--part",          "--trace"};
   std::vector<std::string> out = {exe, "tune"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -130,6 +130,13 @@ std::vector<std::string> worker_argv(const std::vector<std::string>& args, const
     if (!dropped) out.push_back(a);
   }
   out.insert(out.end(), {"--device", std::to_string(device), "--progress", "always", "--json"});
+  if (vm.count("trace")) {
+    // One timeline per worker: FILE.json becomes FILE.gpuN.json.
+    std::filesystem::path trace = vm["trace"].as<std::string>();
+    const std::string ext = trace.extension().string();
+    trace.replace_filename(fmt::format("{}.gpu{}{}", trace.stem().string(), device, ext));
+    out.insert(out.end(), {"--trace", trace.string()});
+  }
   if (shares_a_study(vm)) {
     const std::string db = vm["db"].as<std::string>();
     out.insert(out.end(),

@@ -41,8 +41,9 @@ struct CompilePool::Impl {
 
   // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
   std::size_t max_batch = 16;
+  CompileObserver observer;  // under `mutex`
 
-  void work() {
+  void work(std::size_t index) {
     Subprocess process;  // this thread's compile process, when the pool uses processes
     // Start the compile process now rather than at the first request: it loads and warms NVRTC
     // (compile_worker_main) while the tuner enumerates the space and the GPU worker starts, so
@@ -87,11 +88,23 @@ struct CompilePool::Impl {
       }
       std::vector<CompileResult> results;
       std::exception_ptr failure;
+      CompileBatchRecord record;
+      record.thread = index;
+      record.begin = Clock::now();
       try {
-        results = run(tasks, process);
+        results = run(tasks, process, record);
       } catch (...) {
         failure = std::current_exception();
       }
+      record.end = Clock::now();
+      record.requests = tasks.size();
+      if (failure) record.failed = tasks.size();
+      CompileObserver observe;
+      {
+        std::lock_guard lock(mutex);
+        observe = observer;
+      }
+      if (observe) observe(record);
       // Leave the in-flight map before the futures become ready, so a submission that follows
       // a finished one goes through the cache instead of holding on to a future.
       {
@@ -108,7 +121,8 @@ struct CompilePool::Impl {
     }
   }
 
-  std::vector<CompileResult> run(const std::vector<Task>& tasks, Subprocess& process) {
+  std::vector<CompileResult> run(const std::vector<Task>& tasks, Subprocess& process,
+                                 CompileBatchRecord& record) {
     std::vector<CompileResult> results(tasks.size());
     std::vector<std::size_t> misses;
     std::vector<CompileRequest> requests;
@@ -128,7 +142,9 @@ struct CompilePool::Impl {
                                 : detail::remote_compile(process, process_command, requests);
     busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     compiles += requests.size();
+    record.compiled = requests.size();
     for (std::size_t k = 0; k < misses.size(); ++k) {
+      if (!compiled[k].ok) ++record.failed;
       if (cache) cache->put(compiled[k]);
       results[misses[k]] = std::move(compiled[k]);
     }
@@ -171,7 +187,7 @@ CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cach
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   impl_->workers.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    impl_->workers.emplace_back([impl = impl_.get()] { impl->work(); });
+    impl_->workers.emplace_back([impl = impl_.get(), i] { impl->work(i); });
   }
 }
 
@@ -203,6 +219,11 @@ std::size_t CompilePool::threads() const { return impl_->workers.size(); }
 void CompilePool::set_max_batch(std::size_t n) {
   std::lock_guard lock(impl_->mutex);
   impl_->max_batch = std::max<std::size_t>(1, n);
+}
+
+void CompilePool::set_observer(CompileObserver observer) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->observer = std::move(observer);
 }
 
 double CompilePool::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }

@@ -44,7 +44,8 @@ struct Pending {
   std::optional<TrialRecord> cached;
   std::shared_future<CompileResult> compiled;
   bool has_compile = false;
-  bool busy = false;  // another process has claimed it: its trial will answer it
+  Clock::time_point submitted;  // to the backend
+  bool busy = false;            // another process has claimed it: its trial will answer it
 };
 
 // Prepares the backend (for the CUDA backend: worker start, inputs, reference) on another thread
@@ -60,9 +61,10 @@ class BackendPreparer {
   void start() {
     if (!prepared_ && !preparing_.valid())
       preparing_ = std::async(std::launch::async, [this] {
-        const auto p0 = Clock::now();
+        began_ = Clock::now();
         backend_.prepare(instance_, measure_);
-        seconds_ = seconds_since(p0);
+        ended_ = Clock::now();
+        seconds_ = std::chrono::duration<double>(ended_ - began_).count();
       });
   }
   // Returns the seconds the caller waited for the preparation (0 once it is done).
@@ -74,8 +76,10 @@ class BackendPreparer {
     preparing_.get();
     return seconds_since(w0);
   }
-  // Wall time of the preparation itself (after wait()).
+  // Wall time of the preparation itself, and when it ran (after wait()).
   double seconds() const { return seconds_; }
+  Clock::time_point began() const { return began_; }
+  Clock::time_point ended() const { return ended_; }
   bool ready() const { return prepared_; }
 
  private:
@@ -85,7 +89,13 @@ class BackendPreparer {
   bool prepared_ = false;
   std::future<void> preparing_;
   double seconds_ = 0;
+  Clock::time_point began_, ended_;
 };
+
+// The lanes of a run's timeline (ktune/trace.h).
+constexpr const char* kRunLane = "run";
+constexpr const char* kLoopLane = "loop: waiting";
+constexpr const char* kGpuLane = "GPU worker";
 
 class TuningRun {
  public:
@@ -105,11 +115,33 @@ class TuningRun {
         preparer_(backend, instance, options.measure) {}
 
   TuneSummary run() {
+    // The pool outlives the run: its threads stop reporting to this run's timeline at the end.
+    struct Observing {
+      CompilePool* pool;
+      ~Observing() {
+        if (pool) pool->set_observer({});
+      }
+    } observing{options_.trace ? pool_ : nullptr};
+    if (observing.pool) {
+      observing.pool->set_observer([trace = options_.trace](const CompileBatchRecord& r) {
+        const std::string name = r.compiled == 0   ? fmt::format("{} from the cache", r.requests)
+                                 : r.requests == 1 ? std::string("1 configuration")
+                                                   : fmt::format("{} configurations", r.requests);
+        trace->span(
+            fmt::format("compile {}", r.thread + 1), name, r.begin, r.end,
+            {{"configurations", r.requests}, {"compiled", r.compiled}, {"failed", r.failed}});
+      });
+    }
     try {
       start_strategy();
       search();
       summary_.search_seconds = seconds_since(t0_);
+      if (options_.trace) options_.trace->span(kRunLane, "search", t0_, Clock::now());
+      const auto w0 = Clock::now();
       choose_winner();
+      if (options_.trace && !summary_.finalists.empty())
+        options_.trace->span(kRunLane, "re-time the finalists", w0, Clock::now(),
+                             {{"finalists", summary_.finalists.size()}});
       finish();
     } catch (...) {
       fail();
@@ -302,9 +334,18 @@ class TuningRun {
   // Waits for the backend's preparation the first time it is needed, and keeps its times.
   void wait_prepared() {
     if (preparer_.ready()) return;
+    const auto w0 = Clock::now();
     summary_.wait_prepare_seconds = preparer_.wait();
     summary_.prepare_seconds = preparer_.seconds();
     summary_.prepare_phases_seconds = backend_.prepare_phases();
+    if (options_.trace) {
+      json phases = json::object();
+      for (const auto& [phase, seconds] : summary_.prepare_phases_seconds) phases[phase] = seconds;
+      options_.trace->span(kGpuLane, "prepare", preparer_.began(), preparer_.ended(),
+                           std::move(phases));
+      if (summary_.wait_prepare_seconds > 0)
+        options_.trace->span(kLoopLane, "preparation", w0, Clock::now());
+    }
   }
 
   // Answers a configuration from the database, or claims it there and starts its compilation
@@ -384,6 +425,7 @@ class TuningRun {
         const auto wait0 = Clock::now();
         c = &p.compiled.get();
         summary_.wait_compile_seconds += seconds_since(wait0);
+        trace_wait(wait0);
         if (!c->ok) {
           Measurement m;
           m.status = TrialStatus::kCompileFailed;
@@ -397,8 +439,10 @@ class TuningRun {
       const auto e0 = Clock::now();
       backend_.submit(p.config, c);
       summary_.backend_seconds += seconds_since(e0);
+      p.submitted = e0;
       in_flight_.push_back(std::move(p));
       queue_.pop_front();
+      trace_in_flight();
     }
   }
 
@@ -427,6 +471,20 @@ class TuningRun {
       queue_.front().compiled.wait_for(std::chrono::milliseconds(1));
     }
     summary_.wait_compile_seconds += seconds_since(w0);
+    trace_wait(w0);
+  }
+
+  // A wait of the loop for a compilation, on the timeline when it lasted at least 50 us.
+  void trace_wait(Clock::time_point since) {
+    const auto now = Clock::now();
+    if (options_.trace && now - since >= std::chrono::microseconds(50))
+      options_.trace->span(kLoopLane, "compilation", since, now);
+  }
+
+  void trace_in_flight() {
+    if (options_.trace)
+      options_.trace->counter("measurements in flight", Clock::now(),
+                              static_cast<double>(in_flight_.size()));
   }
 
   // Whether a configuration's trial came from the backend (rather than a restriction or the
@@ -445,6 +503,19 @@ class TuningRun {
     const auto e0 = Clock::now();
     const Measurement m = backend_.collect();
     summary_.backend_seconds += seconds_since(e0);
+    if (options_.trace) {
+      // The backend measures in the order it was given: this trial began when it was submitted
+      // or when the one before it came back, whichever is later.
+      const auto now = Clock::now();
+      const auto began = std::max(p.submitted, gpu_free_);
+      gpu_free_ = now;
+      options_.trace->span(kGpuLane, p.key, began, now,
+                           {{"status", std::string(to_string(m.status))},
+                            {"time_ms", m.time_ms},
+                            {"gpu_ms", m.gpu_ms},
+                            {"timed_ms", m.timed_ms}});
+      trace_in_flight();
+    }
     record(p, &m, p.has_compile ? &p.compiled.get() : nullptr);
   }
 
@@ -674,6 +745,7 @@ class TuningRun {
   // keeps the queue's order, for measuring what this gives).
   const bool out_of_order_ = compile_environment().out_of_order;
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
+  Clock::time_point gpu_free_;     // when the backend's last result came back (--trace)
   std::set<std::string> told_keys_;
   std::uint64_t repeats_ = 0;
   static constexpr int kSilentAsks = 4;

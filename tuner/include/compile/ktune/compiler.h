@@ -6,9 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -112,6 +114,17 @@ struct CompileEnvironment {
 };
 CompileEnvironment compile_environment();
 
+// What one pool thread did with the requests it took together: one NVRTC program (a batch), or
+// cache hits only. For timelines (ktune/trace.h).
+struct CompileBatchRecord {
+  std::size_t thread = 0;  // the pool's thread, from 0
+  std::chrono::steady_clock::time_point begin, end;
+  std::size_t requests = 0;  // taken together
+  std::size_t compiled = 0;  // of them compiled (the others were cache hits)
+  std::size_t failed = 0;    // of them that did not compile
+};
+using CompileObserver = std::function<void(const CompileBatchRecord&)>;
+
 // Compiles through the cache (when given) with a pool of threads.
 class CompilePool {
  public:
@@ -129,6 +142,9 @@ class CompilePool {
   std::size_t threads() const;
   // Requests compiled together at most (1: no batching). Default 16.
   void set_max_batch(std::size_t n);
+  // Called on the pool's threads after each group of requests, before their results are
+  // handed out; an empty function stops the calls. It must not throw.
+  void set_observer(CompileObserver observer);
   // Seconds the pool's threads spent compiling (cache hits excluded), summed over threads.
   double busy_seconds() const;
   // NVRTC compilations the pool ran (cache hits and shared in-flight submissions excluded).

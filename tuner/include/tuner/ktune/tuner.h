@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "ktune/instance.h"
 #include "ktune/store.h"
 #include "ktune/strategy.h"
+#include "ktune/trace.h"
 #include "ktune/transfer.h"
 
 namespace ktune {
@@ -47,6 +49,9 @@ struct TuneOptions {
   int retime_rounds = 10;
   std::size_t lookahead = 0;  // configs compiled ahead of the backend; 0: 4 x compile threads
   std::string command_line;   // provenance
+  // Where the run's timeline goes (`tune --trace`): the compile pool's batches, the backend's
+  // preparation, each measured trial, the loop's waits. Null: none is kept.
+  std::shared_ptr<Trace> trace;
 };
 
 // Progress, reported after every trial.

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""bench/summarize_trace.py on timelines written here in the form `ktune tune --trace` writes:
+the GPU's busy share, its idle time split by what the compile threads did, the NVRTC programs by
+size, and a clear refusal of a file that is not a timeline."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                      "summarize_trace.py")
+
+
+def lane(tid, name):
+    return {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+
+
+def span(tid, name, begin_s, end_s, args=None):
+    e = {"name": name, "ph": "X", "pid": 1, "tid": tid, "ts": begin_s * 1e6,
+         "dur": (end_s - begin_s) * 1e6}
+    if args is not None:
+        e["args"] = args
+    return e
+
+
+def batch(tid, begin_s, end_s, n):
+    return span(tid, f"{n} configurations", begin_s, end_s,
+                {"configurations": n, "compiled": n, "failed": 0})
+
+
+class SummarizeTrace(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def run_on(self, events):
+        path = os.path.join(self.dir.name, "run.trace.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+        return subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
+
+    def test_idle_time_is_split_by_what_the_compile_threads_did(self):
+        # Wall 1.0 s. The GPU measures 0.2-0.4 and 0.6-1.0: idle 0.4-0.6, of which 0.4-0.5 with
+        # both compile threads busy and 0.5-0.6 with one.
+        events = [
+            lane(1, "GPU worker"), lane(2, "compile 1"), lane(3, "compile 2"), lane(4, "run"),
+            span(1, "prepare", 0.0, 0.2, {"context": 0.15}),
+            span(2, "x", 0.0, 0.2) | {"args": {"configurations": 1, "compiled": 1, "failed": 0}},
+            batch(3, 0.0, 0.5, 4), batch(2, 0.2, 0.6, 4),
+            span(1, "a", 0.2, 0.4), span(1, "b", 0.6, 1.0),
+            span(4, "search", 0.0, 1.0),
+        ]
+        r = self.run_on(events)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertIn("wall 1.000 s (search), 2 trials measured, first trial at 0.200 s", out)
+        self.assertIn("GPU worker busy 0.600 s: 60% of the wall, 75% after the first trial", out)
+        self.assertIn("GPU idle after the first trial 0.200 s in 1 gaps: 0.100 s with all 2 "
+                      "compile threads busy, 0.100 s with some idle", out)
+        self.assertIn("NVRTC programs by configurations: 1 x1, 4 x2", out)
+        self.assertIn("first NVRTC program done at 0.200 s", out)
+        self.assertIn("compiled: 0 1 1 1 5 9 9 9 9 9", out)
+        self.assertIn("measured: 0 0 0 1 1 1 1 1 1 2", out)
+        self.assertIn("preparation 0.000-0.200 s (context 0.150)", out)
+
+    def test_a_file_that_is_not_a_timeline_is_refused(self):
+        path = os.path.join(self.dir.name, "other.json")
+        with open(path, "w") as f:
+            json.dump({"trials": 3}, f)
+        r = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not a ktune timeline", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
