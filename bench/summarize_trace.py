@@ -4,7 +4,8 @@
     bench/summarize_trace.py RUN.trace.json [...]
 
 For each file: the wall time; the GPU worker's preparation and first trial; the GPU's busy
-share (its trials' spans over the wall, and after the first trial); the GPU's idle time after
+share (its trials' spans over the wall, and after the first trial), and the GPU worker's time
+outside its evaluations (the protocol, and the loop's own work between them); the GPU's idle time after
 its first trial, split by what the compile threads did meanwhile (all busy: compilation bounds
 the run; some idle: the loop or the queue did); the NVRTC programs (batches) by size; and, in
 tenths of the wall, how many configurations were compiled and measured by then.
@@ -48,7 +49,7 @@ def gaps(intervals, start, stop):
             break
     if at < stop:
         out.append((at, stop))
-    return [(b, e) for b, e in out if e > b]
+    return [(b, e) for b, e in out if e - b > 1e-6]  # not the rounding between spans
 
 
 def covered(intervals, b, e):
@@ -65,11 +66,19 @@ def summarize(path):
     gpu = [s for s in by_lane.get("GPU worker", []) if s["name"] != "prepare"]
     prepare = [s for s in by_lane.get("GPU worker", []) if s["name"] == "prepare"]
     compile_lanes = {k: v for k, v in by_lane.items() if k.startswith("compile ")}
-    wall = max((s["ts"] + s["dur"]) * 1e-6 for s in spans) if spans else 0.0
+    # Times from the search's start (the run's wall time); the file's own zero may be the
+    # process's start, which a "start: ..." span on the run's row covers.
     search = [s for s in by_lane.get("run", []) if s["name"] == "search"]
+    zero = search[0]["ts"] * 1e-6 if search else 0.0
+    for s in spans:
+        s["ts"] -= zero * 1e6
+    wall = max((s["ts"] + s["dur"]) * 1e-6 for s in spans) if spans else 0.0
     if search:
-        wall = (search[0]["ts"] + search[0]["dur"]) * 1e-6
+        wall = search[0]["dur"] * 1e-6
     lines = [f"{path}:"]
+    start = [s for s in by_lane.get("run", []) if s["name"].startswith("start")]
+    if start:
+        lines.append(f"  before the run {start[0]['dur'] * 1e-6:.3f} s ({start[0]['name']})")
     if not gpu:
         return "\n".join(lines + ["  no measured trials"])
     gpu_iv = iv(gpu)
@@ -84,6 +93,12 @@ def summarize(path):
                      + (f" ({phases})" if phases else ""))
     lines.append(f"  GPU worker busy {busy:.3f} s: {busy / wall:.0%} of the wall, "
                  f"{busy / max(wall - first, 1e-9):.0%} after the first trial")
+    if all("eval_ms" in s.get("args", {}) for s in gpu):
+        gpu_ms = sum(s["args"].get("gpu_ms", 0) for s in gpu) * 1e-3
+        eval_s = sum(s["args"]["eval_ms"] for s in gpu) * 1e-3
+        lines.append(f"  of it: the GPU's own work {gpu_ms:.3f} s, the rest of the evaluations "
+                     f"{eval_s - gpu_ms:.3f} s, outside them {busy - eval_s:.3f} s "
+                     f"({(busy - eval_s) / len(gpu) * 1e3:.2f} ms per trial)")
     comp_iv = {k: iv(v) for k, v in compile_lanes.items()}
     n_threads = len(comp_iv)
     idle = gaps(gpu_iv, first, wall)

@@ -133,7 +133,8 @@ for step in $steps; do
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
       # processes at the tuner's priority instead of below it; niceN: at nice N; no-keep-heap:
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
-      # for every program).
+      # for every program); no-rounds: brute force's queue refilled one configuration at a time
+      # (each submitted alone) instead of a round of full batches submitted together.
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -143,15 +144,16 @@ for step in $steps; do
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
+          no-rounds) env_set=(KTUNE_COMPILE_ROUNDS=0) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
-                        KTUNE_COMPILE_KEEP_HEAP=0) ;;
+                        KTUNE_COMPILE_KEEP_HEAP=0 KTUNE_COMPILE_ROUNDS=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab
         env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config ${KTUNE_AB_CONFIG:-configs/reduce-kt270.toml} \
           --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab-$i.db --no-reuse --retime-top 0 --json \
-          >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
-        log "compile-ab $variant: rc=$?"
+          --trace "$out/ab-$i-$variant.trace.json" >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
+        log "compile-ab $variant: rc=$? $(python3 bench/summarize_trace.py "$out/ab-$i-$variant.trace.json" | grep -E 'NVRTC programs|idle after' | tr -s ' ' | tr '\n' ';')"
         runs+=("$i-$variant=$out/ab-$i-$variant.json")
       done
       python3 bench/summarize_tune.py "${runs[@]}" | tee -a "$out/summary.txt" ;;

@@ -49,9 +49,15 @@ class SummarizeTrace(unittest.TestCase):
             span(1, "prepare", 0.0, 0.2, {"context": 0.15}),
             span(2, "x", 0.0, 0.2) | {"args": {"configurations": 1, "compiled": 1, "failed": 0}},
             batch(3, 0.0, 0.5, 4), batch(2, 0.2, 0.6, 4),
-            span(1, "a", 0.2, 0.4), span(1, "b", 0.6, 1.0),
+            span(1, "a", 0.2, 0.4, {"gpu_ms": 150, "eval_ms": 190}),
+            span(1, "b", 0.6, 1.0, {"gpu_ms": 350, "eval_ms": 390}),
             span(4, "search", 0.0, 1.0),
         ]
+        # The file's zero is the process's start, 0.05 s before the run.
+        for e in events:
+            if e.get("ph") == "X":
+                e["ts"] += 0.05e6
+        events.append(span(4, "start: options, kernel, database, compile processes", 0, 0.05))
         r = self.run_on(events)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = r.stdout
@@ -64,6 +70,10 @@ class SummarizeTrace(unittest.TestCase):
         self.assertIn("compiled: 0 1 1 1 5 9 9 9 9 9", out)
         self.assertIn("measured: 0 0 0 1 1 1 1 1 1 2", out)
         self.assertIn("preparation 0.000-0.200 s (context 0.150)", out)
+        self.assertIn("before the run 0.050 s (start: options, kernel, database, compile "
+                      "processes)", out)
+        self.assertIn("of it: the GPU's own work 0.500 s, the rest of the evaluations 0.080 s, "
+                      "outside them 0.020 s (10.00 ms per trial)", out)
 
     def test_a_file_that_is_not_a_timeline_is_refused(self):
         path = os.path.join(self.dir.name, "other.json")

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,9 @@
 #include "ktune/store.h"
 
 namespace ktune::cli {
+
+// When this process started (before main).
+std::chrono::steady_clock::time_point started();
 
 namespace po = boost::program_options;
 

@@ -502,7 +502,13 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  if (trace_path) setup.job.options.trace = std::make_shared<Trace>();
+  if (trace_path) {
+    // From the process's start: what ktune did before the run (options, the kernel, the
+    // database, starting the compile processes) is on the timeline too.
+    setup.job.options.trace = std::make_shared<Trace>(started());
+    setup.job.options.trace->span("run", "start: options, kernel, database, compile processes",
+                                  started(), std::chrono::steady_clock::now());
+  }
   const auto write_trace = [&] {
     if (!trace_path) return;
     setup.job.options.trace->write(*trace_path);

@@ -2,6 +2,7 @@
 // exit codes (docs/cli.md).
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string_view>
@@ -46,6 +47,14 @@ void print_usage(std::FILE* out) {
                "  KTUNE_CACHE_DIR    compiled-kernel cache (default ~/.cache/ktune)\n");
 }
 }  // namespace
+
+namespace {
+// When this process started (static initialisation, before main): `tune --trace` shows what
+// came before the run.
+const std::chrono::steady_clock::time_point g_started = std::chrono::steady_clock::now();
+}  // namespace
+
+std::chrono::steady_clock::time_point started() { return g_started; }
 
 int main(int argc, char** argv) {
   if (argc < 2) {

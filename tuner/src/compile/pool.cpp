@@ -175,6 +175,7 @@ CompileEnvironment compile_environment() {
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
+  e.rounds = env_switch("KTUNE_COMPILE_ROUNDS");
   return e;
 }
 
@@ -212,6 +213,28 @@ std::shared_future<CompileResult> CompilePool::submit(CompileRequest request) {
   impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
   impl_->wake.notify_one();
   return future;
+}
+
+std::vector<std::shared_future<CompileResult>> CompilePool::submit(
+    std::vector<CompileRequest> requests) {
+  std::vector<std::shared_future<CompileResult>> futures;
+  futures.reserve(requests.size());
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (CompileRequest& request : requests) {
+      std::string key = request.key();
+      if (auto found = impl_->in_flight.find(key); found != impl_->in_flight.end()) {
+        futures.push_back(found->second);
+        continue;
+      }
+      auto promise = std::make_shared<std::promise<CompileResult>>();
+      futures.push_back(promise->get_future().share());
+      impl_->in_flight.emplace(key, futures.back());
+      impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
+    }
+  }
+  impl_->wake.notify_all();
+  return futures;
 }
 
 std::size_t CompilePool::threads() const { return impl_->workers.size(); }
