@@ -124,6 +124,29 @@ TEST(CompileBatch, RequestsSubmittedTogetherAreTakenInFullBatches) {
   EXPECT_EQ(total, 32u);
 }
 
+// KTUNE_COMPILE_MIN_BATCH: at least that many configurations per program where that many are
+// queued, though the fair share of 6 over two threads is 3.
+TEST(CompileBatch, AMinimumBatchTakesMoreThanTheFairShare) {
+  ::setenv("KTUNE_COMPILE_MIN_BATCH", "4", 1);
+  CompilePool pool(2, nullptr);
+  ::unsetenv("KTUNE_COMPILE_MIN_BATCH");
+  std::mutex mutex;
+  std::vector<CompileBatchRecord> programs;
+  pool.set_observer([&](const CompileBatchRecord& r) {
+    std::lock_guard lock(mutex);
+    programs.push_back(r);
+  });
+  std::vector<CompileRequest> requests;
+  for (int u = 1; u <= 6; ++u) requests.push_back(request(64, u, 0));
+  for (const auto& f : pool.submit(requests)) ASSERT_TRUE(f.get().ok);
+  std::lock_guard lock(mutex);
+  std::sort(programs.begin(), programs.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  ASSERT_EQ(programs.size(), 2u);
+  EXPECT_EQ(programs[0].requests, 4u);
+  EXPECT_EQ(programs[1].requests, 2u);
+}
+
 TEST(CompileBatch, DifferentGroupsAreNeverMixed) {
   const auto results = compile_batch({request(64, 1, 0, "a"), request(128, 1, 0, "b")});
   ASSERT_EQ(results.size(), 2u);

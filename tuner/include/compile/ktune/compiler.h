@@ -107,13 +107,17 @@ class CompileCache {
 // program at most, default 16), KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
 // measured as their compilations finish; on unless "0") and KTUNE_COMPILE_ROUNDS (a fixed-order
 // strategy's queue refilled a round of full batches at a time, submitted together; on unless
-// "0", which refills it one configuration at a time as before). Throws Error(kUsage) naming the
-// variable and its value when a number is set to something else.
+// "0", which refills it one configuration at a time as before) and KTUNE_COMPILE_MIN_BATCH
+// (configurations per NVRTC program at least, where that many are queued; default 0: from the
+// group's own program times, the size at which NVRTC's fixed cost per program equals the
+// configurations' own; 1: no minimum, as before). Throws Error(kUsage) naming the variable and
+// its value when a number is set to something else.
 struct CompileEnvironment {
   int niceness = 5;
   std::size_t max_batch = 16;
   bool out_of_order = true;
   bool rounds = true;
+  std::size_t min_batch = 0;
 };
 CompileEnvironment compile_environment();
 
