@@ -133,10 +133,7 @@ for step in $steps; do
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
       # processes at the tuner's priority instead of below it; niceN: at nice N; no-keep-heap:
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
-      # for every program); no-rounds: brute force's queue refilled one configuration at a time
-      # (each submitted alone) instead of a round of full batches submitted together; minN: at
-      # least N configurations per NVRTC program where N are queued (min1: no minimum; the
-      # default takes it from the programs' times).
+      # for every program).
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -146,10 +143,8 @@ for step in $steps; do
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
-          no-rounds) env_set=(KTUNE_COMPILE_ROUNDS=0) ;;
-          min[0-9]*) env_set=(KTUNE_COMPILE_MIN_BATCH=${variant#min}) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
-                        KTUNE_COMPILE_KEEP_HEAP=0 KTUNE_COMPILE_ROUNDS=0 KTUNE_COMPILE_MIN_BATCH=1) ;;
+                        KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab

@@ -2,8 +2,6 @@
 // its own namespace; failures fall back to single compilations so errors stay per config.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -83,68 +81,6 @@ TEST(CompileBatch, PoolBatchesQueuedRequestsAndKeepsResultsPerConfig) {
   }
   EXPECT_EQ(pool.compiles(), requests.size());
   EXPECT_GT(batched, 0);
-}
-
-// Requests submitted together are queued before any thread takes one: the first thread to
-// take work takes a full batch (its fair share of 32 over two threads, 16), the observer sees
-// every request once, and a duplicate of one in flight shares its result.
-TEST(CompileBatch, RequestsSubmittedTogetherAreTakenInFullBatches) {
-  CompilePool pool(2, nullptr);
-  std::mutex mutex;
-  std::vector<CompileBatchRecord> programs;
-  pool.set_observer([&](const CompileBatchRecord& r) {
-    std::lock_guard lock(mutex);
-    programs.push_back(r);
-  });
-  std::vector<CompileRequest> requests;
-  for (int b : {32, 64, 128, 256})
-    for (int u = 1; u <= 8; ++u) requests.push_back(request(b, u, 0));
-  requests.push_back(requests.front());  // a duplicate
-  const auto futures = pool.submit(requests);
-  ASSERT_EQ(futures.size(), requests.size());
-  for (std::size_t i = 0; i < futures.size(); ++i) {
-    ASSERT_TRUE(futures[i].get().ok) << futures[i].get().error;
-    EXPECT_EQ(futures[i].get().key, requests[i].key());
-  }
-  EXPECT_EQ(&futures.back().get(), &futures.front().get());
-  EXPECT_EQ(pool.compiles(), 32u);
-  std::lock_guard lock(mutex);
-  std::sort(programs.begin(), programs.end(),
-            [](const auto& a, const auto& b) { return a.begin < b.begin; });
-  ASSERT_FALSE(programs.empty());
-  EXPECT_EQ(programs.front().requests, 16u);
-  std::size_t total = 0;
-  for (const auto& p : programs) {
-    total += p.requests;
-    EXPECT_EQ(p.compiled, p.requests);
-    EXPECT_EQ(p.failed, 0u);
-    EXPECT_LT(p.thread, 2u);
-    EXPECT_LE(p.begin, p.end);
-  }
-  EXPECT_EQ(total, 32u);
-}
-
-// KTUNE_COMPILE_MIN_BATCH: at least that many configurations per program where that many are
-// queued, though the fair share of 6 over two threads is 3.
-TEST(CompileBatch, AMinimumBatchTakesMoreThanTheFairShare) {
-  ::setenv("KTUNE_COMPILE_MIN_BATCH", "4", 1);
-  CompilePool pool(2, nullptr);
-  ::unsetenv("KTUNE_COMPILE_MIN_BATCH");
-  std::mutex mutex;
-  std::vector<CompileBatchRecord> programs;
-  pool.set_observer([&](const CompileBatchRecord& r) {
-    std::lock_guard lock(mutex);
-    programs.push_back(r);
-  });
-  std::vector<CompileRequest> requests;
-  for (int u = 1; u <= 6; ++u) requests.push_back(request(64, u, 0));
-  for (const auto& f : pool.submit(requests)) ASSERT_TRUE(f.get().ok);
-  std::lock_guard lock(mutex);
-  std::sort(programs.begin(), programs.end(),
-            [](const auto& a, const auto& b) { return a.begin < b.begin; });
-  ASSERT_EQ(programs.size(), 2u);
-  EXPECT_EQ(programs[0].requests, 4u);
-  EXPECT_EQ(programs[1].requests, 2u);
 }
 
 TEST(CompileBatch, DifferentGroupsAreNeverMixed) {

@@ -601,47 +601,6 @@ TEST_F(SlowCompile, TheTimelineShowsEveryBatchAndEveryTrial) {
   EXPECT_THROW(options.trace->write(dir_ / "no-such-folder" / "t.json"), Error);
 }
 
-// Brute force over 18 reduce configurations with two compile threads: the queue is filled and
-// submitted at once, so the first NVRTC program holds a full share (9); with
-// KTUNE_COMPILE_ROUNDS=0 (one configuration submitted at a time) every configuration is still
-// compiled once and measured.
-TEST_F(TunerLoop, AFixedOrderQueueIsCompiledInFullBatches) {
-  for (const bool rounds : {true, false}) {
-    if (!rounds) ::setenv("KTUNE_COMPILE_ROUNDS", "0", 1);
-    FakeBackend backend(*instance_, /*compiles=*/true);
-    CompilePool pool(2, std::make_shared<CompileCache>(dir_ / (rounds ? "a" : "b")));
-    auto strategy = make_strategy("brute_force");
-    TuneOptions options;
-    options.retime_top = 0;
-    options.reuse = false;
-    options.trace = std::make_shared<Trace>();
-    const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, &pool);
-    ::unsetenv("KTUNE_COMPILE_ROUNDS");
-    EXPECT_EQ(s.measured, valid_count());
-    std::vector<std::pair<double, std::size_t>> programs;  // (begin, configurations)
-    const nlohmann::json j = options.trace->to_json();
-    std::set<int> compile_lanes;
-    for (const auto& e : j.at("traceEvents"))
-      if (e.at("ph") == "M" && e.at("name") == "thread_name" &&
-          e.at("args").at("name").get<std::string>().rfind("compile ", 0) == 0)
-        compile_lanes.insert(e.at("tid").get<int>());
-    std::size_t total = 0;
-    for (const auto& e : j.at("traceEvents"))
-      if (e.at("ph") == "X" && compile_lanes.count(e.at("tid").get<int>()) &&
-          e.at("args").at("compiled").get<std::size_t>() > 0) {  // not the best's cache hit
-        programs.emplace_back(e.at("ts").get<double>(),
-                              e.at("args").at("compiled").get<std::size_t>());
-        total += programs.back().second;
-      }
-    EXPECT_EQ(total, valid_count()) << (rounds ? "rounds" : "one at a time");
-    if (rounds) {
-      ASSERT_FALSE(programs.empty());
-      std::sort(programs.begin(), programs.end());
-      EXPECT_EQ(programs.front().second, (valid_count() + 1) / 2);
-    }
-  }
-}
-
 TEST_F(SlowCompile, AStrategyThatLearnsIsAnsweredInTheOrderItAsked) {
   // Recording wraps brute force without declaring a fixed order: the loop keeps the order.
   const std::vector<std::string> order =

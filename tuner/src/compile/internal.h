@@ -3,8 +3,6 @@
 // in a compile process, which the pool's threads call.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,21 +15,6 @@ class Subprocess;
 }
 
 namespace ktune::detail {
-
-// A batch group's NVRTC programs as the pool timed them, for a least-squares line seconds =
-// fixed + per_config * configurations. Fewer configurations than min_batch() in one program cost
-// more in NVRTC's fixed work than they save by leaving threads idle at a run's end: it is the size
-// whose share of the fixed cost equals its own work, ceil(fixed / per_config), between 1 and 8
-// (1 until programs of two sizes, three in all, have been timed, or where the line says no fixed
-// cost).
-struct ProgramFit {
-  void add(std::size_t configurations, double seconds);
-  std::size_t min_batch() const;
-
- private:
-  double n_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
-  std::size_t smallest_ = SIZE_MAX, largest_ = 0;
-};
 
 // A decimal integer at the start of `text` (after spaces) into `value`; false if there is none.
 bool parse_int(std::string_view text, int& value);

@@ -2,11 +2,8 @@
 // compile process of its own, with the cache in front.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <condition_variable>
-#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -44,18 +41,7 @@ struct CompilePool::Impl {
 
   // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
   std::size_t max_batch = 16;
-  // At least this many per program where that many are queued (KTUNE_COMPILE_MIN_BATCH); 0:
-  // from each group's own program times (min_batch_of).
-  std::size_t min_batch = 0;
   CompileObserver observer;  // under `mutex`
-
-  std::unordered_map<std::string, detail::ProgramFit> fits;  // under `mutex`
-
-  std::size_t min_batch_of(const std::string& group) const {
-    if (min_batch > 0) return min_batch;
-    const auto it = fits.find(group);
-    return it == fits.end() ? 1 : it->second.min_batch();
-  }
 
   void work(std::size_t index) {
     Subprocess process;  // this thread's compile process, when the pool uses processes
@@ -89,8 +75,7 @@ struct CompilePool::Impl {
         const std::string group = tasks.front().request.batch_group;
         if (!group.empty() && max_batch > 1) {
           const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
-          const std::size_t limit =
-              std::min(max_batch, std::max<std::size_t>({1, fair, min_batch_of(group)}));
+          const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
           for (auto it = queue.begin(); it != queue.end() && tasks.size() < limit;) {
             if (it->request.batch_group == group) {
               tasks.push_back(std::move(*it));
@@ -118,12 +103,6 @@ struct CompilePool::Impl {
       {
         std::lock_guard lock(mutex);
         observe = observer;
-        // A program of the group that compiled every request it took, alone in its thread.
-        const std::string& group = tasks.front().request.batch_group;
-        if (!group.empty() && !failure && record.failed == 0 && record.compiled == tasks.size()) {
-          fits[group].add(tasks.size(),
-                          std::chrono::duration<double>(record.end - record.begin).count());
-        }
       }
       if (observe) observe(record);
       // Leave the in-flight map before the futures become ready, so a submission that follows
@@ -173,21 +152,6 @@ struct CompilePool::Impl {
   }
 };
 
-void detail::ProgramFit::add(std::size_t configurations, double seconds) {
-  const auto x = static_cast<double>(configurations);
-  n_ += 1, sx_ += x, sy_ += seconds, sxx_ += x * x, sxy_ += x * seconds;
-  smallest_ = std::min(smallest_, configurations);
-  largest_ = std::max(largest_, configurations);
-}
-
-std::size_t detail::ProgramFit::min_batch() const {
-  if (n_ < 3 || smallest_ == largest_) return 1;
-  const double per_config = (n_ * sxy_ - sx_ * sy_) / (n_ * sxx_ - sx_ * sx_);
-  const double fixed = (sy_ - per_config * sx_) / n_;
-  if (!(per_config > 0) || !(fixed > 0)) return 1;
-  return static_cast<std::size_t>(std::clamp(std::ceil(fixed / per_config), 1.0, 8.0));
-}
-
 namespace {
 
 // An integer environment variable within [lo, hi], or `fallback` when unset.
@@ -211,17 +175,13 @@ CompileEnvironment compile_environment() {
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
-  e.rounds = env_switch("KTUNE_COMPILE_ROUNDS");
-  e.min_batch = static_cast<std::size_t>(bounded_env("KTUNE_COMPILE_MIN_BATCH", 0, 1024, 0));
   return e;
 }
 
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
-  const CompileEnvironment env = compile_environment();
-  impl_->max_batch = env.max_batch;
-  impl_->min_batch = env.min_batch;
+  impl_->max_batch = compile_environment().max_batch;
   impl_->cache = std::move(cache);
   impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -252,28 +212,6 @@ std::shared_future<CompileResult> CompilePool::submit(CompileRequest request) {
   impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
   impl_->wake.notify_one();
   return future;
-}
-
-std::vector<std::shared_future<CompileResult>> CompilePool::submit(
-    std::vector<CompileRequest> requests) {
-  std::vector<std::shared_future<CompileResult>> futures;
-  futures.reserve(requests.size());
-  {
-    std::lock_guard lock(impl_->mutex);
-    for (CompileRequest& request : requests) {
-      std::string key = request.key();
-      if (auto found = impl_->in_flight.find(key); found != impl_->in_flight.end()) {
-        futures.push_back(found->second);
-        continue;
-      }
-      auto promise = std::make_shared<std::promise<CompileResult>>();
-      futures.push_back(promise->get_future().share());
-      impl_->in_flight.emplace(key, futures.back());
-      impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
-    }
-  }
-  impl_->wake.notify_all();
-  return futures;
 }
 
 std::size_t CompilePool::threads() const { return impl_->workers.size(); }

@@ -248,22 +248,14 @@ class TuningRun {
   void search() {
     // Enough queued that every compile thread has work; for a strategy whose order is fixed,
     // enough that each takes full batches (kFixedOrderBatch configurations per NVRTC program:
-    // 35 ms per reduce configuration against 44 ms in batches of 4, bench_compile). Such a
-    // queue is refilled a round (a full batch per thread) at a time and submitted together:
-    // refilled one configuration at a time, as the GPU took them, idle compile threads took
-    // each as it came, and a 270-configuration run compiled 67 NVRTC programs of 4 on average
-    // (`tune --trace`, docs/measuring.md#timeline).
+    // 35 ms per reduce configuration against 44 ms in batches of 4, bench_compile).
     constexpr std::size_t kFixedOrderBatch = 16;
     const std::size_t threads = pool_ ? pool_->threads() : 1;
-    const bool rounds = strategy_->fixed_order() && pool_ && compile_environment().rounds;
-    const std::size_t round = kFixedOrderBatch * threads;
     const std::size_t lookahead =
-        options_.lookahead ? options_.lookahead
-        : rounds           ? 2 * round
-                           : std::max<std::size_t>(
-                       8, (strategy_->fixed_order() && pool_ ? kFixedOrderBatch : 4) * threads);
-    const std::size_t refill =
-        rounds ? std::min(round, std::max<std::size_t>(1, lookahead / 2)) : strategy_->ask_batch();
+        options_.lookahead
+            ? options_.lookahead
+            : std::max<std::size_t>(
+                  8, (strategy_->fixed_order() && pool_ ? kFixedOrderBatch : 4) * threads);
     const std::size_t depth = std::max<std::size_t>(1, backend_.pipeline_depth());
     for (;;) {
       beat();
@@ -277,7 +269,7 @@ class TuningRun {
         collect();
         continue;
       }
-      const bool starved = fill_queue(lookahead, refill);
+      const bool starved = fill_queue(lookahead);
       const std::uint64_t told_before = summary_.trials;
       feed_backend(depth);
       const bool silent = starved && summary_.trials == told_before;
@@ -308,11 +300,11 @@ class TuningRun {
   }
 
   // Asks the strategy for more until `lookahead` configurations are queued and starts their
-  // compilations, each answer's together; true when the strategy has nothing to propose for
-  // now. While work is queued, it waits until there is room for `refill` configurations.
-  bool fill_queue(std::size_t lookahead, std::size_t refill) {
+  // compilations; true when the strategy has nothing to propose for now.
+  bool fill_queue(std::size_t lookahead) {
     bool starved = strategy_->exhausted();
-    const std::size_t batch = std::min(std::max<std::size_t>(refill, 1), lookahead);
+    // Room for fewer than a batch while work is queued: wait for more room.
+    const std::size_t batch = std::min(strategy_->ask_batch(), lookahead);
     if (!queue_.empty() && lookahead - std::min(lookahead, queue_.size()) < batch) return starved;
     while (queue_.size() < lookahead && !strategy_->exhausted()) {
       const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
@@ -328,23 +320,12 @@ class TuningRun {
         starved = true;
         break;
       }
-      std::vector<CompileRequest> requests;
-      std::vector<std::size_t> compiling;  // their places in the queue
       for (const Config& c : configs) {
         Pending p;
         p.config = c;
         p.key = space_.key(c);
-        if (claim_in_store(p) && backend_.needs_compilation()) {
-          requests.push_back(render(instance_, p.config, device_.arch));
-          compiling.push_back(queue_.size());
-          p.has_compile = true;
-        }
+        claim(p);
         queue_.push_back(std::move(p));
-      }
-      if (!requests.empty()) {
-        std::vector<std::shared_future<CompileResult>> futures = pool_->submit(std::move(requests));
-        for (std::size_t i = 0; i < compiling.size(); ++i)
-          queue_[compiling[i]].compiled = std::move(futures[i]);
       }
     }
     return starved;
@@ -371,14 +352,6 @@ class TuningRun {
   // (one transaction, so concurrent processes never both measure it), or marks it busy: another
   // process measures it.
   void claim(Pending& p) {
-    if (!claim_in_store(p) || !backend_.needs_compilation()) return;
-    p.compiled = pool_->submit(render(instance_, p.config, device_.arch));
-    p.has_compile = true;
-  }
-
-  // claim()'s database part: true when the configuration is this process's to measure (and the
-  // backend's preparation has started), false when it is answered or measured elsewhere.
-  bool claim_in_store(Pending& p) {
     if (options_.reuse) {
       const auto s0 = Clock::now();
       const Store::Claim c =
@@ -387,9 +360,12 @@ class TuningRun {
       p.busy = c.state == Store::Claim::State::kBusy;
       p.cached = c.trial;
     }
-    if (p.cached || p.busy || !space_.is_valid(p.config)) return false;
+    if (p.cached || p.busy || !space_.is_valid(p.config)) return;
     preparer_.start();
-    return true;
+    if (backend_.needs_compilation()) {
+      p.compiled = pool_->submit(render(instance_, p.config, device_.arch));
+      p.has_compile = true;
+    }
   }
 
   // A configuration another process has claimed waits for its trial: it goes to the back of the

@@ -104,20 +104,13 @@ class CompileCache {
 
 // The compile pipeline's settings from the environment, checked: KTUNE_COMPILE_NICE (the compile
 // processes' niceness, 0 to 19, default 5), KTUNE_COMPILE_BATCH (configurations per NVRTC
-// program at most, default 16), KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
-// measured as their compilations finish; on unless "0") and KTUNE_COMPILE_ROUNDS (a fixed-order
-// strategy's queue refilled a round of full batches at a time, submitted together; on unless
-// "0", which refills it one configuration at a time as before) and KTUNE_COMPILE_MIN_BATCH
-// (configurations per NVRTC program at least, where that many are queued; default 0: from the
-// group's own program times, the size at which NVRTC's fixed cost per program equals the
-// configurations' own; 1: no minimum, as before). Throws Error(kUsage) naming the variable and
-// its value when a number is set to something else.
+// program at most, default 16) and KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
+// measured as their compilations finish; on unless "0"). Throws Error(kUsage) naming the
+// variable and its value when a number is set to something else.
 struct CompileEnvironment {
   int niceness = 5;
   std::size_t max_batch = 16;
   bool out_of_order = true;
-  bool rounds = true;
-  std::size_t min_batch = 0;
 };
 CompileEnvironment compile_environment();
 
@@ -146,9 +139,6 @@ class CompilePool {
   CompilePool& operator=(const CompilePool&) = delete;
 
   std::shared_future<CompileResult> submit(CompileRequest request);
-  // The same for several requests at once: they are queued together before any thread takes
-  // one, so the threads share them out in full batches instead of taking each as it comes.
-  std::vector<std::shared_future<CompileResult>> submit(std::vector<CompileRequest> requests);
   std::size_t threads() const;
   // Requests compiled together at most (1: no batching). Default 16.
   void set_max_batch(std::size_t n);
