@@ -514,6 +514,7 @@ class TuningRun {
                    {"gpu_ms", m.gpu_ms},
                    {"timed_ms", m.timed_ms},
                    {"eval_ms", m.eval_ms}};
+      if (p.has_compile) args["cubin_bytes"] = p.compiled.get().cubin.size();
       for (const auto& [phase, ms] : m.phases_ms) args["phase_" + phase + "_ms"] = ms;
       options_.trace->span(kGpuLane, p.key, began, now, std::move(args));
       trace_in_flight();

@@ -94,21 +94,39 @@ int cuda_worker_main() {
     return 3;
   }
   reply(json{{"op", "ready"}, {"startup", startup}});
+  // The worker's time between evaluations, reported with the next one's phases: waiting for and
+  // reading its request (`wait_request`: the tuner had not sent it yet, or its CUBIN was still on
+  // the way), parsing it (`parse_request`), and serialising and writing the reply before it
+  // (`previous_reply`).
+  using Clock = std::chrono::steady_clock;
+  const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  double previous_reply_ms = 0;
   for (;;) {
+    const auto r0 = Clock::now();
     if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
+    const auto r1 = Clock::now();
     const protocol::Request request = protocol::request_from_json(msg.header);
+    const auto r2 = Clock::now();
     json answer;
     std::string blob;
+    Clock::time_point done = r2;  // the work's end: the reply's serialising and writing follow
     switch (request.op) {
       case protocol::Request::Op::kEvaluate: {
-        const Measurement m =
+        Measurement m =
             w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
+        done = Clock::now();
+        m.phases_ms["wait_request"] = ms_between(r0, r1);
+        m.phases_ms["parse_request"] = ms_between(r1, r2);
+        m.phases_ms["previous_reply"] = previous_reply_ms;
         answer = protocol::to_json(m);
         blob = protocol::outputs_blob(m);
         break;
       }
       case protocol::Request::Op::kRetime:
         answer = protocol::to_json(w->retime(request.retime, msg.blob));
+        done = Clock::now();
         break;
       case protocol::Request::Op::kQuit:
         return 0;
@@ -118,6 +136,7 @@ int cuda_worker_main() {
     }
     answer["op"] = "result";
     if (!reply(answer, std::move(blob))) return 0;
+    previous_reply_ms = ms_between(done, Clock::now());
     if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
   }
 }
