@@ -2,6 +2,7 @@
 #include "process/ipc.h"
 
 #include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,16 +14,27 @@ namespace ktune::ipc {
 
 namespace {
 
-bool write_all(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
+// Writes every byte of the pieces, in as few system calls as the pipe allows: a message goes
+// out in one writev where it fits the pipe, so the reader wakes once for it. (Four writes, one per
+// field, woke it four times; under a loaded machine the GPU worker took 0.07-0.34 ms per reply,
+// measured with the worker's `previous_reply` phase.)
+bool write_all(int fd, iovec* pieces, int count) {
+  while (count > 0) {
+    const ssize_t written = ::writev(fd, pieces, count);
+    if (written < 0) {
       if (errno == EINTR) continue;
       return false;
     }
-    p += n;
-    size -= static_cast<std::size_t>(n);
+    auto n = static_cast<std::size_t>(written);
+    while (count > 0 && n >= pieces->iov_len) {
+      n -= pieces->iov_len;
+      ++pieces;
+      --count;
+    }
+    if (count > 0) {
+      pieces->iov_base = static_cast<char*>(pieces->iov_base) + n;
+      pieces->iov_len -= n;
+    }
   }
   return true;
 }
@@ -76,13 +88,14 @@ ReadStatus read_all(int fd, void* data, std::size_t size,
 }  // namespace
 
 bool write_message(int fd, const Message& message) {
-  const std::string header = message.header.dump();
-  const auto header_size = static_cast<std::uint32_t>(header.size());
-  const auto blob_size = static_cast<std::uint64_t>(message.blob.size());
-  return write_all(fd, &header_size, sizeof(header_size)) &&
-         write_all(fd, header.data(), header.size()) &&
-         write_all(fd, &blob_size, sizeof(blob_size)) &&
-         write_all(fd, message.blob.data(), message.blob.size());
+  std::string header = message.header.dump();
+  auto header_size = static_cast<std::uint32_t>(header.size());
+  auto blob_size = static_cast<std::uint64_t>(message.blob.size());
+  iovec pieces[] = {{&header_size, sizeof(header_size)},
+                    {header.data(), header.size()},
+                    {&blob_size, sizeof(blob_size)},
+                    {const_cast<char*>(message.blob.data()), message.blob.size()}};
+  return write_all(fd, pieces, message.blob.empty() ? 3 : 4);
 }
 
 ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_fd,
