@@ -143,6 +143,7 @@ for step in $steps; do
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
+          idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;

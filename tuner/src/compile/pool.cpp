@@ -175,6 +175,13 @@ CompileEnvironment compile_environment() {
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
+  if (const char* v = std::getenv("KTUNE_COMPILE_SCHED")) {
+    const std::string text(v);
+    if (text != "normal" && text != "idle")
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("KTUNE_COMPILE_SCHED='{}': expected normal or idle", text));
+    e.idle_scheduling = text == "idle";
+  }
   return e;
 }
 

@@ -3,6 +3,7 @@
 // always run in parallel.
 #include <fmt/format.h>
 #include <malloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -236,6 +237,18 @@ int compile_worker_main() {
     errno = 0;
     if (::nice(n) == -1 && errno != 0) {
       // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.
+    }
+  }
+  bool idle = false;
+  try {
+    idle = compile_environment().idle_scheduling;
+  } catch (const Error&) {
+    // The tuner refused such a value before starting us.
+  }
+  if (idle) {
+    sched_param none{};
+    if (::sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
+      // Not allowed: compile under the normal policy, at the niceness above.
     }
   }
   if (detail::compile_warmup_enabled()) detail::warm_up_nvrtc();
