@@ -617,7 +617,8 @@ TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {
        std::vector<std::pair<std::string, std::string>>{{"KTUNE_COMPILE_NICE", "abc"},
                                                         {"KTUNE_COMPILE_NICE", "20"},
                                                         {"KTUNE_COMPILE_BATCH", "0"},
-                                                        {"KTUNE_COMPILE_BATCH", "8x"}}) {
+                                                        {"KTUNE_COMPILE_BATCH", "8x"},
+                                                        {"KTUNE_COMPILE_SCHED", "fast"}}) {
     const test::CliResult r = test::run_ktune(args, dir.path(), dir / "cache", {{name, value}});
     EXPECT_EQ(r.code, 2) << r;
     EXPECT_TRUE(test::contains(r.err, name + "='" + value + "'")) << r;

@@ -3,6 +3,7 @@
 // memory NVRTC frees for its next program (KTUNE_COMPILE_KEEP_HEAP=0 to leave glibc's defaults).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -117,6 +118,20 @@ TEST(CompilePriority, ACompileProcessRunsBelowTheTuner) {
   EXPECT_EQ(priority_of_a_compile_process({}), own + 5);
   EXPECT_EQ(priority_of_a_compile_process({"KTUNE_COMPILE_NICE=2"}), own + 2);
   EXPECT_EQ(priority_of_a_compile_process({"KTUNE_COMPILE_NICE=0"}), own);
+}
+
+// KTUNE_COMPILE_SCHED=idle: the compile process runs under SCHED_IDLE (sched_getscheduler on its
+// pid once it has answered); by default under the normal policy.
+TEST(CompilePriority, IdleSchedulingIsAskedFor) {
+  const auto policy_of = [](const std::vector<std::string>& settings) {
+    int policy = -1;
+    with_a_compile_process(settings, {json::array()},
+                           [&](pid_t pid, const json&) { policy = ::sched_getscheduler(pid); });
+    return policy;
+  };
+  EXPECT_EQ(policy_of({}), SCHED_OTHER);
+  EXPECT_EQ(policy_of({"KTUNE_COMPILE_SCHED=normal"}), SCHED_OTHER);
+  EXPECT_EQ(policy_of({"KTUNE_COMPILE_SCHED=idle"}), SCHED_IDLE);
 }
 
 // The page faults a process has taken (minflt, the tenth field of /proc/PID/stat).
