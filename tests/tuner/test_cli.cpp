@@ -598,6 +598,16 @@ TEST(CliTrace, TheTimelineIsWrittenWhereAskedOrRefusedBeforeTheRun) {
                              "not exist"))
       << r;
   EXPECT_FALSE(fs::exists(dir / "u.db"));
+
+  // --devices: one timeline per worker, beside the name given.
+  std::vector<std::string> devices = args;
+  devices[devices.size() - 1] = "d.db";
+  devices.insert(devices.end(), {"--devices", "0,1", "--trace", "fleet.json", "-q"});
+  r = test::run_ktune(devices, dir.path(), dir / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  for (const char* name : {"fleet.gpu0.json", "fleet.gpu1.json"})
+    EXPECT_TRUE(nlohmann::json::parse(test::read_file(dir / name)).contains("traceEvents")) << name;
+  EXPECT_FALSE(fs::exists(dir / "fleet.json"));
 }
 
 // The compile pipeline's environment (KTUNE_COMPILE_NICE, KTUNE_COMPILE_BATCH) is checked before

@@ -457,8 +457,9 @@ int cmd_tune(const std::vector<std::string>& args) {
     return 0;
   }
   compile_environment();  // a bad KTUNE_COMPILE_* value is refused before anything starts
-  if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
+  // Checked here, before --devices starts its workers (each writes FILE.gpuN.json beside it).
   const std::optional<std::filesystem::path> trace_path = checked_trace_path(vm);
+  if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
