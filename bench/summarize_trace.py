@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a tuning run's time went, from its timeline (`ktune tune --trace FILE`).
 
-    bench/summarize_trace.py RUN.trace.json [...]
+    bench/summarize_trace.py RUN.trace.json [...]   (or RUN.trace.json.gz)
 
 For each file: the wall time; the GPU worker's preparation and first trial; the GPU's busy
 share (its trials' spans over the wall, and after the first trial), and the GPU worker's time
@@ -11,13 +11,14 @@ the run; some idle: the loop or the queue did); the NVRTC programs (batches) by 
 tenths of the wall, how many configurations were compiled and measured by then.
 """
 
+import gzip
 import json
 import sys
 from collections import Counter
 
 
 def load(path):
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
     lanes = {e["tid"]: e["args"]["name"] for e in events

@@ -2,6 +2,7 @@
 """bench/summarize_trace.py on timelines written here in the form `ktune tune --trace` writes:
 the GPU's busy share, its idle time split by what the compile threads did, the NVRTC programs by
 size, and a clear refusal of a file that is not a timeline."""
+import gzip
 import json
 import os
 import subprocess
@@ -35,9 +36,9 @@ class SummarizeTrace(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def run_on(self, events):
-        path = os.path.join(self.dir.name, "run.trace.json")
-        with open(path, "w") as f:
+    def run_on(self, events, gz=False):
+        path = os.path.join(self.dir.name, "run.trace.json" + (".gz" if gz else ""))
+        with (gzip.open(path, "wt") if gz else open(path, "w")) as f:
             json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
         return subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
 
@@ -74,6 +75,12 @@ class SummarizeTrace(unittest.TestCase):
                       "processes)", out)
         self.assertIn("of it: the GPU's own work 0.500 s, the rest of the evaluations 0.080 s, "
                       "outside them 0.020 s (10.00 ms per trial)", out)
+
+    def test_a_gzipped_timeline_is_read(self):
+        r = self.run_on([lane(1, "GPU worker"), span(1, "a", 0.1, 0.3), span(1, "b", 0.3, 0.4)],
+                        gz=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 trials measured, first trial at 0.100 s", r.stdout)
 
     def test_a_file_that_is_not_a_timeline_is_refused(self):
         path = os.path.join(self.dir.name, "other.json")

@@ -166,11 +166,13 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 
 namespace {
 
-int compile_process_niceness() {
+// The compile pipeline's settings as this process inherited them; the defaults where one is bad
+// (the tuner refused such a value before starting us).
+CompileEnvironment inherited_environment() {
   try {
-    return compile_environment().niceness;
+    return compile_environment();
   } catch (const Error&) {
-    return CompileEnvironment{}.niceness;  // the tuner refused such a value before starting us
+    return CompileEnvironment{};
   }
 }
 
@@ -233,19 +235,14 @@ int compile_worker_main() {
   // Compiling is throughput work; the tuning loop and the GPU worker, which keep the GPU fed, are
   // not: below them in the scheduler, the worker's start (context, inputs) and each measurement
   // get a core at once while NVRTC fills the rest (KTUNE_COMPILE_NICE, default 5; 0 leaves it).
-  if (const int n = compile_process_niceness(); n > 0) {
+  const CompileEnvironment env = inherited_environment();
+  if (const int n = env.niceness; n > 0) {
     errno = 0;
     if (::nice(n) == -1 && errno != 0) {
       // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.
     }
   }
-  bool idle = false;
-  try {
-    idle = compile_environment().idle_scheduling;
-  } catch (const Error&) {
-    // The tuner refused such a value before starting us.
-  }
-  if (idle) {
+  if (env.idle_scheduling) {
     sched_param none{};
     if (::sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
       // Not allowed: compile under the normal policy, at the niceness above.

@@ -1,15 +1,7 @@
 // Trace (ktune/trace.h): events kept in memory, written once at the end of the run.
 #include "ktune/trace.h"
 
-#include <fmt/format.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <system_error>
-
-#include "ktune/error.h"
+#include "ktune/replay.h"
 
 namespace ktune {
 
@@ -79,29 +71,7 @@ nlohmann::json Trace::to_json() const {
 }
 
 void Trace::write(const std::filesystem::path& path) const {
-  const std::string text = to_json().dump();
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text << "\n";
-    out.flush();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--trace {}: cannot write the timeline: {}", path.string(), why));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorKind::kUsage,
-                fmt::format("--trace {}: cannot write the timeline: {}", path.string(), why));
-  }
+  write_maybe_gzip(path.string(), to_json().dump() + "\n");
 }
 
 }  // namespace ktune

@@ -33,8 +33,9 @@ class Trace {
   // {"traceEvents": [...], "displayTimeUnit": "ms"}: row names as metadata events, then the
   // events in the order they were added.
   nlohmann::json to_json() const;
-  // Writes to_json() to `path` (through a temporary file in the same folder, renamed, so a
-  // reader never sees half a file). Throws Error(kUsage) naming the path when it cannot.
+  // Writes to_json() to `path` (write_maybe_gzip: gzipped where the name ends in ".gz", through a
+  // temporary file renamed, so a reader never sees half a file). Throws Error(kInput) naming the
+  // path when it cannot.
   void write(const std::filesystem::path& path) const;
 
  private:
