@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "backends/cuda/protocol.h"
 #include "ktune/error.h"
@@ -170,18 +173,19 @@ namespace {
 // NVRTC for the GPUs ktune targets (loading and running them is the GPU tests' part).
 TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
   for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
-    const CompileResult r = DeviceCompare::compile(arch);
+    const CompileResult r =
+        ktune::compile(compare_program::request(arch, DeviceCompare::Needs::all()));
     EXPECT_TRUE(r.ok) << arch << ": " << r.error << "\n" << r.log;
     EXPECT_FALSE(r.cubin.empty()) << arch;
     for (const char* name : {"ktune_compare_f32", "ktune_count_equal8", "ktune_fill_i8",
                              "ktune_fill_u64", "ktune_fill_f32", "ktune_fill_f64"})
       EXPECT_NE(r.cubin.find(name), std::string::npos) << arch << ": " << name;
   }
-  // A worker's program holds what its buffers need: copy's, float32 compared and made.
+  // A program of what a worker's buffers need: copy's, float32 compared and made.
   DeviceCompare::Needs copy;
   copy.compared = {ElemType::kF32};
   copy.filled = {ElemType::kF32};
-  const CompileResult r = DeviceCompare::compile("sm_90", copy);
+  const CompileResult r = ktune::compile(compare_program::request("sm_90", copy));
   ASSERT_TRUE(r.ok) << r.error << "\n" << r.log;
   for (const char* name : {"ktune_compare_f32", "ktune_count_equal4", "ktune_fill_f32"})
     EXPECT_NE(r.cubin.find(name), std::string::npos) << name;
@@ -192,6 +196,62 @@ TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
   twice.compared = {ElemType::kF32, ElemType::kF32};
   twice.filled = {ElemType::kF32};
   EXPECT_EQ(DeviceCompare::source(twice), DeviceCompare::source(copy));
+}
+
+// Sets an environment variable for one test and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The build compiled the whole program for the lowest architecture of each major version NVRTC
+// supports; a worker takes the one its GPU runs (same major version, minor not above the GPU's)
+// and NVRTC's compilation, byte for byte the same, only where none fits or it is asked for.
+TEST(DeviceCompare, AWorkerTakesTheCubinTheBuildCompiled) {
+  ASSERT_FALSE(compare_program::embedded_cubins().empty());
+  EXPECT_EQ(compare_program::embedded_source_hash(), compare_program::source_hash());
+  ScopedEnv cache("KTUNE_CACHE_DIR", ::testing::TempDir().c_str());
+  const std::string_view sm90 = compare_program::embedded_cubin("sm_90");
+  const std::string_view sm80 = compare_program::embedded_cubin("sm_80");
+  ASSERT_FALSE(sm90.empty());
+  ASSERT_FALSE(sm80.empty());
+  EXPECT_EQ(compare_program::embedded_cubin("sm_89"), sm80);  // 8.0's CUBIN runs on 8.9
+  EXPECT_EQ(compare_program::embedded_cubin("sm_86"), sm80);
+  EXPECT_NE(sm90, sm80);
+  EXPECT_TRUE(compare_program::embedded_cubin("sm_70").empty());  // older than any build's
+  EXPECT_TRUE(compare_program::embedded_cubin("compute_90").empty());
+  // What compile() gives: the embedded bytes, every kernel whatever the needs.
+  DeviceCompare::Needs copy;
+  copy.compared = {ElemType::kF32};
+  const CompileResult embedded = DeviceCompare::compile("sm_90", copy);
+  ASSERT_TRUE(embedded.ok);
+  EXPECT_EQ(embedded.cubin, sm90);
+  EXPECT_NE(embedded.cubin.find("ktune_fill_f64"), std::string::npos);
+  // NVRTC's own compilation of the whole program is the same CUBIN.
+  const CompileResult nvrtc =
+      ktune::compile(compare_program::request("sm_90", DeviceCompare::Needs::all()));
+  ASSERT_TRUE(nvrtc.ok) << nvrtc.error;
+  EXPECT_TRUE(nvrtc.cubin == sm90)
+      << "NVRTC made " << nvrtc.cubin.size() << " bytes, the build " << sm90.size();
+  // KTUNE_COMPARE_NVRTC=1: compiled now, for the needs only.
+  ScopedEnv force("KTUNE_COMPARE_NVRTC", "1");
+  const CompileResult compiled = DeviceCompare::compile("sm_90", copy);
+  ASSERT_TRUE(compiled.ok) << compiled.error;
+  EXPECT_NE(compiled.cubin, embedded.cubin);
+  EXPECT_EQ(compiled.cubin.find("ktune_fill_f64"), std::string::npos);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // Output checks on the GPU (internal): an output buffer compared with its reference where both
-// live, in device memory, by a kernel compiled once per worker with NVRTC; only a summary comes
-// back (how many elements differ and the first that does), so verifying a 1 GiB output costs a
-// pass over device memory instead of a download and a host comparison. The semantics are the host
-// comparison's (compare.h): integers exact, floats within abs + rel * |expected| with NaN and Inf
-// never passing. The same program makes inputs on the GPU (fill) and counts the elements of a
-// reference that equal the poison (count_equal), so a reference made on the GPU stays there.
+// live, in device memory, by a kernel the build compiled (or NVRTC, once per worker); only a
+// summary comes back (how many elements differ and the first that does), so verifying a 1 GiB
+// output costs a pass over device memory instead of a download and a host comparison. The semantics
+// are the host comparison's (compare.h): integers exact, floats within abs + rel * |expected| with
+// NaN and Inf never passing. The same program makes inputs on the GPU (fill) and counts the
+// elements of a reference that equal the poison (count_equal), so a reference made on the GPU stays
+// there.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/compare_program.h"
 #include "backends/cuda/inputs.h"
 #include "ktune/compiler.h"
 #include "ktune/kernel.h"
@@ -30,20 +32,14 @@ class DeviceCompare {
   // The same from what compile() returned (compiled on another thread while the context was
   // being created); throws Error(kCompile) when it failed.
   DeviceCompare(const CompileResult& compiled, cudaStream_t stream);
-  // Which kernels a program holds: comparisons (and poison counts) of outputs of these types,
-  // fills of inputs of these types. A worker compiles what its buffers need (a program of two
-  // or three kernels compiles in a fraction of the time of all of them).
-  struct Needs {
-    std::vector<ElemType> compared, filled;
-    static Needs all();
-  };
-  // The program's source for `needs`.
-  static std::string source(const Needs& needs);
-  // The kernels for `arch`, compiled (through the compile cache) but not loaded: what the
-  // constructor loads; tests compile it without a GPU.
+  // Which kernels a program holds (compare_program.h); a worker compiles what its buffers need
+  // where it compiles at all.
+  using Needs = compare_program::Needs;
+  static std::string source(const Needs& needs) { return compare_program::source(needs); }
+  // The kernels for `arch`: the build's CUBIN of all of them (compare_program::embedded_cubin)
+  // unless KTUNE_COMPARE_NVRTC=1, else NVRTC's compilation of `needs` through the compile cache;
+  // not loaded. Tests call it without a GPU.
   static CompileResult compile(const std::string& arch, const Needs& needs = Needs::all());
-  // "i8", "u8", ... "f64": the suffix of a type's fill kernel.
-  static std::string type_tag(ElemType type);
   ~DeviceCompare();
   DeviceCompare(const DeviceCompare&) = delete;
   DeviceCompare& operator=(const DeviceCompare&) = delete;

@@ -189,13 +189,17 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   check(cudaFree(nullptr), "context creation");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   lap("context");
+  // NVML (tens of milliseconds to load and start) on another thread, beside the steps below.
+  std::future<std::unique_ptr<GpuClocks>> clocks;
   char pci[32] = {};
   if (cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess)
-    clocks_ = GpuClocks::open(pci);
+    clocks =
+        std::async(std::launch::async, [bus = std::string(pci)] { return GpuClocks::open(bus); });
   if (measure_.flush_l2 != FlushL2::kNever) {
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
   }
+  lap("setup");
   if (has_reference_config) {
     // Throws where the configuration does not compile: nothing would check the outputs.
     const CompileResult compiled = reference_compile.get();
@@ -205,7 +209,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
          ref_space.key(ref_space.from_assignments(kernel.reference_assignments())),
          compiled.lowered_name, compiled.cubin, &ref_instance);
   }
-  lap("setup");
+  lap("reference_config");
   // The comparison (and fill) kernels before the first inputs: made on the GPU or uploaded, and
   // the reference put where the check will read it.
   if (compare.valid()) {
@@ -223,6 +227,8 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     prepare_buffers(l);
   }
   lap("upload_reference");
+  if (clocks.valid()) clocks_ = clocks.get();
+  lap("clocks");
 }
 
 std::uint64_t Worker::input_stream(std::size_t i) const { return mix(measure_.seed) ^ mix(i + 1); }
