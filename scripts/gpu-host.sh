@@ -133,7 +133,9 @@ for step in $steps; do
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
       # processes at the tuner's priority instead of below it; niceN: at nice N; no-keep-heap:
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
-      # for every program).
+      # for every program); idle: compile processes under SCHED_IDLE; no-reply-thread: the GPU
+      # worker writes its replies itself; nvrtc-compare: the worker compiles its comparison
+      # kernels with NVRTC instead of taking the build's.
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -144,6 +146,7 @@ for step in $steps; do
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
+          no-reply-thread) env_set=(KTUNE_REPLY_THREAD=0) ;; nvrtc-compare) env_set=(KTUNE_COMPARE_NVRTC=1) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;

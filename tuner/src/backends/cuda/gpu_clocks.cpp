@@ -36,6 +36,10 @@ struct GpuClocks::Api {
 };
 
 std::unique_ptr<GpuClocks> GpuClocks::open(const std::string& pci_bus_id) {
+  return open([&] { return pci_bus_id; });
+}
+
+std::unique_ptr<GpuClocks> GpuClocks::open(const std::function<std::string()>& pci_bus_id) {
   auto api = std::make_unique<Api>();
   api->library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (api->library == nullptr) return nullptr;
@@ -49,7 +53,8 @@ std::unique_ptr<GpuClocks> GpuClocks::open(const std::string& pci_bus_id) {
   if (!api->init || !api->by_pci || !api->clock || api->init() != kNvmlSuccess) return nullptr;
   api->bind(api->shutdown, "nvmlShutdown");
   std::unique_ptr<GpuClocks> clocks(new GpuClocks());
-  if (api->by_pci(pci_bus_id.c_str(), &clocks->device_) != kNvmlSuccess) return nullptr;
+  const std::string bus = pci_bus_id();
+  if (bus.empty() || api->by_pci(bus.c_str(), &clocks->device_) != kNvmlSuccess) return nullptr;
   unsigned max = 0;
   if (api->max_clock && api->max_clock(clocks->device_, kClockSm, &max) == kNvmlSuccess)
     clocks->max_sm_mhz_ = static_cast<int>(max);

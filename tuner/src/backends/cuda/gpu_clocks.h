@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,9 @@ class GpuClocks {
   // The device with this PCI bus id ("0000:17:00.0", from cudaDeviceGetPCIBusId); null where
   // NVML cannot be loaded or does not know the device.
   static std::unique_ptr<GpuClocks> open(const std::string& pci_bus_id);
+  // The same, loading and starting NVML (tens of milliseconds) before asking for the bus id, so
+  // that a caller starts it on another thread before it knows the id; an empty id gives null.
+  static std::unique_ptr<GpuClocks> open(const std::function<std::string()>& pci_bus_id);
   ~GpuClocks();
   GpuClocks(const GpuClocks&) = delete;
   GpuClocks& operator=(const GpuClocks&) = delete;

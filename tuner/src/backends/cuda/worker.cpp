@@ -140,6 +140,20 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       return compile_reference_config(kernel, problem, device);
     });
   lap("device");
+  // NVML (tens of milliseconds to load and start) on another thread from here, told the GPU's
+  // bus id once the context exists. The promise is declared after the future, so that a throw
+  // below breaks it (ending the thread) before the future's destructor waits for the thread.
+  std::future<std::unique_ptr<GpuClocks>> clocks;
+  std::promise<std::string> pci_bus_id;
+  clocks = std::async(std::launch::async, [bus = pci_bus_id.get_future()]() mutable {
+    return GpuClocks::open([&bus]() -> std::string {
+      try {
+        return bus.get();
+      } catch (const std::future_error&) {
+        return {};
+      }
+    });
+  });
   // The context, the slowest step of a start (~0.2 s), is created on another thread while this
   // one makes the inputs and the host reference; CUDA calls below wait for it. Its errors come
   // back from the checked calls after it.
@@ -189,12 +203,10 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   check(cudaFree(nullptr), "context creation");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   lap("context");
-  // NVML (tens of milliseconds to load and start) on another thread, beside the steps below.
-  std::future<std::unique_ptr<GpuClocks>> clocks;
   char pci[32] = {};
-  if (cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess)
-    clocks =
-        std::async(std::launch::async, [bus = std::string(pci)] { return GpuClocks::open(bus); });
+  pci_bus_id.set_value(cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess
+                           ? std::string(pci)
+                           : std::string());
   if (measure_.flush_l2 != FlushL2::kNever) {
     flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
     check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
@@ -227,7 +239,7 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     prepare_buffers(l);
   }
   lap("upload_reference");
-  if (clocks.valid()) clocks_ = clocks.get();
+  clocks_ = clocks.get();
   lap("clocks");
 }
 
