@@ -133,20 +133,21 @@ for step in $steps; do
       # batchN: at most N configurations per NVRTC program (16 by default); no-nice: compile
       # processes at the tuner's priority instead of below it; niceN: at nice N; no-keep-heap:
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
-      # for every program); idle: compile processes under SCHED_IDLE; no-reply-thread: the GPU
-      # worker writes its replies itself; nvrtc-compare: the worker compiles its comparison
-      # kernels with NVRTC instead of taking the build's.
+      # for every program); idle: compile processes under SCHED_IDLE; nvrtc-compare: the GPU
+      # worker compiles its comparison kernels with NVRTC instead of taking the build's;
+      # threadsN: N compile processes (the default is one per core, less one).
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
+        extra_args=()
         case $variant in
-          on) env_set=() ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
+          on) env_set=() ;; threads[0-9]*) env_set=(); extra_args=(--compile-threads ${variant#threads}) ;; no-minimal) env_set=(KTUNE_NVRTC_MINIMAL=0) ;;
           no-warmup) env_set=(KTUNE_COMPILE_WARMUP=0) ;; no-reorder) env_set=(KTUNE_OUT_OF_ORDER=0) ;;
           batch[0-9]*) env_set=(KTUNE_COMPILE_BATCH=${variant#batch}) ;;
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
-          no-reply-thread) env_set=(KTUNE_REPLY_THREAD=0) ;; nvrtc-compare) env_set=(KTUNE_COMPARE_NVRTC=1) ;;
+          nvrtc-compare) env_set=(KTUNE_COMPARE_NVRTC=1) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
@@ -154,7 +155,7 @@ for step in $steps; do
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab
         env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config ${KTUNE_AB_CONFIG:-configs/reduce-kt270.toml} \
           --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab-$i.db --no-reuse --retime-top 0 --json \
-          --trace "$out/ab-$i-$variant.trace.json" >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
+          --trace "$out/ab-$i-$variant.trace.json" "${extra_args[@]}" >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
         log "compile-ab $variant: rc=$? $(python3 bench/summarize_trace.py "$out/ab-$i-$variant.trace.json" | grep -E 'NVRTC programs|idle after' | tr -s ' ' | tr '\n' ';')"
         runs+=("$i-$variant=$out/ab-$i-$variant.json")
       done

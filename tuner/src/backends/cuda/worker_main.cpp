@@ -5,15 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <cstdlib>
-#include <deque>
-#include <functional>
 #include <map>
-#include <mutex>
-#include <string_view>
 #include <thread>
 
 #include "backends/cuda/protocol.h"
@@ -67,77 +60,6 @@ bool reply(const json& header, std::string blob = {}) {
   return ipc::write_message(kReplyFd, {header, std::move(blob)});
 }
 
-// Writes the replies to evaluations on a thread of its own, in order, so that serialising and
-// writing one, and the tuner's wake-up that can take the worker's core on a host whose cores all
-// compile, overlap the next evaluation (its request is already in the pipe) instead of delaying
-// its GPU work. The destructor writes what is queued, then joins.
-class ReplyWriter {
- public:
-  ReplyWriter() : thread_([this] { run(); }) {}
-  ~ReplyWriter() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  ReplyWriter(const ReplyWriter&) = delete;
-  ReplyWriter& operator=(const ReplyWriter&) = delete;
-
-  // Queues a reply, made on the writer's thread; false once a write has failed (the tuner is
-  // gone).
-  bool post(std::function<ipc::Message()> make) {
-    if (failed_) return false;
-    if (inline_) {  // KTUNE_REPLY_THREAD=0: written here, as before the writer had a thread
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!ipc::write_message(kReplyFd, make())) failed_ = true;
-      last_write_ms_ =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      return !failed_;
-    }
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(make));
-    }
-    wake_.notify_one();
-    return true;
-  }
-  bool failed() const { return failed_; }
-  // Milliseconds the last reply took to make and write, on the writer's thread.
-  double last_write_ms() const { return last_write_ms_; }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<ipc::Message()> make;
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        make = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!failed_ && !ipc::write_message(kReplyFd, make())) failed_ = true;
-      last_write_ms_ =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
-  }
-
-  const bool inline_ = [] {
-    const char* v = std::getenv("KTUNE_REPLY_THREAD");
-    return v && std::string_view(v) == "0";
-  }();
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<ipc::Message()>> queue_;
-  bool stopping_ = false;
-  std::atomic<bool> failed_{false};
-  std::atomic<double> last_write_ms_{0};
-  std::thread thread_;
-};
-
 }  // namespace
 
 int cuda_worker_main() {
@@ -174,22 +96,22 @@ int cuda_worker_main() {
   reply(json{{"op", "ready"}, {"startup", startup}});
   // The worker's time between evaluations, reported with the next one's phases: waiting for and
   // reading its request (`wait_request`: the tuner had not sent it yet, or its CUBIN was still on
-  // the way), parsing it (`parse_request`), and handing the reply before it to the writer's thread
-  // (`previous_reply`); the writer's own time for the last reply it wrote is `reply_write`.
+  // the way), parsing it (`parse_request`), and serialising and writing the reply before it
+  // (`previous_reply`).
   using Clock = std::chrono::steady_clock;
   const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   double previous_reply_ms = 0;
-  ReplyWriter writer;  // destroyed first: what it holds is written before the worker goes
   for (;;) {
     const auto r0 = Clock::now();
-    if (writer.failed() || ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
+    if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
     const auto r1 = Clock::now();
     const protocol::Request request = protocol::request_from_json(msg.header);
     const auto r2 = Clock::now();
-    Clock::time_point done = r2;  // the work's end: handing the reply over follows
-    bool posted = true;
+    json answer;
+    std::string blob;
+    Clock::time_point done = r2;  // the work's end: the reply's serialising and writing follow
     switch (request.op) {
       case protocol::Request::Op::kEvaluate: {
         Measurement m =
@@ -198,31 +120,22 @@ int cuda_worker_main() {
         m.phases_ms["wait_request"] = ms_between(r0, r1);
         m.phases_ms["parse_request"] = ms_between(r1, r2);
         m.phases_ms["previous_reply"] = previous_reply_ms;
-        m.phases_ms["reply_write"] = writer.last_write_ms();
-        posted = writer.post([m = std::move(m)] {
-          json answer = protocol::to_json(m);
-          answer["op"] = "result";
-          return ipc::Message{answer, protocol::outputs_blob(m)};
-        });
+        answer = protocol::to_json(m);
+        blob = protocol::outputs_blob(m);
         break;
       }
-      case protocol::Request::Op::kRetime: {
-        json answer = protocol::to_json(w->retime(request.retime, msg.blob));
+      case protocol::Request::Op::kRetime:
+        answer = protocol::to_json(w->retime(request.retime, msg.blob));
         done = Clock::now();
-        answer["op"] = "result";
-        posted = writer.post([answer = std::move(answer)] { return ipc::Message{answer, {}}; });
         break;
-      }
       case protocol::Request::Op::kQuit:
         return 0;
       case protocol::Request::Op::kUnknown:
-        posted = writer.post([name = request.name] {
-          return ipc::Message{json{{"op", "result"}, {"error", "unknown request '" + name + "'"}},
-                              {}};
-        });
+        answer = json{{"error", "unknown request '" + request.name + "'"}};
         break;
     }
-    if (!posted) return 0;
+    answer["op"] = "result";
+    if (!reply(answer, std::move(blob))) return 0;
     previous_reply_ms = ms_between(done, Clock::now());
     if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
   }
