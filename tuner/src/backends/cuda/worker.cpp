@@ -108,17 +108,17 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       throw Error(
           ErrorKind::kInput,
           fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
-  // The program holds what these buffers need: a comparison per output type, a fill per input
-  // type made on the GPU.
+  // What these buffers need: a comparison per output type, a fill per input type made on the
+  // GPU (what NVRTC compiles where the build's CUBIN of all of them does not serve).
   DeviceCompare::Needs needs;
   for (const auto& b : buffers_) {
     if (b.spec.role == BufferRole::kOutput || b.spec.role == BufferRole::kInOut)
       needs.compared.push_back(b.spec.type);
     if (b.device_fill) needs.filled.push_back(b.spec.type);
   }
-  // NVRTC builds that program (a cache miss costs ~0.04 s of CPU for one or two types) while the
-  // driver creates the context and the host makes what it makes; it is loaded before the first
-  // inputs.
+  // The build's CUBIN, at once; else NVRTC builds the program (a cache miss costs ~0.04 s of
+  // CPU for one or two types, more on a host whose cores compile) while the driver creates the
+  // context and the host makes what it makes. It is loaded before the first inputs.
   std::future<CompileResult> compare;
   if (measure_.verify_on_device)
     compare = std::async(std::launch::async, [arch = device_.arch, needs] {
