@@ -3,9 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <optional>
-#include <string>
 
 #include "backends/cuda/protocol.h"
 #include "ktune/error.h"
@@ -165,6 +162,7 @@ TEST(WorkerProtocol, RequestsAndRetimeRepliesRoundTrip) {
 }  // namespace ktune::protocol
 
 #include "backends/cuda/device_compare.h"
+#include "cli_test_util.h"
 
 namespace ktune::worker {
 namespace {
@@ -198,32 +196,13 @@ TEST(DeviceCompare, TheComparisonKernelsCompileForEveryTargetArchitecture) {
   EXPECT_EQ(DeviceCompare::source(twice), DeviceCompare::source(copy));
 }
 
-// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // The build compiled the whole program for the lowest architecture of each major version NVRTC
 // supports; a worker takes the one its GPU runs (same major version, minor not above the GPU's)
 // and NVRTC's compilation, byte for byte the same, only where none fits or it is asked for.
 TEST(DeviceCompare, AWorkerTakesTheCubinTheBuildCompiled) {
   ASSERT_FALSE(compare_program::embedded_cubins().empty());
   EXPECT_EQ(compare_program::embedded_source_hash(), compare_program::source_hash());
-  ScopedEnv cache("KTUNE_CACHE_DIR", ::testing::TempDir().c_str());
+  test::EnvGuard cache("KTUNE_CACHE_DIR", ::testing::TempDir());
   const std::string_view sm90 = compare_program::embedded_cubin("sm_90");
   const std::string_view sm80 = compare_program::embedded_cubin("sm_80");
   ASSERT_FALSE(sm90.empty());
@@ -247,7 +226,7 @@ TEST(DeviceCompare, AWorkerTakesTheCubinTheBuildCompiled) {
   EXPECT_TRUE(nvrtc.cubin == sm90)
       << "NVRTC made " << nvrtc.cubin.size() << " bytes, the build " << sm90.size();
   // KTUNE_COMPARE_NVRTC=1: compiled now, for the needs only.
-  ScopedEnv force("KTUNE_COMPARE_NVRTC", "1");
+  test::EnvGuard force("KTUNE_COMPARE_NVRTC", "1");
   const CompileResult compiled = DeviceCompare::compile("sm_90", copy);
   ASSERT_TRUE(compiled.ok) << compiled.error;
   EXPECT_NE(compiled.cubin, embedded.cubin);
