@@ -162,7 +162,7 @@ print(runs[len(runs) // 2][:-len('.json')])" "$out"/kt270-s$mode-r*.json 2>/dev/
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
-          nvrtc-compare) env_set=(KTUNE_COMPARE_NVRTC=1) ;;
+          nvrtc-compare) env_set=(KTUNE_COMPARE_EMBEDDED=0) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/worker.h"
 #include "ktune/compiler.h"
+#include "ktune/env.h"
 #include "ktune/error.h"
 
 namespace ktune::worker {
@@ -44,10 +45,9 @@ using compare_program::count_name;
 using compare_program::fill_name;
 
 CompileResult DeviceCompare::compile(const std::string& arch, const Needs& needs) {
-  // The build's CUBIN of every kernel for this architecture, unless KTUNE_COMPARE_NVRTC=1 asks
-  // for NVRTC (the same bytes, compiled by this process).
-  const char* force = std::getenv("KTUNE_COMPARE_NVRTC");
-  if (!force || std::string_view(force) != "1") {
+  // The build's CUBIN of every kernel for this architecture, unless KTUNE_COMPARE_EMBEDDED=0
+  // asks for NVRTC (the same bytes, compiled by this process).
+  if (env_switch("KTUNE_COMPARE_EMBEDDED")) {
     if (const std::string_view cubin = compare_program::embedded_cubin(arch); !cubin.empty()) {
       CompileResult r;
       r.ok = true;

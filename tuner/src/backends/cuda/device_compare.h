@@ -37,7 +37,7 @@ class DeviceCompare {
   using Needs = compare_program::Needs;
   static std::string source(const Needs& needs) { return compare_program::source(needs); }
   // The kernels for `arch`: the build's CUBIN of all of them (compare_program::embedded_cubin)
-  // unless KTUNE_COMPARE_NVRTC=1, else NVRTC's compilation of `needs` through the compile cache;
+  // unless KTUNE_COMPARE_EMBEDDED=0, else NVRTC's compilation of `needs` through the compile cache;
   // not loaded. Tests call it without a GPU.
   static CompileResult compile(const std::string& arch, const Needs& needs = Needs::all());
   ~DeviceCompare();
