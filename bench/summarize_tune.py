@@ -70,6 +70,19 @@ def per_variant(db, problem_key):
     return best
 
 
+def bound(d):
+    """The rate a run could reach at most, and what sets it: its compile processes busy from start
+    to end (compile_threads over NVRTC's time per configuration), or the GPU busy from start to end
+    (trials over gpu_seconds); None where the run's JSON lacks what either needs."""
+    limits = []
+    measured = d.get("measured", 0)
+    if d.get("compile_threads", 0) > 0 and d.get("compile_seconds", 0) > 0 and measured > 0:
+        limits.append((d["compile_threads"] * measured / d["compile_seconds"], "nvrtc"))
+    if d.get("gpu_seconds", 0) > 0:
+        limits.append((d["trials"] / d["gpu_seconds"], "gpu"))
+    return min(limits) if limits else None
+
+
 def against_kernel_tuner(runs, kt_dir):
     """Rows pairing each ktune run labelled samplesN with Kernel Tuner's run of N iterations."""
     out = []
@@ -83,6 +96,7 @@ def against_kernel_tuner(runs, kt_dir):
         d = json.load(open(path))
         kt = json.load(open(kt_path))
         ours, theirs = d["configs_per_second"], kt["configs_per_s"]
+        limit = bound(d)
         out.append({
             "samples": int(m.group(1)),
             "ktune_cfg_per_s": round(ours, 1),
@@ -92,6 +106,10 @@ def against_kernel_tuner(runs, kt_dir):
             "ktune_nvrtc_ms_per_cfg": round(1e3 * d["compile_seconds"] / max(d["measured"], 1), 1),
             "kernel_tuner_compile_ms": round(kt.get("median_ms", {}).get("compile_time", float("nan")), 1),
             "kernel_tuner_valid": f'{kt.get("valid", "-")}/{kt.get("total", "-")}',
+            # What a perfect pipeline would reach on this run's own costs, and how near it came.
+            "ktune_bound_cfg_per_s": f"{limit[0]:.1f} ({limit[1]})" if limit else "-",
+            "of_bound": f"{100 * ours / limit[0]:.0f}%" if limit else "-",
+            "ratio_at_bound": f"{limit[0] / theirs:.1f}x" if limit and theirs > 0 else "-",
         })
     return out
 

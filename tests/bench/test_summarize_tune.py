@@ -73,6 +73,37 @@ class SummarizeTune(unittest.TestCase):
         self.assertEqual(rows[1]["ratio"], "15.9x")  # 248.8 / 15.69
         self.assertEqual(rows[1]["kernel_tuner_compile_ms"], "38.0")
 
+    def test_the_bound_is_the_slower_of_nvrtc_and_the_gpu(self):
+        # 7 samples: 15 processes over 37.4 ms of NVRTC per configuration (401.0/s) against the
+        # GPU's 0.19 s for 270 trials (1421/s); 32 samples: the GPU's 0.711 s (379.7/s) against
+        # NVRTC's 440.2/s.
+        s7 = dict(ktune_run(361.8, compile_s=10.1), compile_threads=15, gpu_seconds=0.19)
+        s32 = dict(ktune_run(258.0, compile_s=9.2), compile_threads=15, gpu_seconds=0.711)
+        kt = os.path.join(self.dir.name, "kt")
+        self.write("kt/summary_it7.json", kernel_tuner(19.85))
+        self.write("kt/summary_it32.json", kernel_tuner(18.4))
+        r = self.run_script(f"samples7={self.write('s7.json', s7)}",
+                            f"samples32={self.write('s32.json', s32)}", "--kernel-tuner", kt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = r.stdout.split("ktune against Kernel Tuner", 1)[1].splitlines()[1:]
+        header = [c.strip() for c in after[0].strip("|").split("|")]
+        rows = [dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+                for line in after[2:] if line.startswith("|")]
+        self.assertEqual(rows[0]["ktune_bound_cfg_per_s"], "401.0 (nvrtc)")
+        self.assertEqual(rows[0]["of_bound"], "90%")
+        self.assertEqual(rows[0]["ratio_at_bound"], "20.2x")
+        self.assertEqual(rows[1]["ktune_bound_cfg_per_s"], "379.7 (gpu)")
+        self.assertEqual(rows[1]["of_bound"], "68%")
+        self.assertEqual(rows[1]["ratio_at_bound"], "20.6x")
+
+    def test_a_run_without_its_costs_has_no_bound(self):
+        s7 = self.write("s7.json", ktune_run(333.8))  # no compile_threads, no gpu_seconds
+        kt = os.path.join(self.dir.name, "kt")
+        self.write("kt/summary_it7.json", kernel_tuner(16.8))
+        r = self.run_script(f"samples7={s7}", "--kernel-tuner", kt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("| - | - | - |", r.stdout)
+
     def test_a_folder_without_summaries_is_an_error(self):
         s7 = self.write("s7.json", ktune_run(333.8))
         r = self.run_script(f"samples7={s7}", "--kernel-tuner", os.path.join(self.dir.name, "none"))

@@ -287,7 +287,9 @@ void print_notes(const TuningSetup& s) {
         s.missing, s.valid, job.kernel.name);
 }
 
-nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
+// `compile_threads`: the compile pool's processes (or threads), 0 where the run compiles nothing.
+nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup,
+                            unsigned compile_threads) {
   nlohmann::json j;
   j["run_id"] = s.run_id;
   j["status"] = to_string(s.status);
@@ -307,6 +309,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup) {
   j["gpu_share"] = s.wall_seconds > 0 ? s.gpu_seconds / s.wall_seconds : 0;
   j["timed_share"] = s.wall_seconds > 0 ? s.timed_seconds / s.wall_seconds : 0;
   j["compile_seconds"] = s.compile_seconds;
+  j["compile_threads"] = compile_threads;
   j["wait_compile_seconds"] = s.wait_compile_seconds;
   j["backend_seconds"] = s.backend_seconds;
   j["store_seconds"] = s.store_seconds;
@@ -539,7 +542,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   write_trace();
 
   if (json_output(vm))
-    print_json(summary_json(s, setup));
+    print_json(summary_json(s, setup, pool ? threads : 0));
   else if (!quiet)
     print_summary(s, setup, threads);
   if (s.status == RunStatus::kInterrupted) return 130;
