@@ -17,7 +17,7 @@
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
 #   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER; after kt270 in the same call, the two side by side with the ratio of their rates),
+#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER; after kt270 in the same call, the two side by side with the ratio of their rates; $KTUNE_KT270_REPEATS and $KTUNE_KT_REPEATS run each side that many times, the median run counting),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
@@ -230,9 +230,21 @@ print(runs[len(runs) // 2][:-len('.json')])" "$out"/kt270-s$mode-r*.json 2>/dev/
     kt-peer)
       # Kernel Tuner 1.4 on its 270-configuration reduction, in this call: $KTUNE_KT_PEER is the
       # folder with its run.sh (copied into an ignored folder of the checkout, which travels).
+      # $KTUNE_KT_REPEATS runs of each iteration count (default 1, each in kernel-tuner-rN); the
+      # run of the median rate stands for the count in kernel-tuner/, as kt270 does for ktune.
       kt=${KTUNE_KT_PEER:-.peers/kernel_tuner}
       if [ -x "$kt/run.sh" ]; then
-        "$kt/run.sh" "$out/kernel-tuner" 7 32 | tee -a "$out/summary.txt"
+        for r in $(seq 1 "${KTUNE_KT_REPEATS:-1}"); do
+          "$kt/run.sh" "$out/kernel-tuner-r$r" 7 32 | tee -a "$out/summary.txt"
+        done
+        mkdir -p "$out/kernel-tuner"
+        for it in 7 32; do
+          median=$(python3 -c "
+import json, sys
+runs = sorted(sys.argv[1:], key=lambda f: json.load(open(f)).get('configs_per_s', 0))
+print(runs[len(runs) // 2] if runs else '')" "$out"/kernel-tuner-r*/summary_it$it.json 2>/dev/null)
+          [ -n "$median" ] && cp "$median" "$out/kernel-tuner/summary_it$it.json"
+        done
         # After the kt270 step of this call: each ktune run beside Kernel Tuner's, with the ratio.
         if [ -f "$out/kt270-s7.json" ] && [ -f "$out/kt270-s32.json" ]; then
           python3 bench/summarize_tune.py samples7="$out/kt270-s7.json" samples32="$out/kt270-s32.json" \
