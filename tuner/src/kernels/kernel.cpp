@@ -14,28 +14,6 @@
 
 namespace ktune {
 
-std::size_t elem_size(ElemType t) {
-  switch (t) {
-    case ElemType::kI8:
-    case ElemType::kU8:
-      return 1;
-    case ElemType::kI16:
-    case ElemType::kU16:
-      return 2;
-    case ElemType::kI32:
-    case ElemType::kU32:
-    case ElemType::kF32:
-      return 4;
-    case ElemType::kI64:
-    case ElemType::kU64:
-    case ElemType::kF64:
-      return 8;
-  }
-  return 0;
-}
-
-bool is_float(ElemType t) { return t == ElemType::kF32 || t == ElemType::kF64; }
-
 namespace {
 struct TypeName {
   ElemType type;

@@ -30,8 +30,28 @@ enum class ElemType {
   kF32 = KTUNE_TYPE_F32,
   kF64 = KTUNE_TYPE_F64,
 };
-std::size_t elem_size(ElemType t);
-bool is_float(ElemType t);
+// Inline, so that code needing no more of the kernel library (the build's generator of the GPU
+// comparison kernels) has them without linking it.
+constexpr std::size_t elem_size(ElemType t) {
+  switch (t) {
+    case ElemType::kI8:
+    case ElemType::kU8:
+      return 1;
+    case ElemType::kI16:
+    case ElemType::kU16:
+      return 2;
+    case ElemType::kI32:
+    case ElemType::kU32:
+    case ElemType::kF32:
+      return 4;
+    case ElemType::kI64:
+    case ElemType::kU64:
+    case ElemType::kF64:
+      return 8;
+  }
+  return 0;
+}
+constexpr bool is_float(ElemType t) { return t == ElemType::kF32 || t == ElemType::kF64; }
 std::string_view to_string(ElemType t);                                // "int32", "float32" ...
 std::optional<ElemType> elem_type_from_string(std::string_view name);  // also "int", "float"
 

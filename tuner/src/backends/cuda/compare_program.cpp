@@ -107,26 +107,18 @@ extern "C" __global__ void ktune_compare_entry() {}
   }
 )";
 
-// Each element type: its fill-kernel suffix, the C type the kernel writes, its size, and
-// whether it is a float (compared with a tolerance).
+// Each element type's fill-kernel suffix and the C type the kernel writes.
 struct TypeName {
   ElemType type;
   const char* tag;
   const char* c_type;
-  std::size_t bytes;
-  bool is_float;
 };
 constexpr TypeName kTypeNames[] = {
-    {ElemType::kI8, "i8", "signed char", 1, false},
-    {ElemType::kU8, "u8", "unsigned char", 1, false},
-    {ElemType::kI16, "i16", "short", 2, false},
-    {ElemType::kU16, "u16", "unsigned short", 2, false},
-    {ElemType::kI32, "i32", "int", 4, false},
-    {ElemType::kU32, "u32", "unsigned int", 4, false},
-    {ElemType::kI64, "i64", "long long", 8, false},
-    {ElemType::kU64, "u64", "u64", 8, false},
-    {ElemType::kF32, "f32", "float", 4, true},
-    {ElemType::kF64, "f64", "double", 8, true},
+    {ElemType::kI8, "i8", "signed char"}, {ElemType::kU8, "u8", "unsigned char"},
+    {ElemType::kI16, "i16", "short"},     {ElemType::kU16, "u16", "unsigned short"},
+    {ElemType::kI32, "i32", "int"},       {ElemType::kU32, "u32", "unsigned int"},
+    {ElemType::kI64, "i64", "long long"}, {ElemType::kU64, "u64", "u64"},
+    {ElemType::kF32, "f32", "float"},     {ElemType::kF64, "f64", "double"},
 };
 
 const TypeName& type_name(ElemType type) {
@@ -150,7 +142,7 @@ std::string type_tag(ElemType type) { return type_name(type).tag; }
 std::string compare_name(ElemType type) {
   if (type == ElemType::kF32) return "ktune_compare_f32";
   if (type == ElemType::kF64) return "ktune_compare_f64";
-  return fmt::format("ktune_compare_exact{}", type_name(type).bytes);
+  return fmt::format("ktune_compare_exact{}", elem_size(type));
 }
 
 std::string count_name(std::size_t size) { return fmt::format("ktune_count_equal{}", size); }
@@ -169,18 +161,16 @@ Needs Needs::all() {
 std::string source(const Needs& needs) {
   std::set<std::string> lines;
   for (ElemType t : needs.compared) {
-    const TypeName& n = type_name(t);
-    if (n.is_float)
-      lines.insert(fmt::format("KTUNE_FLOAT({}, {})", compare_name(t), n.c_type));
+    if (is_float(t))
+      lines.insert(fmt::format("KTUNE_FLOAT({}, {})", compare_name(t), type_name(t).c_type));
     else
-      lines.insert(fmt::format("KTUNE_EXACT({}, {})", compare_name(t), bits_type(n.bytes)));
-    lines.insert(fmt::format("KTUNE_COUNT({}, {})", count_name(n.bytes), bits_type(n.bytes)));
+      lines.insert(fmt::format("KTUNE_EXACT({}, {})", compare_name(t), bits_type(elem_size(t))));
+    lines.insert(
+        fmt::format("KTUNE_COUNT({}, {})", count_name(elem_size(t)), bits_type(elem_size(t))));
   }
-  for (ElemType t : needs.filled) {
-    const TypeName& n = type_name(t);
-    lines.insert(fmt::format("KTUNE_FILL({}, {}, {})", fill_name(t), n.c_type,
-                             n.is_float ? "true" : "false"));
-  }
+  for (ElemType t : needs.filled)
+    lines.insert(fmt::format("KTUNE_FILL({}, {}, {})", fill_name(t), type_name(t).c_type,
+                             is_float(t) ? "true" : "false"));
   std::string out = kSource;
   for (const auto& line : lines) out += line + "\n";
   return out;
