@@ -70,6 +70,13 @@ tune_job() {  # tune_job LABEL ARGS...: `ktune tune ARGS` into the shared databa
   timeout -s INT -k 20 $limit $ktune tune "$@" --db $db --json >"$out/tune-$label.json" 2>"$out/tune-$label.err"
   log "tune $label: rc=$? $(python3 bench/summarize_tune.py $label="$out/tune-$label.json" 2>&1 | tail -1)"
 }
+median_run() {  # median_run KEY FILE...: of the JSON files (timelines left out), the one whose KEY is the median
+  python3 -c "
+import json, sys
+runs = [f for f in sys.argv[2:] if not f.endswith('.trace.json')]
+runs.sort(key=lambda f: json.load(open(f)).get(sys.argv[1], 0))
+print(runs[len(runs) // 2] if runs else '')" "$@" 2>/dev/null
+}
 run_peers() {  # run_peers SECONDS ARGS...: bench/peers on the shared database's bests
   local seconds=$1; shift
   timeout -s INT -k 20 $seconds $build/bench/ktune_peers --db $db --json "$out/peers.json" "$@" \
@@ -127,12 +134,9 @@ for step in $steps; do
         done
       done
       for mode in 7 32 0; do
-        median=$(python3 -c "
-import json, sys
-runs = [f for f in sys.argv[1:] if not f.endswith('.trace.json')]
-runs.sort(key=lambda f: json.load(open(f)).get('configs_per_second', 0))
-print(runs[len(runs) // 2][:-len('.json')])" "$out"/kt270-s$mode-r*.json 2>/dev/null)
+        median=$(median_run configs_per_second "$out"/kt270-s$mode-r*.json)
         [ -n "$median" ] || continue
+        median=${median%.json}
         mv "$median.json" "$out/kt270-s$mode.json"; mv "$median.err" "$out/kt270-s$mode.err"
         mv "$median.trace.json" "$out/kt270-s$mode.trace.json" 2>/dev/null
       done
@@ -239,10 +243,7 @@ print(runs[len(runs) // 2][:-len('.json')])" "$out"/kt270-s$mode-r*.json 2>/dev/
         done
         mkdir -p "$out/kernel-tuner"
         for it in 7 32; do
-          median=$(python3 -c "
-import json, sys
-runs = sorted(sys.argv[1:], key=lambda f: json.load(open(f)).get('configs_per_s', 0))
-print(runs[len(runs) // 2] if runs else '')" "$out"/kernel-tuner-r*/summary_it$it.json 2>/dev/null)
+          median=$(median_run configs_per_s "$out"/kernel-tuner-r*/summary_it$it.json)
           [ -n "$median" ] && cp "$median" "$out/kernel-tuner/summary_it$it.json"
         done
         # After the kt270 step of this call: each ktune run beside Kernel Tuner's, with the ratio.
