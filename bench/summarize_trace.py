@@ -7,7 +7,8 @@ For each file: the wall time; the GPU worker's preparation and first trial; the 
 share (its trials' spans over the wall, and after the first trial), and the GPU worker's time
 outside its evaluations (the protocol, and the loop's own work between them); the GPU's idle time after
 its first trial, split by what the compile threads did meanwhile (all busy: compilation bounds
-the run; some idle: the loop or the queue did); the NVRTC programs (batches) by size; and, in
+the run; some idle: the loop or the queue did); the NVRTC programs (batches) by size, and the milliseconds per
+configuration of each compile thread's first program and of the later ones; and, in
 tenths of the wall, how many configurations were compiled and measured by then.
 """
 
@@ -121,6 +122,20 @@ def summarize(path):
                      f"busy, {some_idle:.3f} s with some idle")
         sizes = Counter(s["args"]["configurations"] for v in compile_lanes.values() for s in v
                         if s["args"].get("compiled", 0) > 0)
+        # Milliseconds per configuration in each thread's first NVRTC program (a cold process,
+        # all threads starting at once) and in the programs after it.
+        first_progs, later_progs = [], []
+        for v in compile_lanes.values():
+            progs = sorted((s for s in v if s["args"].get("compiled", 0) > 0),
+                           key=lambda s: s["ts"])
+            first_progs += progs[:1]
+            later_progs += progs[1:]
+        for label, progs in (("first", first_progs), ("later", later_progs)):
+            if progs:
+                n = sum(s["args"]["compiled"] for s in progs)
+                ms = sum(s["dur"] for s in progs) * 1e-3
+                lines.append(f"  NVRTC {label} programs: {len(progs)} of {n} configurations, "
+                             f"{ms / n:.1f} ms per configuration")
         per_thread = [union_length(v) for v in comp_iv.values()]
         lines.append("  NVRTC programs by configurations: "
                      + ", ".join(f"{k} x{sizes[k]}" for k in sorted(sizes)))

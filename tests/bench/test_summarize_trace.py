@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/summarize_trace.py on timelines written here in the form `ktune tune --trace` writes:
 the GPU's busy share, its idle time split by what the compile threads did, the NVRTC programs by
-size, and a clear refusal of a file that is not a timeline."""
+size and their time per configuration, and a clear refusal of a file that is not a timeline."""
 import gzip
 import json
 import os
@@ -68,6 +68,12 @@ class SummarizeTrace(unittest.TestCase):
                       "compile threads busy, 0.100 s with some idle", out)
         self.assertIn("NVRTC programs by configurations: 1 x1, 4 x2", out)
         self.assertIn("first NVRTC program done at 0.200 s", out)
+        # Thread 1's first program: 1 configuration in 0.2 s; thread 2's: 4 in 0.5 s. After them
+        # thread 1's program of 4 in 0.4 s.
+        self.assertIn("NVRTC first programs: 2 of 5 configurations, 140.0 ms per configuration",
+                      out)
+        self.assertIn("NVRTC later programs: 1 of 4 configurations, 100.0 ms per configuration",
+                      out)
         self.assertIn("compiled: 0 1 1 1 5 9 9 9 9 9", out)
         self.assertIn("measured: 0 0 0 1 1 1 1 1 1 2", out)
         self.assertIn("preparation 0.000-0.200 s (context 0.150)", out)

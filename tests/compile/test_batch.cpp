@@ -2,10 +2,15 @@
 // its own namespace; failures fall back to single compilations so errors stay per config.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "common/compile_request.h"
+#include "common/env_guard.h"
 #include "ktune/compiler.h"
 
 namespace ktune {
@@ -81,6 +86,86 @@ TEST(CompileBatch, PoolBatchesQueuedRequestsAndKeepsResultsPerConfig) {
   }
   EXPECT_EQ(pool.compiles(), requests.size());
   EXPECT_GT(batched, 0);
+}
+
+// What each of the pool's threads took together, in the order it took them.
+std::map<std::size_t, std::vector<std::size_t>> programs_of(CompilePool& pool,
+                                                            std::vector<CompileRequest> requests) {
+  std::mutex mutex;
+  std::map<std::size_t, std::vector<std::size_t>> taken;
+  pool.set_observer([&](const CompileBatchRecord& r) {
+    std::lock_guard lock(mutex);
+    taken[r.thread].push_back(r.requests);
+  });
+  const std::vector<CompileRequest> sent = requests;
+  std::vector<std::shared_future<CompileResult>> futures = pool.submit(std::move(requests));
+  EXPECT_EQ(futures.size(), sent.size());
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    const CompileResult& r = futures[i].get();
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.key, sent[i].key());
+  }
+  pool.set_observer({});
+  return taken;
+}
+
+std::vector<CompileRequest> thirty_requests() {
+  std::vector<CompileRequest> requests;
+  for (int b : {32, 64, 128, 256, 512})
+    for (int u : {1, 2, 3, 4, 5, 6}) requests.push_back(request(b, u, 0));
+  return requests;
+}
+
+// A group submitted at once is shared out: each thread's first program holds at most
+// KTUNE_COMPILE_FIRST configurations (4), the programs after it take a fair share of what is
+// queued (30 over 3 threads: 12 go first, then 18 / 3 = 6 per program), and every
+// configuration comes back under its own key.
+TEST(CompileBatch, AGroupIsSharedOutWithSmallFirstPrograms) {
+  test::EnvGuard first("KTUNE_COMPILE_FIRST", std::nullopt);
+  test::EnvGuard waves("KTUNE_COMPILE_WAVES", std::nullopt);
+  CompilePool pool(3, nullptr);
+  EXPECT_EQ(pool.first_batch(), 4u);
+  const auto taken = programs_of(pool, thirty_requests());
+  std::size_t total = 0, largest = 0, largest_first = 0;
+  for (const auto& [thread, sizes] : taken) {
+    ASSERT_FALSE(sizes.empty());
+    // At most 4; fewer only where a thread woke after the others had taken most of the group.
+    EXPECT_LE(sizes.front(), 4u) << "thread " << thread;
+    largest_first = std::max(largest_first, sizes.front());
+    for (std::size_t n : sizes) {
+      total += n;
+      largest = std::max(largest, n);
+    }
+  }
+  EXPECT_EQ(largest_first, 4u);
+  EXPECT_EQ(total, 30u);
+  EXPECT_GT(largest, 4u);
+  EXPECT_EQ(pool.compiles(), 30u);
+}
+
+// KTUNE_COMPILE_FIRST sets the cap; with KTUNE_COMPILE_WAVES=0 there is none (the behaviour
+// before waves, kept for measuring), so the first thread to wake takes its fair share, 10.
+TEST(CompileBatch, TheFirstProgramsCapFollowsTheEnvironment) {
+  {
+    test::EnvGuard first("KTUNE_COMPILE_FIRST", "2");
+    CompilePool pool(3, nullptr);
+    EXPECT_EQ(pool.first_batch(), 2u);
+    std::size_t largest_first = 0;
+    for (const auto& [thread, sizes] : programs_of(pool, thirty_requests())) {
+      EXPECT_LE(sizes.front(), 2u) << "thread " << thread;
+      largest_first = std::max(largest_first, sizes.front());
+    }
+    EXPECT_EQ(largest_first, 2u);
+  }
+  {
+    test::EnvGuard waves("KTUNE_COMPILE_WAVES", "0");
+    CompilePool pool(3, nullptr);
+    EXPECT_EQ(pool.first_batch(), 16u);
+    std::size_t largest_first = 0;
+    for (const auto& [thread, sizes] : programs_of(pool, thirty_requests()))
+      largest_first = std::max(largest_first, sizes.front());
+    EXPECT_EQ(largest_first, 10u);
+  }
 }
 
 TEST(CompileBatch, DifferentGroupsAreNeverMixed) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/env_guard.h"
 #include "compile/compile_test_util.h"
 #include "ktune/compiler.h"
 
@@ -187,45 +188,21 @@ TEST_F(CacheTest, CompileCachedWithoutCache) {
   EXPECT_FALSE(result.from_cache);
 }
 
-// Restores one environment variable when the test ends.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(CacheDefaultDir, FollowsTheEnvironment) {
-  ScopedEnv home("HOME", "/home/someone");
+  test::EnvGuard home("HOME", "/home/someone");
   {
-    ScopedEnv ktune("KTUNE_CACHE_DIR", "/tmp/ktune-here");
-    ScopedEnv xdg("XDG_CACHE_HOME", "/tmp/xdg");
+    test::EnvGuard ktune("KTUNE_CACHE_DIR", "/tmp/ktune-here");
+    test::EnvGuard xdg("XDG_CACHE_HOME", "/tmp/xdg");
     EXPECT_EQ(CompileCache::default_dir(), fs::path("/tmp/ktune-here"));
   }
   {
-    ScopedEnv ktune("KTUNE_CACHE_DIR", nullptr);
-    ScopedEnv xdg("XDG_CACHE_HOME", "/tmp/xdg");
+    test::EnvGuard ktune("KTUNE_CACHE_DIR", std::nullopt);
+    test::EnvGuard xdg("XDG_CACHE_HOME", "/tmp/xdg");
     EXPECT_EQ(CompileCache::default_dir(), fs::path("/tmp/xdg/ktune"));
   }
   {
-    ScopedEnv ktune("KTUNE_CACHE_DIR", "");
-    ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
+    test::EnvGuard ktune("KTUNE_CACHE_DIR", "");
+    test::EnvGuard xdg("XDG_CACHE_HOME", std::nullopt);
     EXPECT_EQ(CompileCache::default_dir(), fs::path("/home/someone/.cache/ktune"));
   }
 }

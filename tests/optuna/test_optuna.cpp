@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "common/env_guard.h"
 #include "ktune/error.h"
 #include "ktune/strategy.h"
 #include "optuna/optuna_test_util.h"
@@ -37,24 +38,6 @@ using test::optuna_missing;
   do {                                                               \
     if (!optuna_missing().empty()) GTEST_SKIP() << optuna_missing(); \
   } while (0)
-
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~EnvGuard() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 fs::path temp_dir(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -220,7 +203,7 @@ TEST(OptunaRegistry, EverySamplerIsAStrategy) {
 TEST(OptunaModule, MissingModuleSaysWhatToInstall) {
   const std::string bogus =
       (fs::temp_directory_path() / "no-such-dir" / "libktune_optuna.so").string();
-  EnvGuard env("KTUNE_OPTUNA_MODULE", bogus);
+  test::EnvGuard env("KTUNE_OPTUNA_MODULE", bogus);
   try {
     (void)make_strategy("optuna");
     FAIL() << "expected an error";
@@ -239,7 +222,7 @@ TEST(OptunaModule, ModuleThatDoesNotLoadIsReported) {
   const fs::path dir = temp_dir("bad");
   const fs::path fake = dir / "libktune_optuna.so";
   std::ofstream(fake) << "not an ELF file\n";
-  EnvGuard env("KTUNE_OPTUNA_MODULE", fake.string());
+  test::EnvGuard env("KTUNE_OPTUNA_MODULE", fake.string());
   try {
     (void)make_strategy("optuna:tpe");
     FAIL() << "expected an error";
@@ -253,7 +236,7 @@ TEST(OptunaModule, ModuleThatDoesNotLoadIsReported) {
 
 TEST(OptunaModule, CandidatesHonourTheEnvironmentThenTheExecutable) {
   {
-    EnvGuard env("KTUNE_OPTUNA_MODULE", "/x/libktune_optuna.so");
+    test::EnvGuard env("KTUNE_OPTUNA_MODULE", "/x/libktune_optuna.so");
     EXPECT_EQ(optuna::module_candidates(), std::vector<std::string>{"/x/libktune_optuna.so"});
   }
   ::unsetenv("KTUNE_OPTUNA_MODULE");

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/env_guard.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
 
@@ -68,30 +69,6 @@ class TempDir {
 
  private:
   fs::path path_;
-};
-
-// Sets (or, with nullopt, unsets) an environment variable for the life of the object.
-class EnvGuard {
- public:
-  EnvGuard(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value)
-      setenv(name_.c_str(), value->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ~EnvGuard() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  EnvGuard(const EnvGuard&) = delete;
-  EnvGuard& operator=(const EnvGuard&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
 };
 
 // Runs `body`, expecting Error(kind) whose message contains every needle; returns the message.

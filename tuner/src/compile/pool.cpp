@@ -39,8 +39,10 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
-  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
+  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring), and in each
+  // thread's first program (KTUNE_COMPILE_FIRST; CompileEnvironment says why).
   std::size_t max_batch = 16;
+  std::size_t first_batch = 4;
   CompileObserver observer;  // under `mutex`
 
   void work(std::size_t index) {
@@ -61,6 +63,7 @@ struct CompilePool::Impl {
       Subprocess& process;
       ~Farewell() { process.stop(false); }
     } farewell{process};
+    bool first = true;
     for (;;) {
       std::vector<Task> tasks;
       {
@@ -75,7 +78,8 @@ struct CompilePool::Impl {
         const std::string group = tasks.front().request.batch_group;
         if (!group.empty() && max_batch > 1) {
           const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
-          const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
+          const std::size_t limit = std::min(
+              {max_batch, std::max<std::size_t>(1, fair), first ? first_batch : max_batch});
           for (auto it = queue.begin(); it != queue.end() && tasks.size() < limit;) {
             if (it->request.batch_group == group) {
               tasks.push_back(std::move(*it));
@@ -85,6 +89,7 @@ struct CompilePool::Impl {
             }
           }
         }
+        first = false;
       }
       std::vector<CompileResult> results;
       std::exception_ptr failure;
@@ -174,6 +179,9 @@ CompileEnvironment compile_environment() {
   e.niceness = static_cast<int>(bounded_env("KTUNE_COMPILE_NICE", 0, 19, e.niceness));
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
+  e.first_batch = static_cast<std::size_t>(
+      bounded_env("KTUNE_COMPILE_FIRST", 1, 1024, static_cast<long>(e.first_batch)));
+  e.waves = env_switch("KTUNE_COMPILE_WAVES");
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
   if (const char* v = std::getenv("KTUNE_COMPILE_SCHED")) {
     const std::string text(v);
@@ -188,7 +196,10 @@ CompileEnvironment compile_environment() {
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
-  impl_->max_batch = compile_environment().max_batch;
+  const CompileEnvironment environment = compile_environment();
+  impl_->max_batch = environment.max_batch;
+  // Without waves (KTUNE_COMPILE_WAVES=0, for measuring) the first program is not capped either.
+  impl_->first_batch = environment.waves ? environment.first_batch : environment.max_batch;
   impl_->cache = std::move(cache);
   impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -208,17 +219,46 @@ CompilePool::~CompilePool() {
 }
 
 std::shared_future<CompileResult> CompilePool::submit(CompileRequest request) {
-  std::string key = request.key();
-  std::lock_guard lock(impl_->mutex);
-  if (auto found = impl_->in_flight.find(key); found != impl_->in_flight.end()) {
-    return found->second;
+  std::vector<CompileRequest> one;
+  one.push_back(std::move(request));
+  return submit(std::move(one)).front();
+}
+
+std::vector<std::shared_future<CompileResult>> CompilePool::submit(
+    std::vector<CompileRequest> requests) {
+  std::vector<std::string> keys;
+  keys.reserve(requests.size());
+  for (const CompileRequest& r : requests) keys.push_back(r.key());
+  std::vector<std::shared_future<CompileResult>> futures;
+  futures.reserve(requests.size());
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (auto found = impl_->in_flight.find(keys[i]); found != impl_->in_flight.end()) {
+        futures.push_back(found->second);
+        continue;
+      }
+      auto promise = std::make_shared<std::promise<CompileResult>>();
+      futures.push_back(promise->get_future().share());
+      impl_->in_flight.emplace(keys[i], futures.back());
+      impl_->queue.push_back(
+          Impl::Task{std::move(requests[i]), std::move(keys[i]), std::move(promise)});
+      ++queued;
+    }
   }
-  auto promise = std::make_shared<std::promise<CompileResult>>();
-  std::shared_future<CompileResult> future = promise->get_future().share();
-  impl_->in_flight.emplace(key, future);
-  impl_->queue.push_back(Impl::Task{std::move(request), std::move(key), std::move(promise)});
-  impl_->wake.notify_one();
-  return future;
+  // Woken after the whole group is queued, the threads share it out fairly (work()).
+  if (queued == 1) {
+    impl_->wake.notify_one();
+  } else if (queued > 1) {
+    impl_->wake.notify_all();
+  }
+  return futures;
+}
+
+std::size_t CompilePool::first_batch() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->first_batch;
 }
 
 std::size_t CompilePool::threads() const { return impl_->workers.size(); }
