@@ -179,7 +179,7 @@ for step in $steps; do
         env "${env_set[@]}" KTUNE_CACHE_DIR=/tmp/ktune-cache-ab $ktune tune --config ${KTUNE_AB_CONFIG:-configs/reduce-kt270.toml} \
           --samples ${KTUNE_AB_SAMPLES:-32} --db /tmp/kt270-ab-$i.db --no-reuse --retime-top 0 --json \
           --trace "$out/ab-$i-$variant.trace.json" "${extra_args[@]}" >"$out/ab-$i-$variant.json" 2>"$out/ab-$i-$variant.err"
-        log "compile-ab $variant: rc=$? $(python3 bench/summarize_trace.py "$out/ab-$i-$variant.trace.json" | grep -E 'NVRTC programs|idle after' | tr -s ' ' | tr '\n' ';')"
+        log "compile-ab $variant: rc=$? $(python3 bench/summarize_trace.py "$out/ab-$i-$variant.trace.json" | grep -E 'NVRTC|idle after' | tr -s ' ' | tr '\n' ';')"
         runs+=("$i-$variant=$out/ab-$i-$variant.json")
       done
       python3 bench/summarize_tune.py "${runs[@]}" | tee -a "$out/summary.txt" ;;
