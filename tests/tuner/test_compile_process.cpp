@@ -1,7 +1,6 @@
 // Compile processes (`ktune __compile`): they run below the tuning loop and the GPU worker in the
 // scheduler (`nice` 5 by default, KTUNE_COMPILE_NICE to change it, 0 to leave it), and keep the
-// memory NVRTC frees for its next program (KTUNE_COMPILE_KEEP_HEAP=0 to leave glibc's defaults),
-// on transparent huge pages (KTUNE_COMPILE_HUGEPAGES=0 to leave them off).
+// memory NVRTC frees for its next program (KTUNE_COMPILE_KEEP_HEAP=0 to leave glibc's defaults).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -12,17 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "common/compile_request.h"
-#include "common/env_guard.h"
-#include "ktune/compiler.h"
 #include "process/ipc.h"
 
 extern char** environ;
@@ -188,117 +182,6 @@ TEST(CompileProcessHeap, AProgramReusesTheMemoryOfTheOneBefore) {
   RecordProperty("faults_per_program_kept", std::to_string(kept));
   RecordProperty("faults_per_program_returned", std::to_string(returned));
   EXPECT_LT(kept * 4, returned) << "kept " << kept << ", returned " << returned;
-}
-
-// KTUNE_COMPILE_HUGEPAGES (on by default) adds glibc.malloc.hugetlb=1 to the compile processes'
-// GLIBC_TUNABLES, after the user's own tunables; a hugetlb setting of the user's is left alone,
-// and with the switch off nothing is added.
-TEST(CompileProcessHeap, HugePagesAreAskedForInTheCompileProcessesEnvironment) {
-  {
-    test::EnvGuard on("KTUNE_COMPILE_HUGEPAGES", std::nullopt);
-    test::EnvGuard own("GLIBC_TUNABLES", std::nullopt);
-    EXPECT_EQ(compile_process_environment(),
-              std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
-  }
-  {
-    test::EnvGuard own("GLIBC_TUNABLES", "glibc.malloc.check=3");
-    EXPECT_EQ(
-        compile_process_environment(),
-        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.check=3:glibc.malloc.hugetlb=1"});
-  }
-  {
-    test::EnvGuard own("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0");
-    EXPECT_TRUE(compile_process_environment().empty());
-  }
-  {
-    test::EnvGuard off("KTUNE_COMPILE_HUGEPAGES", "0");
-    EXPECT_TRUE(compile_process_environment().empty());
-  }
-}
-
-// The pid of this process's child whose command line holds `word` (-1: none).
-pid_t child_running(const std::string& word) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(text.substr(close + 2));
-    std::string state;
-    long ppid = -1;
-    fields >> state >> ppid;
-    if (ppid != ::getpid()) continue;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (args.find(word) != std::string::npos) return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
-// One field of /proc/PID/smaps_rollup in kB (-1: not there).
-long smaps_kb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  return -1;
-}
-
-CompileRequest small_request(int factor) {
-  return test::assembled_request(
-      {{"FACTOR", std::to_string(factor)}},
-      "template <int F>\n__global__ void k(float* x, int n) {\n"
-      "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)\n"
-      "    x[i] = x[i] * F + 1.0f;\n}\n",
-      "k<FACTOR>", "sm_90", "small");
-}
-
-// A pool's compile process starts with the tunable in its environment and, where the kernel
-// offers transparent huge pages, holds part of its heap on them after a compilation; the CUBINs
-// are the same bytes as those of a compile process without them.
-TEST(CompileProcessHeap, APoolsCompileProcessHasItsHeapOnHugePages) {
-  test::EnvGuard own("GLIBC_TUNABLES", std::nullopt);
-  const std::vector<CompileRequest> requests = {small_request(2), small_request(3),
-                                                small_request(5)};
-  std::vector<std::string> with, without;
-  {
-    test::EnvGuard on("KTUNE_COMPILE_HUGEPAGES", std::nullopt);
-    CompilePool pool(1, nullptr, {KTUNE_EXE, "__compile"});
-    for (auto& f : pool.submit(requests)) {
-      ASSERT_TRUE(f.get().ok) << f.get().error;
-      with.push_back(f.get().cubin);
-    }
-    const pid_t child = child_running("__compile");
-    ASSERT_GT(child, 0);
-    std::ifstream in("/proc/" + std::to_string(child) + "/environ");
-    std::string environment((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_NE(environment.find(std::string("GLIBC_TUNABLES=glibc.malloc.hugetlb=1") + '\0'),
-              std::string::npos);
-    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string mode((std::istreambuf_iterator<char>(thp)), std::istreambuf_iterator<char>());
-    if (!mode.empty() && mode.find("[never]") == std::string::npos) {
-      const long huge = smaps_kb(child, "AnonHugePages");
-      RecordProperty("anon_huge_pages_kb", std::to_string(huge));
-      EXPECT_GT(huge, 0) << "transparent huge pages: " << mode;
-    }
-  }
-  {
-    test::EnvGuard off("KTUNE_COMPILE_HUGEPAGES", "0");
-    CompilePool pool(1, nullptr, {KTUNE_EXE, "__compile"});
-    for (auto& f : pool.submit(requests)) {
-      ASSERT_TRUE(f.get().ok) << f.get().error;
-      without.push_back(f.get().cubin);
-    }
-    const pid_t child = child_running("__compile");
-    ASSERT_GT(child, 0);
-    if (smaps_kb(child, "AnonHugePages") >= 0) {
-      RecordProperty("anon_huge_pages_kb_without",
-                     std::to_string(smaps_kb(child, "AnonHugePages")));
-    }
-  }
-  EXPECT_EQ(with, without);
 }
 
 }  // namespace

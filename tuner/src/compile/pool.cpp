@@ -52,7 +52,7 @@ struct CompilePool::Impl {
     // the first configurations do not pay NVRTC's first-compile cost on the critical path.
     if (!process_command.empty() && detail::compile_warmup_enabled()) {
       try {
-        process.start(process_command, /*own_group=*/true, compile_process_environment());
+        process.start(process_command, /*own_group=*/true);
       } catch (const Error&) {
         // remote_compile starts it again on the first request and reports the failure there.
       }
@@ -182,7 +182,6 @@ CompileEnvironment compile_environment() {
   e.first_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_FIRST", 1, 1024, static_cast<long>(e.first_batch)));
   e.waves = env_switch("KTUNE_COMPILE_WAVES");
-  e.huge_pages = env_switch("KTUNE_COMPILE_HUGEPAGES");
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
   if (const char* v = std::getenv("KTUNE_COMPILE_SCHED")) {
     const std::string text(v);

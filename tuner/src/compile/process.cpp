@@ -12,8 +12,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <string>
-#include <string_view>
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
@@ -99,22 +97,6 @@ ipc::Message results_message(std::vector<CompileResult>& results) {
 
 }  // namespace
 
-std::vector<std::string> compile_process_environment() {
-  CompileEnvironment env;
-  try {
-    env = compile_environment();
-  } catch (const Error&) {
-    // The tuner refuses a bad setting before it starts compile processes; the defaults here.
-  }
-  if (!env.huge_pages) return {};
-  constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
-  const char* own = std::getenv("GLIBC_TUNABLES");
-  const std::string tunables = own ? own : "";
-  if (tunables.find(kTunable) != std::string::npos) return {};  // the user's own choice
-  return {"GLIBC_TUNABLES=" + tunables + (tunables.empty() ? "" : ":") + std::string(kTunable) +
-          "=1"};
-}
-
 namespace detail {
 
 std::vector<CompileResult> remote_compile(Subprocess& process,
@@ -135,7 +117,7 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
   };
   if (!process.running()) {
     try {
-      process.start(command, /*own_group=*/true, compile_process_environment());
+      process.start(command, /*own_group=*/true);
     } catch (const Error& e) {
       return all_failed(e.what(), "");
     }

@@ -8,10 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 
 #include "ktune/error.h"
 
@@ -28,8 +26,7 @@ std::string describe_exit(int status) {
 }
 }  // namespace
 
-void Subprocess::start(const std::vector<std::string>& argv, bool own_group,
-                       const std::vector<std::string>& environment) {
+void Subprocess::start(const std::vector<std::string>& argv, bool own_group) {
   stop(true);
   int req[2], rep[2], out[2];
   if (::pipe2(req, O_CLOEXEC) != 0)
@@ -58,17 +55,7 @@ void Subprocess::start(const std::vector<std::string>& argv, bool own_group,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::vector<char*> env;
-  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
-  for (char** e = environ; *e != nullptr; ++e) {
-    const bool replaced =
-        std::any_of(environment.begin(), environment.end(),
-                    [&](const std::string& o) { return name_of(o) == name_of(*e); });
-    if (!replaced) env.push_back(*e);
-  }
-  for (const std::string& o : environment) env.push_back(const_cast<char*>(o.c_str()));
-  env.push_back(nullptr);
-  const int rc = ::posix_spawn(&pid_, args[0], &actions, &attr, args.data(), env.data());
+  const int rc = ::posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(req[0]);

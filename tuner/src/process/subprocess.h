@@ -18,12 +18,9 @@ class Subprocess {
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
-  // Starts argv[0] with argv, in this process's environment with `environment`'s "NAME=value"
-  // entries added or put in place of the variables of the same names. With own_group, the child
-  // gets its own process group, so a Ctrl-C at the terminal reaches only the parent. Throws
-  // Error(kInternal) when it cannot start.
-  void start(const std::vector<std::string>& argv, bool own_group,
-             const std::vector<std::string>& environment = {});
+  // Starts argv[0] with argv. With own_group, the child gets its own process group, so a Ctrl-C
+  // at the terminal reaches only the parent. Throws Error(kInternal) when it cannot start.
+  void start(const std::vector<std::string>& argv, bool own_group);
   bool running() const { return pid_ > 0; }
 
   bool send(const ipc::Message& message);

@@ -106,10 +106,8 @@ class CompileCache {
 // processes' niceness, 0 to 19, default 5), KTUNE_COMPILE_BATCH (configurations per NVRTC
 // program at most, default 16), KTUNE_COMPILE_FIRST (in each pool thread's first program at
 // most, default 4), KTUNE_COMPILE_WAVES (a fixed-order strategy's configurations handed to the
-// pool in groups; on unless "0"), KTUNE_COMPILE_HUGEPAGES (compile processes' heaps on
-// transparent huge pages; on unless "0"; compile_process_environment()), KTUNE_OUT_OF_ORDER (a
-// fixed-order strategy's configurations measured as their compilations finish; on unless "0")
-// and KTUNE_COMPILE_SCHED ("normal", the
+// pool in groups; on unless "0"), KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
+// measured as their compilations finish; on unless "0") and KTUNE_COMPILE_SCHED ("normal", the
 // default, or "idle": compile processes under Linux's SCHED_IDLE, run only where no other task
 // wants the core). Throws Error(kUsage) naming the variable and its value when it is set to
 // something else.
@@ -125,19 +123,10 @@ struct CompileEnvironment {
   std::size_t max_batch = 16;
   std::size_t first_batch = 4;
   bool waves = true;
-  bool huge_pages = true;
   bool out_of_order = true;
   bool idle_scheduling = false;
 };
 CompileEnvironment compile_environment();
-
-// What a compile process's environment adds to this one's ("NAME=value" entries). With
-// KTUNE_COMPILE_HUGEPAGES on (the default), GLIBC_TUNABLES gains glibc.malloc.hugetlb=1: glibc's
-// malloc asks for transparent huge pages for its heap (madvise), which cuts NVRTC's time per
-// configuration (docs/measuring.md: fewer TLB misses over the optimizer's and ptxas's data);
-// the CUBINs are the same bytes. A hugetlb setting of the user's own in GLIBC_TUNABLES is kept.
-// Where the kernel offers no transparent huge pages, glibc goes on without them.
-std::vector<std::string> compile_process_environment();
 
 // What one pool thread did with the requests it took together: one NVRTC program (a batch), or
 // cache hits only. For timelines (ktune/trace.h).
