@@ -154,10 +154,7 @@ for step in $steps; do
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
       # for every program); idle: compile processes under SCHED_IDLE; nvrtc-compare: the GPU
       # worker compiles its comparison kernels with NVRTC instead of taking the build's;
-      # threadsN: N compile processes (the default is one per core, less one); no-waves:
-      # compilations handed to the pool one at a time as configurations are queued, the first
-      # programs not capped; firstN: at most N configurations in each compile thread's first
-      # program (4 by default).
+      # threadsN: N compile processes (the default is one per core, less one).
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -170,9 +167,8 @@ for step in $steps; do
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
           nvrtc-compare) env_set=(KTUNE_COMPARE_EMBEDDED=0) ;;
-          no-waves) env_set=(KTUNE_COMPILE_WAVES=0) ;; first[0-9]*) env_set=(KTUNE_COMPILE_FIRST=${variant#first}) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
-                        KTUNE_COMPILE_KEEP_HEAP=0 KTUNE_COMPILE_WAVES=0) ;;
+                        KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
         esac
         i=$((i + 1)); rm -rf /tmp/ktune-cache-ab

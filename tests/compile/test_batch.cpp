@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 
 #include "common/compile_request.h"
-#include "common/env_guard.h"
 #include "ktune/compiler.h"
 
 namespace ktune {
@@ -116,56 +114,21 @@ std::vector<CompileRequest> thirty_requests() {
   return requests;
 }
 
-// A group submitted at once is shared out: each thread's first program holds at most
-// KTUNE_COMPILE_FIRST configurations (4), the programs after it take a fair share of what is
-// queued (30 over 3 threads: 12 go first, then 18 / 3 = 6 per program), and every
-// configuration comes back under its own key.
-TEST(CompileBatch, AGroupIsSharedOutWithSmallFirstPrograms) {
-  test::EnvGuard first("KTUNE_COMPILE_FIRST", std::nullopt);
-  test::EnvGuard waves("KTUNE_COMPILE_WAVES", std::nullopt);
+// A group submitted at once is shared out fairly: the first thread to start takes its share of
+// the thirty over three threads, ten, in one NVRTC program, and every configuration comes back
+// under its own key, each compiled once.
+TEST(CompileBatch, AGroupSubmittedAtOnceIsSharedOutFairly) {
   CompilePool pool(3, nullptr);
-  EXPECT_EQ(pool.first_batch(), 4u);
   const auto taken = programs_of(pool, thirty_requests());
-  std::size_t total = 0, largest = 0, largest_first = 0;
+  std::size_t total = 0, largest_first = 0;
   for (const auto& [thread, sizes] : taken) {
     ASSERT_FALSE(sizes.empty());
-    // At most 4; fewer only where a thread woke after the others had taken most of the group.
-    EXPECT_LE(sizes.front(), 4u) << "thread " << thread;
     largest_first = std::max(largest_first, sizes.front());
-    for (std::size_t n : sizes) {
-      total += n;
-      largest = std::max(largest, n);
-    }
+    for (std::size_t n : sizes) total += n;
   }
-  EXPECT_EQ(largest_first, 4u);
+  EXPECT_EQ(largest_first, 10u);
   EXPECT_EQ(total, 30u);
-  EXPECT_GT(largest, 4u);
   EXPECT_EQ(pool.compiles(), 30u);
-}
-
-// KTUNE_COMPILE_FIRST sets the cap; with KTUNE_COMPILE_WAVES=0 there is none (the behaviour
-// before waves, kept for measuring), so the first thread to wake takes its fair share, 10.
-TEST(CompileBatch, TheFirstProgramsCapFollowsTheEnvironment) {
-  {
-    test::EnvGuard first("KTUNE_COMPILE_FIRST", "2");
-    CompilePool pool(3, nullptr);
-    EXPECT_EQ(pool.first_batch(), 2u);
-    std::size_t largest_first = 0;
-    for (const auto& [thread, sizes] : programs_of(pool, thirty_requests())) {
-      EXPECT_LE(sizes.front(), 2u) << "thread " << thread;
-      largest_first = std::max(largest_first, sizes.front());
-    }
-    EXPECT_EQ(largest_first, 2u);
-  }
-  {
-    test::EnvGuard waves("KTUNE_COMPILE_WAVES", "0");
-    CompilePool pool(3, nullptr);
-    EXPECT_EQ(pool.first_batch(), 16u);
-    std::size_t largest_first = 0;
-    for (const auto& [thread, sizes] : programs_of(pool, thirty_requests()))
-      largest_first = std::max(largest_first, sizes.front());
-    EXPECT_EQ(largest_first, 10u);
-  }
 }
 
 TEST(CompileBatch, DifferentGroupsAreNeverMixed) {

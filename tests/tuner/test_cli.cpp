@@ -610,7 +610,7 @@ TEST(CliTrace, TheTimelineIsWrittenWhereAskedOrRefusedBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir / "fleet.json"));
 }
 
-// The compile pipeline's environment (KTUNE_COMPILE_NICE, _BATCH, _FIRST, _SCHED) is checked before
+// The compile pipeline's environment (KTUNE_COMPILE_NICE, KTUNE_COMPILE_BATCH) is checked before
 // anything starts: a bad value is a usage error naming the variable, and no database appears.
 TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {
   test::TempDir dir;
@@ -628,7 +628,6 @@ TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {
                                                         {"KTUNE_COMPILE_NICE", "20"},
                                                         {"KTUNE_COMPILE_BATCH", "0"},
                                                         {"KTUNE_COMPILE_BATCH", "8x"},
-                                                        {"KTUNE_COMPILE_FIRST", "0"},
                                                         {"KTUNE_COMPILE_SCHED", "fast"}}) {
     const test::CliResult r = test::run_ktune(args, dir.path(), dir / "cache", {{name, value}});
     EXPECT_EQ(r.code, 2) << r;

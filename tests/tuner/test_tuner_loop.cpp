@@ -7,12 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <optional>
 #include <set>
 #include <thread>
 
-#include "common/env_guard.h"
 #include "ktune/backend.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
@@ -507,37 +504,6 @@ namespace {
 // The slow configuration (slow=1) comes first in the space's order and takes NVRTC ~35 times as
 // long as each of the four quick ones; a pool of two compile threads finishes the quick ones
 // while it compiles.
-// The loop hands a fixed-order strategy's configurations to the pool in groups (compile waves):
-// the 18 reduce configurations go over in groups of 8 (a first program of 4 for each of the two
-// compile threads), so the first thread to start takes 4 together in one NVRTC program instead
-// of the first configuration alone as it arrives, and no configuration is compiled twice.
-TEST_F(TunerLoop, AFixedOrderStrategysConfigurationsReachThePoolInGroups) {
-  test::EnvGuard waves("KTUNE_COMPILE_WAVES", std::nullopt);
-  test::EnvGuard first("KTUNE_COMPILE_FIRST", std::nullopt);
-  FakeBackend backend(*instance_, /*compiles=*/true);
-  CompilePool pool(2, std::make_shared<CompileCache>(dir_ / "waves-cache"));
-  std::mutex mutex;
-  std::vector<CompileBatchRecord> programs;
-  pool.set_observer([&](const CompileBatchRecord& r) {
-    std::lock_guard lock(mutex);
-    programs.push_back(r);
-  });
-  auto strategy = make_strategy("brute_force");
-  TuneOptions options;
-  options.retime_top = 0;
-  const TuneSummary s = tune(*instance_, backend, *store_, *strategy, options, &pool);
-  pool.set_observer({});
-  EXPECT_EQ(s.measured, 18u);
-  ASSERT_FALSE(programs.empty());
-  std::sort(
-      programs.begin(), programs.end(),
-      [](const CompileBatchRecord& a, const CompileBatchRecord& b) { return a.begin < b.begin; });
-  EXPECT_EQ(programs.front().requests, 4u);
-  std::size_t compiled = 0;
-  for (const CompileBatchRecord& r : programs) compiled += r.compiled;
-  EXPECT_EQ(compiled, 18u);
-}
-
 class SlowCompile : public TunerLoop {
  protected:
   std::vector<std::string> evaluated_order(std::unique_ptr<Strategy> strategy,

@@ -39,10 +39,8 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
-  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring), and in each
-  // thread's first program (KTUNE_COMPILE_FIRST; CompileEnvironment says why).
+  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
   std::size_t max_batch = 16;
-  std::size_t first_batch = 4;
   CompileObserver observer;  // under `mutex`
 
   void work(std::size_t index) {
@@ -63,7 +61,6 @@ struct CompilePool::Impl {
       Subprocess& process;
       ~Farewell() { process.stop(false); }
     } farewell{process};
-    bool first = true;
     for (;;) {
       std::vector<Task> tasks;
       {
@@ -78,8 +75,7 @@ struct CompilePool::Impl {
         const std::string group = tasks.front().request.batch_group;
         if (!group.empty() && max_batch > 1) {
           const std::size_t fair = (queue.size() + 1 + workers.size() - 1) / workers.size();
-          const std::size_t limit = std::min(
-              {max_batch, std::max<std::size_t>(1, fair), first ? first_batch : max_batch});
+          const std::size_t limit = std::min(max_batch, std::max<std::size_t>(1, fair));
           for (auto it = queue.begin(); it != queue.end() && tasks.size() < limit;) {
             if (it->request.batch_group == group) {
               tasks.push_back(std::move(*it));
@@ -89,7 +85,6 @@ struct CompilePool::Impl {
             }
           }
         }
-        first = false;
       }
       std::vector<CompileResult> results;
       std::exception_ptr failure;
@@ -179,9 +174,6 @@ CompileEnvironment compile_environment() {
   e.niceness = static_cast<int>(bounded_env("KTUNE_COMPILE_NICE", 0, 19, e.niceness));
   e.max_batch = static_cast<std::size_t>(
       bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
-  e.first_batch = static_cast<std::size_t>(
-      bounded_env("KTUNE_COMPILE_FIRST", 1, 1024, static_cast<long>(e.first_batch)));
-  e.waves = env_switch("KTUNE_COMPILE_WAVES");
   e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
   if (const char* v = std::getenv("KTUNE_COMPILE_SCHED")) {
     const std::string text(v);
@@ -196,10 +188,7 @@ CompileEnvironment compile_environment() {
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
-  const CompileEnvironment environment = compile_environment();
-  impl_->max_batch = environment.max_batch;
-  // Without waves (KTUNE_COMPILE_WAVES=0, for measuring) the first program is not capped either.
-  impl_->first_batch = environment.waves ? environment.first_batch : environment.max_batch;
+  impl_->max_batch = compile_environment().max_batch;
   impl_->cache = std::move(cache);
   impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -254,11 +243,6 @@ std::vector<std::shared_future<CompileResult>> CompilePool::submit(
     impl_->wake.notify_all();
   }
   return futures;
-}
-
-std::size_t CompilePool::first_batch() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->first_batch;
 }
 
 std::size_t CompilePool::threads() const { return impl_->workers.size(); }

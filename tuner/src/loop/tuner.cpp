@@ -247,17 +247,15 @@ class TuningRun {
   // --- Step 3: the pipeline ------------------------------------------------------------------
   void search() {
     // Enough queued that every compile thread has work; for a strategy whose order is fixed,
-    // enough that each takes full programs (up to 16 configurations per NVRTC program: 35 ms per
-    // reduce configuration against 44 ms in programs of 4, bench_compile) while the threads'
-    // programs of the last refill are still compiling: kFixedOrderQueue per thread. Without
-    // compile waves (KTUNE_COMPILE_WAVES=0, for measuring) 16 per thread, as before them.
-    const std::size_t fixed_order_queue = waves_ ? kFixedOrderQueue : 16;
+    // enough that each takes full batches (kFixedOrderBatch configurations per NVRTC program:
+    // 35 ms per reduce configuration against 44 ms in batches of 4, bench_compile).
+    constexpr std::size_t kFixedOrderBatch = 16;
     const std::size_t threads = pool_ ? pool_->threads() : 1;
     const std::size_t lookahead =
         options_.lookahead
             ? options_.lookahead
             : std::max<std::size_t>(
-                  8, (strategy_->fixed_order() && pool_ ? fixed_order_queue : 4) * threads);
+                  8, (strategy_->fixed_order() && pool_ ? kFixedOrderBatch : 4) * threads);
     const std::size_t depth = std::max<std::size_t>(1, backend_.pipeline_depth());
     for (;;) {
       beat();
@@ -305,28 +303,15 @@ class TuningRun {
   // compilations; true when the strategy has nothing to propose for now.
   bool fill_queue(std::size_t lookahead) {
     bool starved = strategy_->exhausted();
-    const auto left_to_ask = [&] {
-      const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
-      return options_.budget.evaluations > committed ? options_.budget.evaluations - committed
-                                                     : std::uint64_t{0};
-    };
-    // Room for fewer than a batch while work is queued: wait for more room. A fixed-order
-    // strategy refills a wave at a time (a first program's worth for every compile thread), so
-    // that the pool shares each refill out in programs of several configurations rather than
-    // compiling configurations one by one as each leaves the queue.
-    std::size_t batch = strategy_->ask_batch();
-    if (waves_ && pool_ && strategy_->fixed_order())
-      batch = std::max(batch, pool_->threads() * pool_->first_batch());
-    batch = static_cast<std::size_t>(std::min<std::uint64_t>({batch, lookahead, left_to_ask()}));
+    // Room for fewer than a batch while work is queued: wait for more room.
+    const std::size_t batch = std::min(strategy_->ask_batch(), lookahead);
     if (!queue_.empty() && lookahead - std::min(lookahead, queue_.size()) < batch) return starved;
-    // Compilations go to the pool a group at a time (submit_group); a group is at most a first
-    // program for every thread, so the first configurations asked start compiling while the
-    // rest are still being claimed.
-    const std::size_t group =
-        pool_ ? std::max<std::size_t>(1, pool_->threads() * pool_->first_batch()) : 1;
     while (queue_.size() < lookahead && !strategy_->exhausted()) {
-      const auto want = static_cast<std::size_t>(
-          std::min<std::uint64_t>(lookahead - queue_.size(), left_to_ask()));
+      const std::uint64_t committed = summary_.trials + in_flight_.size() + queue_.size();
+      const std::uint64_t left =
+          options_.budget.evaluations > committed ? options_.budget.evaluations - committed : 0;
+      const auto want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(lookahead - queue_.size(), left));
       if (want == 0) break;
       const auto a0 = Clock::now();
       const std::vector<Config> configs = strategy_->ask(want);
@@ -336,30 +321,14 @@ class TuningRun {
         break;
       }
       for (const Config& c : configs) {
-        queue_.emplace_back();
-        Pending& p = queue_.back();  // push_back keeps references into a deque valid
+        Pending p;
         p.config = c;
         p.key = space_.key(c);
-        claim(p, /*grouped=*/waves_);
-        if (unsubmitted_.size() >= group) submit_group();
+        claim(p);
+        queue_.push_back(std::move(p));
       }
     }
-    submit_group();
     return starved;
-  }
-
-  // Hands the claimed configurations' compilations to the pool at once (CompilePool::submit):
-  // queued together, they are shared out among the compile threads in programs of several.
-  void submit_group() {
-    if (unsubmitted_.empty()) return;
-    std::vector<CompileRequest> requests;
-    requests.reserve(unsubmitted_.size());
-    for (const Pending* p : unsubmitted_)
-      requests.push_back(render(instance_, p->config, device_.arch));
-    std::vector<std::shared_future<CompileResult>> futures = pool_->submit(std::move(requests));
-    for (std::size_t i = 0; i < futures.size(); ++i)
-      unsubmitted_[i]->compiled = std::move(futures[i]);
-    unsubmitted_.clear();
   }
 
   // Waits for the backend's preparation the first time it is needed, and keeps its times.
@@ -382,8 +351,7 @@ class TuningRun {
   // Answers a configuration from the database, or claims it there and starts its compilation
   // (one transaction, so concurrent processes never both measure it), or marks it busy: another
   // process measures it.
-  // `grouped`: its compilation waits in unsubmitted_ for submit_group().
-  void claim(Pending& p, bool grouped = false) {
+  void claim(Pending& p) {
     if (options_.reuse) {
       const auto s0 = Clock::now();
       const Store::Claim c =
@@ -395,11 +363,8 @@ class TuningRun {
     if (p.cached || p.busy || !space_.is_valid(p.config)) return;
     preparer_.start();
     if (backend_.needs_compilation()) {
+      p.compiled = pool_->submit(render(instance_, p.config, device_.arch));
       p.has_compile = true;
-      if (grouped)
-        unsubmitted_.push_back(&p);
-      else
-        p.compiled = pool_->submit(render(instance_, p.config, device_.arch));
     }
   }
 
@@ -660,6 +625,7 @@ class TuningRun {
 
   // Re-times the finalists interleaved and stores each as a re-timing trial.
   void retime(const std::vector<TrialRecord>& finalists) {
+    // The finalists' compilations go to the pool together (mostly cache hits).
     std::vector<Config> configs;
     std::vector<CompileRequest> requests;
     for (const TrialRecord& f : finalists) {
@@ -787,13 +753,8 @@ class TuningRun {
   // Measure a fixed-order strategy's compiled configurations as they come (KTUNE_OUT_OF_ORDER=0
   // keeps the queue's order, for measuring what this gives).
   const bool out_of_order_ = compile_environment().out_of_order;
-  // Compilations handed to the pool in groups, a fixed-order strategy's queue refilled a wave at
-  // a time (KTUNE_COMPILE_WAVES=0 switches both off, for measuring what they give).
-  const bool waves_ = compile_environment().waves;
-  static constexpr std::size_t kFixedOrderQueue = 32;
-  std::vector<Pending*> unsubmitted_;  // in queue_, claimed, compilation not yet submitted
-  std::deque<Pending> in_flight_;      // submitted to the backend, result not yet collected
-  Clock::time_point gpu_free_;         // when the backend's last result came back (--trace)
+  std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
+  Clock::time_point gpu_free_;     // when the backend's last result came back (--trace)
   std::set<std::string> told_keys_;
   std::uint64_t repeats_ = 0;
   static constexpr int kSilentAsks = 4;

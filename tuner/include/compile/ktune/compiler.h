@@ -104,25 +104,14 @@ class CompileCache {
 
 // The compile pipeline's settings from the environment, checked: KTUNE_COMPILE_NICE (the compile
 // processes' niceness, 0 to 19, default 5), KTUNE_COMPILE_BATCH (configurations per NVRTC
-// program at most, default 16), KTUNE_COMPILE_FIRST (in each pool thread's first program at
-// most, default 4), KTUNE_COMPILE_WAVES (a fixed-order strategy's configurations handed to the
-// pool in groups; on unless "0"), KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
+// program at most, default 16) and KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
 // measured as their compilations finish; on unless "0") and KTUNE_COMPILE_SCHED ("normal", the
 // default, or "idle": compile processes under Linux's SCHED_IDLE, run only where no other task
 // wants the core). Throws Error(kUsage) naming the variable and its value when it is set to
 // something else.
-//
-// Why the first program is small: an NVRTC program has a fixed cost (parsing the template,
-// starting the optimizer and ptxas) beside each configuration's own, so a program of one
-// configuration costs about twice as much per configuration as one of four, and programs of four
-// or more cost about the same per configuration (docs/measuring.md). A group handed over at once
-// is shared out in programs of several configurations; capping the first program of each thread
-// keeps the first results as early as with programs of one.
 struct CompileEnvironment {
   int niceness = 5;
   std::size_t max_batch = 16;
-  std::size_t first_batch = 4;
-  bool waves = true;
   bool out_of_order = true;
   bool idle_scheduling = false;
 };
@@ -153,12 +142,11 @@ class CompilePool {
   CompilePool& operator=(const CompilePool&) = delete;
 
   std::shared_future<CompileResult> submit(CompileRequest request);
-  // Queues a group at once, so that the threads share it out in programs of several
-  // configurations instead of taking each as it arrives. One future per request, in order.
+  // Queues a group at once, so that the threads share it out fairly (each takes its share of
+  // what is queued, up to the batch limit) instead of taking each request as it arrives. One
+  // future per request, in order.
   std::vector<std::shared_future<CompileResult>> submit(std::vector<CompileRequest> requests);
   std::size_t threads() const;
-  // Requests in each thread's first program at most (KTUNE_COMPILE_FIRST, default 4).
-  std::size_t first_batch() const;
   // Requests compiled together at most (1: no batching). Default 16.
   void set_max_batch(std::size_t n);
   // Called on the pool's threads after each group of requests, before their results are
