@@ -1,9 +1,12 @@
 // The pipe framing of the worker and compile-process protocols (process/ipc.h): messages with and
 // without a blob, a blob larger than the pipe holds (written while the other end reads), several
-// messages back to back, and a closed writer.
+// messages back to back, a closed writer, a descriptor that is not open and a side channel
+// whose writer is gone.
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <string>
 #include <thread>
@@ -57,6 +60,56 @@ TEST(Ipc, AWriteToAClosedReaderFails) {
   p.fd[0] = -1;
   ::signal(SIGPIPE, SIG_IGN);
   EXPECT_FALSE(ipc::write_message(p.fd[1], {nlohmann::json{{"op", "x"}}, std::string(1000, 'a')}));
+}
+
+// This thread's CPU time in seconds.
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// A descriptor that is not open (a process started without its protocol pipe) is the end of
+// the conversation: kClosed at once, not a wait that spins on poll's POLLNVAL until the deadline
+// (or for ever, with no deadline: a compile process spun at full speed so).
+TEST(Ipc, ADescriptorThatIsNotOpenEndsTheRead) {
+  Pipe p;
+  const int gone = p.fd[0];
+  ::close(gone);
+  p.fd[0] = -1;
+  ipc::Message m;
+  const double cpu0 = thread_cpu_seconds();
+  EXPECT_EQ(ipc::read_message(gone, m, 2.0), ipc::ReadStatus::kClosed);
+  EXPECT_LT(thread_cpu_seconds() - cpu0, 0.5);
+  EXPECT_EQ(ipc::read_message(gone, m, -1), ipc::ReadStatus::kClosed);
+}
+
+// A side channel whose writer has gone (the child closed its stdout) is drained and then left
+// alone: the read waits for the message without spinning on the side channel's POLLHUP, keeps
+// what the side channel said, and still gets the message when it comes.
+TEST(Ipc, AClosedSideChannelIsNotPolledAgain) {
+  Pipe messages, side;
+  ASSERT_EQ(::write(side.fd[1], "last words", 10), 10);
+  side.close_writer();
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    EXPECT_TRUE(ipc::write_message(messages.fd[1], {nlohmann::json{{"op", "late"}}, {}}));
+  });
+  ipc::Message m;
+  std::string said;
+  const double cpu0 = thread_cpu_seconds();
+  ASSERT_EQ(ipc::read_message(messages.fd[0], m, 30, side.fd[0], &said), ipc::ReadStatus::kOk);
+  const double cpu = thread_cpu_seconds() - cpu0;
+  writer.join();
+  EXPECT_EQ(m.header.at("op"), "late");
+  EXPECT_EQ(said, "last words");
+  // Spinning would have used most of the 0.6 s the message took to come.
+  EXPECT_LT(cpu, 0.2) << "CPU seconds spent waiting";
+  // And with nothing coming: a timeout after waiting, not after spinning.
+  const double cpu1 = thread_cpu_seconds();
+  EXPECT_EQ(ipc::read_message(messages.fd[0], m, 0.5, side.fd[0], &said),
+            ipc::ReadStatus::kTimeout);
+  EXPECT_LT(thread_cpu_seconds() - cpu1, 0.2);
 }
 
 }  // namespace

@@ -39,7 +39,9 @@ bool write_all(int fd, iovec* pieces, int count) {
   return true;
 }
 
-void drain(int side_fd, std::string* side_text) {
+// Reads what the side channel holds; false once it has nothing more to give (its writers are
+// gone, or the descriptor is bad), so that the caller stops polling it.
+bool drain(int side_fd, std::string* side_text) {
   char buf[4096];
   const ssize_t n = ::read(side_fd, buf, sizeof(buf));
   if (n > 0 && side_text) {
@@ -47,6 +49,7 @@ void drain(int side_fd, std::string* side_text) {
     constexpr std::size_t kKeep = 8192;
     if (side_text->size() > kKeep) side_text->erase(0, side_text->size() - kKeep);
   }
+  return n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN));
 }
 
 // Reads exactly size bytes, waiting until the deadline; drains the side channel meanwhile.
@@ -70,7 +73,14 @@ ReadStatus read_all(int fd, void* data, std::size_t size,
       return ReadStatus::kClosed;
     }
     if (rc == 0) return ReadStatus::kTimeout;
-    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP))) drain(side_fd, side_text);
+    // A descriptor that is not open never becomes readable: poll would report it at once, for
+    // ever (a process started without its protocol pipe spun at full speed here).
+    if (fds[0].revents & POLLNVAL) return ReadStatus::kClosed;
+    // A side channel whose writers are gone reports POLLHUP at every poll: once it is drained,
+    // stop watching it rather than spin until the message comes.
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) &&
+        ((fds[1].revents & POLLNVAL) || !drain(side_fd, side_text)))
+      side_fd = -1;
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::read(fd, p, size);
       if (n < 0) {
