@@ -86,40 +86,27 @@ TEST(CompileBatch, PoolBatchesQueuedRequestsAndKeepsResultsPerConfig) {
   EXPECT_GT(batched, 0);
 }
 
-// What each of the pool's threads took together, in the order it took them.
-std::map<std::size_t, std::vector<std::size_t>> programs_of(CompilePool& pool,
-                                                            std::vector<CompileRequest> requests) {
-  std::mutex mutex;
-  std::map<std::size_t, std::vector<std::size_t>> taken;
-  pool.set_observer([&](const CompileBatchRecord& r) {
-    std::lock_guard lock(mutex);
-    taken[r.thread].push_back(r.requests);
-  });
-  const std::vector<CompileRequest> sent = requests;
-  std::vector<std::shared_future<CompileResult>> futures = pool.submit(std::move(requests));
-  EXPECT_EQ(futures.size(), sent.size());
-  for (std::size_t i = 0; i < futures.size(); ++i) {
-    const CompileResult& r = futures[i].get();
-    EXPECT_TRUE(r.ok) << r.error;
-    EXPECT_EQ(r.key, sent[i].key());
-  }
-  pool.set_observer({});
-  return taken;
-}
-
-std::vector<CompileRequest> thirty_requests() {
-  std::vector<CompileRequest> requests;
-  for (int b : {32, 64, 128, 256, 512})
-    for (int u : {1, 2, 3, 4, 5, 6}) requests.push_back(request(b, u, 0));
-  return requests;
-}
-
 // A group submitted at once is shared out fairly: the first thread to start takes its share of
 // the thirty over three threads, ten, in one NVRTC program, and every configuration comes back
 // under its own key, each compiled once.
 TEST(CompileBatch, AGroupSubmittedAtOnceIsSharedOutFairly) {
   CompilePool pool(3, nullptr);
-  const auto taken = programs_of(pool, thirty_requests());
+  std::mutex mutex;
+  std::map<std::size_t, std::vector<std::size_t>> taken;  // per thread, in the order taken
+  pool.set_observer([&](const CompileBatchRecord& r) {
+    std::lock_guard lock(mutex);
+    taken[r.thread].push_back(r.requests);
+  });
+  std::vector<CompileRequest> requests;
+  for (int b : {32, 64, 128, 256, 512})
+    for (int u : {1, 2, 3, 4, 5, 6}) requests.push_back(request(b, u, 0));
+  const std::vector<std::shared_future<CompileResult>> futures = pool.submit(requests);
+  ASSERT_EQ(futures.size(), requests.size());
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    EXPECT_TRUE(futures[i].get().ok) << futures[i].get().error;
+    EXPECT_EQ(futures[i].get().key, requests[i].key());
+  }
+  pool.set_observer({});
   std::size_t total = 0, largest_first = 0;
   for (const auto& [thread, sizes] : taken) {
     ASSERT_FALSE(sizes.empty());
