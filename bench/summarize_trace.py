@@ -88,6 +88,10 @@ def summarize(path):
     busy = union_length(gpu_iv)
     lines.append(f"  wall {wall:.3f} s (search), {len(gpu)} trials measured, "
                  f"first trial at {first:.3f} s")
+    after = [s for s in by_lane.get("run", []) if s["name"] == "the best and the run's record"]
+    if after:
+        lines.append(f"  after the search {after[0]['dur'] * 1e-6:.3f} s (the finalists, the best "
+                     "and its CUBIN stored, the run's record)")
     if prepare:
         p = prepare[0]
         phases = ", ".join(f"{k} {v:.3f}" for k, v in p.get("args", {}).items())

@@ -53,6 +53,7 @@ class SummarizeTrace(unittest.TestCase):
             span(1, "a", 0.2, 0.4, {"gpu_ms": 150, "eval_ms": 190}),
             span(1, "b", 0.6, 1.0, {"gpu_ms": 350, "eval_ms": 390}),
             span(4, "search", 0.0, 1.0),
+            span(4, "the best and the run's record", 1.0, 1.03),
         ]
         # The file's zero is the process's start, 0.05 s before the run.
         for e in events:
@@ -77,6 +78,8 @@ class SummarizeTrace(unittest.TestCase):
         self.assertIn("compiled: 0 1 1 1 5 9 9 9 9 9", out)
         self.assertIn("measured: 0 0 0 1 1 1 1 1 1 2", out)
         self.assertIn("preparation 0.000-0.200 s (context 0.150)", out)
+        self.assertIn("after the search 0.030 s (the finalists, the best and its CUBIN stored, "
+                      "the run's record)", out)
         self.assertIn("before the run 0.050 s (start: options, kernel, database, compile "
                       "processes)", out)
         self.assertIn("of it: the GPU's own work 0.500 s, the rest of the evaluations 0.080 s, "

@@ -585,6 +585,7 @@ TEST_F(SlowCompile, TheTimelineShowsEveryBatchAndEveryTrial) {
   EXPECT_EQ(counters, 2 * gpu_keys.size()) << "one value at each submit and each collect";
   EXPECT_TRUE(run_spans.count("search"));
   EXPECT_TRUE(run_spans.count("re-time the finalists"));
+  EXPECT_TRUE(run_spans.count("the best and the run's record"));
 
   // The pool no longer reports to the finished run's timeline.
   const std::size_t events = options.trace->size();

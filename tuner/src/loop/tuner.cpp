@@ -143,6 +143,9 @@ class TuningRun {
         options_.trace->span(kRunLane, "re-time the finalists", w0, Clock::now(),
                              {{"finalists", summary_.finalists.size()}});
       finish();
+      // After the search: the finalists, the best and its CUBIN stored, the run's record.
+      if (options_.trace) options_.trace->span(kRunLane, "the best and the run's record", w0,
+                                               Clock::now());
     } catch (...) {
       fail();
       throw;
