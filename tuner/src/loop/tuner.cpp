@@ -144,8 +144,8 @@ class TuningRun {
                              {{"finalists", summary_.finalists.size()}});
       finish();
       // After the search: the finalists, the best and its CUBIN stored, the run's record.
-      if (options_.trace) options_.trace->span(kRunLane, "the best and the run's record", w0,
-                                               Clock::now());
+      if (options_.trace)
+        options_.trace->span(kRunLane, "the best and the run's record", w0, Clock::now());
     } catch (...) {
       fail();
       throw;
