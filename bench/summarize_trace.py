@@ -81,6 +81,13 @@ def summarize(path):
     start = [s for s in by_lane.get("run", []) if s["name"].startswith("start")]
     if start:
         lines.append(f"  before the run {start[0]['dur'] * 1e-6:.3f} s ({start[0]['name']})")
+        # Its steps: the run row's other spans that end before the search.
+        steps = [s for s in by_lane.get("run", [])
+                 if s is not start[0] and s["name"] != "search" and s["ts"] < 0
+                 and s["ts"] + s["dur"] <= 1]
+        if steps:
+            lines.append("    " + ", ".join(f"{s['name']} {s['dur'] * 1e-6:.3f}"
+                                           for s in sorted(steps, key=lambda s: s["ts"])))
     if not gpu:
         return "\n".join(lines + ["  no measured trials"])
     gpu_iv = iv(gpu)

@@ -876,6 +876,33 @@ std::vector<TrialRecord> Store::trials_for(std::int64_t kernel_id, std::int64_t 
   });
 }
 
+std::vector<TrialRecord> Store::leaders(std::int64_t kernel_id, std::int64_t device_id,
+                                        std::int64_t problem_id, bool replayed,
+                                        std::size_t limit) const {
+  return impl_->guard("leaders", [&] {
+    // Each configuration's latest trial through the identity index (max(id) per config key);
+    // 9e999 is SQLite's +Inf, so the bounds keep finite times.
+    Cached q = impl_->statement(
+        "SELECT id FROM trials WHERE id IN (SELECT max(id) FROM trials WHERE kernel_id = ?1 AND "
+        "device_id = ?2 AND problem_id = ?3 AND kind != 1 AND run_id IN (SELECT id FROM runs "
+        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND time_ms > -9e999 AND "
+        "time_ms < 9e999 ORDER BY time_ms, config_key LIMIT ?6");
+    q->bind(1, kernel_id);
+    q->bind(2, device_id);
+    q->bind(3, problem_id);
+    q->bind(4, replayed ? 1 : 0);
+    q->bind(5, static_cast<int>(TrialStatus::kOk));
+    q->bind(6, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+    std::vector<std::int64_t> ids;
+    while (q->executeStep()) ids.push_back(q->getColumn(0).getInt64());
+    q->reset();
+    std::vector<TrialRecord> out;
+    for (std::int64_t id : ids)
+      if (std::optional<TrialRecord> t = impl_->trial(id)) out.push_back(std::move(*t));
+    return out;
+  });
+}
+
 std::optional<TrialRecord> Store::find_trial(std::int64_t kernel_id, std::int64_t device_id,
                                              std::int64_t problem_id, const std::string& config_key,
                                              bool replayed) const {

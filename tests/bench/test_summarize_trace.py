@@ -60,6 +60,8 @@ class SummarizeTrace(unittest.TestCase):
             if e.get("ph") == "X":
                 e["ts"] += 0.05e6
         events.append(span(4, "start: options, kernel, database, compile processes", 0, 0.05))
+        events.append(span(4, "the device and the kernel's space", 0.01, 0.04))
+        events.append(span(4, "options, kernels, job file", 0, 0.01))
         r = self.run_on(events)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = r.stdout
@@ -82,6 +84,8 @@ class SummarizeTrace(unittest.TestCase):
                       "the run's record)", out)
         self.assertIn("before the run 0.050 s (start: options, kernel, database, compile "
                       "processes)", out)
+        self.assertIn("    options, kernels, job file 0.010, the device and the kernel's space "
+                      "0.030\n", out)
         self.assertIn("of it: the GPU's own work 0.500 s, the rest of the evaluations 0.080 s, "
                       "outside them 0.020 s (10.00 ms per trial)", out)
 

@@ -322,6 +322,47 @@ TEST_F(StoreContract, FindTrialReturnsTheLatestOfItsKeyAndIdentity) {
   EXPECT_EQ(store.find_trial(s.kernel, s.device, s.problem, "a")->id, resumed);
 }
 
+TEST_F(StoreContract, LeadersAreEachConfigurationsLatestOkTrialFastestFirst) {
+  Store store = Store::open(db_path_);
+  Seeded s = seed(store);
+  Seeded later = seed(store);  // the same identity, a second run
+  store.add_trial(make_trial(s, "a", 2.0));
+  const std::int64_t a = store.add_trial(make_trial(later, "a", 1.0));  // the latest counts
+  store.add_trial(make_trial(s, "b", 0.5));
+  store.add_trial(make_trial(later, "b", kNaN, TrialStatus::kTimeout));  // b's latest failed
+  const std::int64_t c = store.add_trial(make_trial(s, "c", 1.5));
+  TrialRecord retimed = make_trial(later, "d", 0.1);
+  retimed.kind = TrialKind::kRetime;  // re-timings are not search results
+  store.add_trial(retimed);
+  const std::int64_t d = store.add_trial(make_trial(s, "d", 3.0));
+  store.add_trial(make_trial(s, "e", std::numeric_limits<double>::infinity()));
+  const std::int64_t f = store.add_trial(make_trial(later, "f", 1.5));  // ties c: by key
+  Seeded elsewhere = seed(store, h200(80'000'000'000));
+  store.add_trial(make_trial(elsewhere, "z", 0.01));
+  RunRecord replay_run = *store.run(s.run);
+  replay_run.id = 0;
+  replay_run.replayed = true;
+  Seeded replayed = s;
+  replayed.run = store.begin_run(replay_run);
+  const std::int64_t y = store.add_trial(make_trial(replayed, "y", 0.01));
+
+  std::vector<std::int64_t> ids;
+  for (const TrialRecord& t : store.leaders(s.kernel, s.device, s.problem, false, 10))
+    ids.push_back(t.id);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{a, c, f, d}));
+  const std::vector<TrialRecord> two = store.leaders(s.kernel, s.device, s.problem, false, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].config_key, "a");
+  EXPECT_EQ(two[0].time_ms, 1.0);
+  EXPECT_EQ(two[0].samples_ms, std::vector<double>{1.0});  // the whole record
+  EXPECT_EQ(two[1].id, c);
+  EXPECT_TRUE(store.leaders(s.kernel, s.device, s.problem, false, 0).empty());
+  const std::vector<TrialRecord> from_replay =
+      store.leaders(s.kernel, s.device, s.problem, true, 10);
+  ASSERT_EQ(from_replay.size(), 1u);
+  EXPECT_EQ(from_replay[0].id, y);
+}
+
 TEST_F(StoreContract, TrialsForListsAllRunsOldestFirst) {
   Store store = Store::open(db_path_);
   Seeded s = seed(store);

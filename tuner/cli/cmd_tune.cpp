@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "ktune/compiler.h"
@@ -464,6 +467,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   const std::optional<std::filesystem::path> trace_path = checked_trace_path(vm);
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
+  // The start's steps, for the timeline's `start` row.
+  std::vector<std::pair<const char*, std::chrono::steady_clock::time_point>> steps;
+  const auto step_done = [&](const char* what) {
+    steps.emplace_back(what, std::chrono::steady_clock::now());
+  };
   auto registry = make_registry(vm);
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
   CudaBackend::Options cuda;
@@ -472,9 +480,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (vm.count("plugin")) cuda.plugins = vm["plugin"].as<std::vector<std::string>>();
   cuda.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   const std::shared_ptr<CompileCache> cache = cuda.cache;
+  step_done("options, kernels, job file");
   TuningSetup setup =
       set_up_tuning(resolve_job(*registry, job, overrides_from(vm, args)), std::move(cuda));
   print_notes(setup);
+  step_done("the device and the kernel's space");
 
   const std::uint64_t asked = vm["compile-threads"].as<Unsigned>().value;
   if (asked > 1024)
@@ -482,6 +492,7 @@ int cmd_tune(const std::vector<std::string>& args) {
                 fmt::format("--compile-threads {}: at most 1024 compile threads", asked));
   NewDatabase db(vm["db"].as<std::string>());
   Store& store = db.store();
+  step_done("database");
   unsigned threads = static_cast<unsigned>(asked);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
   std::vector<std::string> compile_command;
@@ -489,6 +500,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   std::unique_ptr<CompilePool> pool;
   if (setup.backend->needs_compilation())
     pool = std::make_unique<CompilePool>(threads, cache, compile_command);
+  step_done("compile processes");
 
   const bool quiet = vm.count("quiet") > 0;
   const KernelInstance& instance = *setup.instance;
@@ -512,6 +524,11 @@ int cmd_tune(const std::vector<std::string>& args) {
     setup.job.options.trace = std::make_shared<Trace>(started());
     setup.job.options.trace->span("run", "start: options, kernel, database, compile processes",
                                   started(), std::chrono::steady_clock::now());
+    auto begin = started();
+    for (const auto& [what, end] : steps) {
+      setup.job.options.trace->span("run", what, begin, end);
+      begin = end;
+    }
   }
   const auto write_trace = [&] {
     if (!trace_path) return;

@@ -254,6 +254,13 @@ class Store {
   std::vector<TrialRecord> trials_for(std::int64_t kernel_id, std::int64_t device_id,
                                       std::int64_t problem_id,
                                       std::optional<bool> replayed = std::nullopt) const;
+  // The `limit` fastest configurations of (kernel, device, problem) among runs whose `replayed`
+  // flag is `replayed`, each by its latest search (or warm-start) trial, where that trial is ok
+  // with a finite time: fastest first (ties by config key). A configuration whose latest trial
+  // failed is not among them, whatever its earlier trials gave. Reads only those trials, however
+  // many the database holds.
+  std::vector<TrialRecord> leaders(std::int64_t kernel_id, std::int64_t device_id,
+                                   std::int64_t problem_id, bool replayed, std::size_t limit) const;
   // The latest search (or warm-start) trial of that config key for (kernel, device, problem)
   // among runs whose `replayed` flag is `replayed`, if any: what resume and duplicate answers
   // use. Re-timing trials never answer for a search, and replayed measurements never answer

@@ -613,17 +613,11 @@ class TuningRun {
     summary_.best = winner;
   }
 
-  // Ok search trials, the latest of each configuration, fastest first.
+  // Ok search trials, the latest of each configuration, fastest first: as many as the
+  // re-timing takes, at least the winner.
   std::vector<TrialRecord> leaders() const {
-    std::map<std::string, TrialRecord> latest;
-    for (auto& t : store_.trials_for(ids_.kernel, ids_.device, ids_.problem, backend_.replays()))
-      if (t.kind != TrialKind::kRetime) latest[t.config_key] = std::move(t);
-    std::vector<TrialRecord> ok;
-    for (auto& [key, t] : latest)
-      if (t.status == TrialStatus::kOk && std::isfinite(t.time_ms)) ok.push_back(std::move(t));
-    std::sort(ok.begin(), ok.end(),
-              [](const TrialRecord& a, const TrialRecord& b) { return a.time_ms < b.time_ms; });
-    return ok;
+    const auto n = static_cast<std::size_t>(std::max(options_.retime_top, 1));
+    return store_.leaders(ids_.kernel, ids_.device, ids_.problem, backend_.replays(), n);
   }
 
   // Re-times the finalists interleaved and stores each as a re-timing trial.
