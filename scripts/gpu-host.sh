@@ -154,7 +154,8 @@ for step in $steps; do
       # compile processes with glibc's default heap trimming (NVRTC's memory faulted in afresh
       # for every program); idle: compile processes under SCHED_IDLE; nvrtc-compare: the GPU
       # worker compiles its comparison kernels with NVRTC instead of taking the build's;
-      # threadsN: N compile processes (the default is one per core, less one).
+      # threadsN: N compile processes (the default is one per core, less one); no-early-worker:
+      # the GPU worker starts when the run begins instead of beside the tuner's device query.
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -166,7 +167,7 @@ for step in $steps; do
           no-nice) env_set=(KTUNE_COMPILE_NICE=0) ;; nice[0-9]*) env_set=(KTUNE_COMPILE_NICE=${variant#nice}) ;;
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
-          nvrtc-compare) env_set=(KTUNE_COMPARE_EMBEDDED=0) ;;
+          nvrtc-compare) env_set=(KTUNE_COMPARE_EMBEDDED=0) ;; no-early-worker) env_set=(KTUNE_WORKER_EARLY=0) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;

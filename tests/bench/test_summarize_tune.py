@@ -72,6 +72,21 @@ class SummarizeTune(unittest.TestCase):
         self.assertEqual(rows[0]["ratio"], "19.9x")  # 333.8 / 16.8
         self.assertEqual(rows[1]["ratio"], "15.9x")  # 248.8 / 15.69
         self.assertEqual(rows[1]["kernel_tuner_compile_ms"], "38.0")
+        self.assertEqual(rows[0]["ratio_with_start"], "-")  # a run that does not say its start
+
+    def test_the_ratio_with_the_start_counts_the_time_before_the_run(self):
+        # 270 configurations in 0.8 s of wall and 0.1 s before it: 300/s, 20x of 15/s, where
+        # the wall alone gives 337.5/s, 22.5x.
+        s7 = dict(ktune_run(337.5), start_seconds=0.1)
+        kt = os.path.join(self.dir.name, "kt")
+        self.write("kt/summary_it7.json", kernel_tuner(15.0))
+        r = self.run_script(f"samples7={self.write('s7.json', s7)}", "--kernel-tuner", kt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = r.stdout.split("ktune against Kernel Tuner", 1)[1].splitlines()[1:]
+        header = [c.strip() for c in after[0].strip("|").split("|")]
+        row = dict(zip(header, (c.strip() for c in after[2].strip("|").split("|"))))
+        self.assertEqual(row["ratio"], "22.5x")
+        self.assertEqual(row["ratio_with_start"], "20.0x")
 
     def test_the_bound_is_the_slower_of_nvrtc_and_the_gpu(self):
         # 7 samples: 15 processes over 37.4 ms of NVRTC per configuration (401.0/s) against the

@@ -11,6 +11,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include "ktune/cuda_backend.h"
 #include "ktune/gpu_evaluator.h"
@@ -337,6 +340,42 @@ TEST_F(Gpu, AReferenceConfigurationThatDoesNotCompileFailsTheStartAsTheInputsErr
                      {"GPU worker failed to start", "reference configuration", "does not compile",
                       "deliberately broken"},
                      [&] { backend.prepare(instance, MeasureOptions{}); });
+}
+
+// The processes this one has started and not yet reaped (every thread's children).
+std::size_t child_processes() {
+  std::size_t n = 0;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::istringstream children(test::read_file(task.path() / "children"));
+    for (std::string pid; children >> pid;) ++n;
+  }
+  return n;
+}
+
+TEST_F(Gpu, TheWorkerStartsWithTheBackendAndPrepareUsesIt) {
+  // The backend starts its worker before it queries the device, so that the worker's context is
+  // made meanwhile; prepare() sends that process its kernel instead of starting another, and a
+  // backend that is never prepared leaves no process behind.
+  const std::size_t before = child_processes();
+  {
+    CudaBackend unused(backend_options());
+    EXPECT_EQ(child_processes(), before + 1);
+  }
+  EXPECT_EQ(child_processes(), before);
+  CudaBackend backend(backend_options());
+  const KernelInstance instance(registry_.get("copy"), {{"n", std::int64_t{1} << 20}},
+                                backend.device().limits);
+  // Time enough for a context (0.1-0.2 s): the worker makes it before its init message comes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  backend.prepare(instance, MeasureOptions{});
+  EXPECT_EQ(backend.worker_starts(), 1);
+  EXPECT_EQ(child_processes(), before + 1);
+  EXPECT_LT(backend.prepare_phases().at("context"), 0.05);
+  const Config c = instance.space().default_config();
+  const CompileResult compiled =
+      compile_cached(render(instance, c, backend.device().arch), cache_.get());
+  const Measurement m = backend.evaluate(c, &compiled);
+  EXPECT_EQ(m.status, TrialStatus::kOk) << m.error;
 }
 
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -292,7 +293,7 @@ void print_notes(const TuningSetup& s) {
 
 // `compile_threads`: the compile pool's processes (or threads), 0 where the run compiles nothing.
 nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup,
-                            unsigned compile_threads) {
+                            unsigned compile_threads, double start_seconds) {
   nlohmann::json j;
   j["run_id"] = s.run_id;
   j["status"] = to_string(s.status);
@@ -301,6 +302,7 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup,
   j["from_database"] = s.from_database;
   j["by_status"] = s.by_status;
   j["wall_seconds"] = s.wall_seconds;
+  j["start_seconds"] = start_seconds;
   j["first_result_seconds"] = s.first_result_seconds;
   j["prepare_seconds"] = s.prepare_seconds;
   j["wait_prepare_seconds"] = s.wait_prepare_seconds;
@@ -537,6 +539,9 @@ int cmd_tune(const std::vector<std::string>& args) {
       std::cerr << fmt::format("timeline written to {}\n", trace_path->string());
   };
   TuneSummary s;
+  // Before the run: from the process's start to the run's (its wall time begins there).
+  const double start_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started()).count();
   try {
     s = db.unless_refused([&] {
       return tune(
@@ -559,13 +564,24 @@ int cmd_tune(const std::vector<std::string>& args) {
   write_trace();
 
   if (json_output(vm))
-    print_json(summary_json(s, setup, pool ? threads : 0));
+    print_json(summary_json(s, setup, pool ? threads : 0, start_seconds));
   else if (!quiet)
     print_summary(s, setup, threads);
   if (s.status == RunStatus::kInterrupted) return 130;
   return s.best ? 0 : 1;
 }
 
-int cmd_worker(const std::vector<std::string>&) { return cuda_worker_main(); }
+// `ktune __worker [--device N]`, started by the CUDA backend (not a user's command).
+int cmd_worker(const std::vector<std::string>& args) {
+  int device = -1;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--device") {
+      char* end = nullptr;
+      const long n = std::strtol(args[i + 1].c_str(), &end, 10);
+      if (end != args[i + 1].c_str() && *end == '\0' && n >= 0 && n < 1024)
+        device = static_cast<int>(n);
+    }
+  return cuda_worker_main(device);
+}
 
 }  // namespace ktune::cli

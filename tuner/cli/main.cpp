@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     std::printf("ktune %s\n", KTUNE_VERSION);
     return 0;
   }
-  if (name == "__worker") return cmd_worker({});
+  if (name == "__worker") return cmd_worker(std::vector<std::string>(argv + 2, argv + argc));
   if (name == "__compile") return compile_worker_main();
   for (const auto& c : commands()) {
     if (c.name != name) continue;

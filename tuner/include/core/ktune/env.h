@@ -1,6 +1,6 @@
 // Switches of the environment: measured behaviours a run can turn off for A/B comparisons
-// (KTUNE_COMPILE_WARMUP, KTUNE_NVRTC_MINIMAL, KTUNE_OUT_OF_ORDER, KTUNE_STAGED_UPLOAD;
-// docs/cli.md).
+// (KTUNE_COMPILE_WARMUP, KTUNE_NVRTC_MINIMAL, KTUNE_OUT_OF_ORDER, KTUNE_STAGED_UPLOAD,
+// KTUNE_WORKER_EARLY, ...; docs/cli.md).
 #pragma once
 
 #include <cstdlib>

@@ -59,7 +59,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Impl> impl_;
 };
 
-// Entry of the worker process (`ktune __worker`); returns its exit code.
-int cuda_worker_main();
+// Entry of the worker process (`ktune __worker [--device N]`); returns its exit code. With a
+// device (`early_device` >= 0) the worker creates that device's CUDA context at once, before the
+// init message arrives: the tuner starts its worker while it queries the device itself.
+int cuda_worker_main(int early_device = -1);
 
 }  // namespace ktune

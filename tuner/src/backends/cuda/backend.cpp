@@ -1,6 +1,7 @@
 // The tuner's side of the CUDA backend: starts the worker process, sends it CUBINs, waits for
 // answers under a watchdog, and turns a dead or hung worker into one crashed / timed-out trial
 // followed by a fresh worker.
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "backends/cuda/protocol.h"
 #include "ktune/cuda_backend.h"
+#include "ktune/env.h"
 #include "ktune/error.h"
 #include "process/ipc.h"
 #include "process/subprocess.h"
@@ -23,6 +25,7 @@ struct CudaBackend::Impl {
   json init;
   const KernelInstance* instance = nullptr;
   Subprocess worker;
+  bool spawned_only = false;  // the process runs and makes its context; no init sent yet
   int starts = 0;
   std::map<std::string, double> phases;  // of the last start: the worker's steps and the process
   // Evaluation requests sent and not yet answered, oldest first; the worker is busy with the
@@ -50,13 +53,23 @@ struct CudaBackend::Impl {
   }
 
   std::string stop(bool kill) {
+    spawned_only = false;
     const std::string how = worker.stop(kill);
     return how.empty() ? how : "worker " + how;
   }
 
+  // Starts the worker process, which begins its CUDA context at once (`--device`).
+  void spawn() {
+    std::vector<std::string> command = options.worker_command;
+    command.insert(command.end(), {"--device", std::to_string(options.device)});
+    worker.start(command, /*own_group=*/true);
+    spawned_only = true;
+  }
+
   void start() {
     const auto t0 = std::chrono::steady_clock::now();
-    worker.start(options.worker_command, /*own_group=*/true);
+    if (!spawned_only || !worker.running()) spawn();
+    spawned_only = false;
     ++starts;
     worker.send({init, {}});
     ipc::Message reply;
@@ -133,6 +146,20 @@ CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   if (impl_->options.worker_command.empty())
     throw Error(ErrorKind::kInternal, "the CUDA backend needs a worker command");
+  // The worker starts first, so that its CUDA context (0.1-0.15 s on an H200) is made while this
+  // process queries the device (as long again), not after it. Where no driver can be loaded
+  // there is nothing to overlap, and require_device says what is missing.
+  // KTUNE_WORKER_EARLY=0 starts it at prepare() instead (for measuring what this gives).
+  void* driver =
+      env_switch("KTUNE_WORKER_EARLY") ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : nullptr;
+  if (driver != nullptr) {
+    ::dlclose(driver);
+    try {
+      impl_->spawn();
+    } catch (const Error&) {
+      // prepare() starts it again and reports a failure there.
+    }
+  }
   impl_->device = require_device(impl_->options.device);
 }
 
@@ -145,7 +172,7 @@ int CudaBackend::worker_starts() const { return impl_->starts; }
 std::map<std::string, double> CudaBackend::prepare_phases() const { return impl_->phases; }
 
 void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& options) {
-  impl_->stop(false);
+  if (!impl_->spawned_only) impl_->stop(false);  // a worker prepared for another kernel
   impl_->measure = options;
   protocol::WorkerInit init;
   init.kernel = instance.kernel().name;

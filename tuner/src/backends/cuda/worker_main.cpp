@@ -1,11 +1,13 @@
 // The GPU worker process (`ktune __worker`): reads the init message, builds the kernel's Worker
 // and answers evaluate / retime requests until EOF or "quit". A fault that poisons the CUDA
 // context ends the process after answering; the tuner starts another.
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -62,11 +64,19 @@ bool reply(const json& header, std::string blob = {}) {
 
 }  // namespace
 
-int cuda_worker_main() {
+int cuda_worker_main(int early_device) {
   // The tuner handles Ctrl-C; the worker finishes its trial.
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
   exit_with_parent();
+  // The context, the slowest step of the start, is made while the tuner still queries the
+  // device and sets the run up; the start's own context step then finds it made (a failure
+  // shows there, from its checked calls).
+  std::future<void> early_context;
+  if (early_device >= 0)
+    early_context = std::async(std::launch::async, [early_device] {
+      if (cudaSetDevice(early_device) == cudaSuccess) cudaFree(nullptr);
+    });
   ipc::Message msg;
   if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
   std::unique_ptr<worker::Worker> w;
