@@ -1,6 +1,7 @@
 // Compile processes (`ktune __compile`): they run below the tuning loop and the GPU worker in the
 // scheduler (`nice` 5 by default, KTUNE_COMPILE_NICE to change it, 0 to leave it), and keep the
 // memory NVRTC frees for its next program (KTUNE_COMPILE_KEEP_HEAP=0 to leave glibc's defaults).
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <functional>
@@ -17,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "common/compile_request.h"
+#include "common/env_guard.h"
+#include "ktune/compiler.h"
 #include "process/ipc.h"
 
 extern char** environ;
@@ -182,6 +187,55 @@ TEST(CompileProcessHeap, AProgramReusesTheMemoryOfTheOneBefore) {
   RecordProperty("faults_per_program_kept", std::to_string(kept));
   RecordProperty("faults_per_program_returned", std::to_string(returned));
   EXPECT_LT(kept * 4, returned) << "kept " << kept << ", returned " << returned;
+}
+
+// The processes this one has started and not yet reaped.
+std::vector<pid_t> child_processes() {
+  std::vector<pid_t> out;
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return out;
+  while (const dirent* t = ::readdir(tasks)) {
+    if (t->d_name[0] == '.') continue;
+    std::ifstream children(std::string("/proc/self/task/") + t->d_name + "/children");
+    for (pid_t pid; children >> pid;) out.push_back(pid);
+  }
+  ::closedir(tasks);
+  return out;
+}
+
+// A compile process that died between two requests (killed, or out of memory) costs the request
+// sent to it, as a failure that names it, and the pool starts another for the next: the write to
+// its closed pipe must not end the tuner (SIGPIPE), whose disposition here is the default.
+TEST(CompileProcessDeath, ADeadProcessFailsOneRequestAndTheNextGetsANewOne) {
+  ASSERT_EQ(::signal(SIGPIPE, SIG_DFL), SIG_DFL) << "this test needs SIGPIPE's default";
+  const test::EnvGuard no_warmup("KTUNE_COMPILE_WARMUP", "0");
+  const std::vector<pid_t> before = child_processes();
+  CompilePool pool(1, nullptr, {KTUNE_EXE, "__compile"});
+  const auto request = [](int n) {
+    return test::assembled_request({{"N", std::to_string(n)}},
+                                   "extern \"C\" __global__ void k(int* p) { p[0] = N; }\n", "k",
+                                   "sm_90", "");
+  };
+  ASSERT_TRUE(pool.submit(request(1)).get().ok);
+  std::vector<pid_t> started;
+  for (pid_t pid : child_processes())
+    if (std::find(before.begin(), before.end(), pid) == before.end()) started.push_back(pid);
+  ASSERT_EQ(started.size(), 1u);
+  ASSERT_EQ(::kill(started[0], SIGKILL), 0);
+  // Its pipe's reader is gone once it has died; wait for that.
+  for (int i = 0; i < 500 && ::kill(started[0], 0) == 0; ++i) {
+    char state = '?';
+    std::ifstream stat("/proc/" + std::to_string(started[0]) + "/stat");
+    std::string pid_text, name;
+    stat >> pid_text >> name >> state;
+    if (state == 'Z') break;
+    ::usleep(2000);
+  }
+  const CompileResult lost = pool.submit(request(2)).get();
+  EXPECT_FALSE(lost.ok);
+  EXPECT_NE(lost.error.find("compile process"), std::string::npos) << lost.error;
+  const CompileResult next = pool.submit(request(3)).get();
+  EXPECT_TRUE(next.ok) << next.error;
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // The pipe framing of the worker and compile-process protocols (process/ipc.h): messages with and
 // without a blob, a blob larger than the pipe holds (written while the other end reads), several
-// messages back to back, a closed writer, a descriptor that is not open and a side channel
-// whose writer is gone.
+// messages back to back, a closed writer, a closed reader, a descriptor that is not open and a
+// side channel whose writer is gone.
 #include <gtest/gtest.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -54,12 +55,25 @@ TEST(Ipc, MessagesArriveWholeAndInOrder) {
   EXPECT_EQ(ipc::read_message(p.fd[0], m, 30), ipc::ReadStatus::kClosed);
 }
 
-TEST(Ipc, AWriteToAClosedReaderFails) {
-  Pipe p;
-  ::close(p.fd[0]);
-  p.fd[0] = -1;
-  ::signal(SIGPIPE, SIG_IGN);
-  EXPECT_FALSE(ipc::write_message(p.fd[1], {nlohmann::json{{"op", "x"}}, std::string(1000, 'a')}));
+// A write to a pipe whose reader is gone (a child that died) fails, and the writer lives on with
+// SIGPIPE's default disposition (which ends a process): in a child process, so that a writer
+// killed by the signal shows as that child's death.
+TEST(Ipc, AWriteToAClosedReaderFailsAndTheWriterLives) {
+  EXPECT_EXIT(
+      {
+        ::signal(SIGPIPE, SIG_DFL);
+        Pipe p;
+        ::close(p.fd[0]);
+        p.fd[0] = -1;
+        const bool written =
+            ipc::write_message(p.fd[1], {nlohmann::json{{"op", "x"}}, std::string(1000, 'a')});
+        sigset_t pending;
+        sigemptyset(&pending);
+        ::sigpending(&pending);
+        // 0: the write failed and left no SIGPIPE pending for later.
+        std::_Exit(written ? 1 : sigismember(&pending, SIGPIPE) == 1 ? 2 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // This thread's CPU time in seconds.

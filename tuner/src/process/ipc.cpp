@@ -2,6 +2,8 @@
 #include "process/ipc.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 
 namespace ktune::ipc {
 
@@ -18,11 +21,48 @@ namespace {
 // out in one writev where it fits the pipe, so the reader wakes once for it. (Four writes, one per
 // field, woke it four times; under a loaded machine the GPU worker took 0.07-0.34 ms per reply,
 // measured with the worker's `previous_reply` phase.)
+// A write to a pipe whose reader is gone (a worker or compile process that died) raises SIGPIPE,
+// whose default ends the writer: the tuner, for one dead child. So the signal is blocked on this
+// thread while it writes, and one that the write raised is taken back before it is unblocked;
+// the write then fails with EPIPE and the caller turns it into that child's failure. (Blocking
+// per write, not ignoring the signal process-wide: the library does not change its host's
+// signal dispositions.)
+class SigpipeHeld {
+ public:
+  SigpipeHeld() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    ::sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~SigpipeHeld() {
+    if (!blocked_) return;
+    if (raised_ && !was_pending_) {
+      const timespec now{};
+      while (::sigtimedwait(&pipe_, nullptr, &now) == -1 && errno == EINTR) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  void raised() { raised_ = true; }
+  SigpipeHeld(const SigpipeHeld&) = delete;
+  SigpipeHeld& operator=(const SigpipeHeld&) = delete;
+
+ private:
+  sigset_t pipe_{}, old_{};
+  bool was_pending_ = false, blocked_ = false, raised_ = false;
+};
+
 bool write_all(int fd, iovec* pieces, int count) {
+  SigpipeHeld held;
   while (count > 0) {
     const ssize_t written = ::writev(fd, pieces, count);
     if (written < 0) {
       if (errno == EINTR) continue;
+      if (errno == EPIPE) held.raised();
       return false;
     }
     auto n = static_cast<std::size_t>(written);

@@ -68,12 +68,21 @@ struct CudaBackend::Impl {
 
   void start() {
     const auto t0 = std::chrono::steady_clock::now();
-    if (!spawned_only || !worker.running()) spawn();
+    const bool early = spawned_only && worker.running();
+    if (!early) spawn();
     spawned_only = false;
     ++starts;
-    worker.send({init, {}});
     ipc::Message reply;
-    const auto status = worker.receive(reply, options.start_timeout_seconds);
+    auto status = worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
+                                          : ipc::ReadStatus::kClosed;
+    if (early && status == ipc::ReadStatus::kClosed) {
+      // The worker started with the backend is gone (ended while it waited): a fresh one.
+      worker.stop(true);
+      spawn();
+      spawned_only = false;
+      status = worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
+                                       : ipc::ReadStatus::kClosed;
+    }
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     phases.clear();
