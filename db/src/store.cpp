@@ -895,7 +895,6 @@ std::vector<TrialRecord> Store::leaders(std::int64_t kernel_id, std::int64_t dev
     q->bind(6, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
     std::vector<std::int64_t> ids;
     while (q->executeStep()) ids.push_back(q->getColumn(0).getInt64());
-    q->reset();
     std::vector<TrialRecord> out;
     for (std::int64_t id : ids)
       if (std::optional<TrialRecord> t = impl_->trial(id)) out.push_back(std::move(*t));

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -573,14 +573,14 @@ int cmd_tune(const std::vector<std::string>& args) {
 
 // `ktune __worker [--device N]`, started by the CUDA backend (not a user's command).
 int cmd_worker(const std::vector<std::string>& args) {
-  int device = -1;
-  for (std::size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--device") {
-      char* end = nullptr;
-      const long n = std::strtol(args[i + 1].c_str(), &end, 10);
-      if (end != args[i + 1].c_str() && *end == '\0' && n >= 0 && n < 1024)
-        device = static_cast<int>(n);
-    }
+  int device = -1;  // none given, or not a device number: the context waits for the init message
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--device") continue;
+    const std::string& text = args[i + 1];
+    int n = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec == std::errc() && end == text.data() + text.size() && n >= 0) device = n;
+  }
   return cuda_worker_main(device);
 }
 

@@ -17,10 +17,6 @@ namespace ktune::ipc {
 
 namespace {
 
-// Writes every byte of the pieces, in as few system calls as the pipe allows: a message goes
-// out in one writev where it fits the pipe, so the reader wakes once for it. (Four writes, one per
-// field, woke it four times; under a loaded machine the GPU worker took 0.07-0.34 ms per reply,
-// measured with the worker's `previous_reply` phase.)
 // A write to a pipe whose reader is gone (a worker or compile process that died) raises SIGPIPE,
 // whose default ends the writer: the tuner, for one dead child. So the signal is blocked on this
 // thread while it writes, and one that the write raised is taken back before it is unblocked;
@@ -56,6 +52,10 @@ class SigpipeHeld {
   bool was_pending_ = false, blocked_ = false, raised_ = false;
 };
 
+// Writes every byte of the pieces, in as few system calls as the pipe allows: a message goes
+// out in one writev where it fits the pipe, so the reader wakes once for it. (Four writes, one per
+// field, woke it four times; under a loaded machine the GPU worker took 0.07-0.34 ms per reply,
+// measured with the worker's `previous_reply` phase.)
 bool write_all(int fd, iovec* pieces, int count) {
   SigpipeHeld held;
   while (count > 0) {

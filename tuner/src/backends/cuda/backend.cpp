@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <deque>
+#include <memory>
+#include <utility>
 
 #include "backends/cuda/protocol.h"
 #include "ktune/cuda_backend.h"
@@ -63,25 +65,24 @@ struct CudaBackend::Impl {
     std::vector<std::string> command = options.worker_command;
     command.insert(command.end(), {"--device", std::to_string(options.device)});
     worker.start(command, /*own_group=*/true);
-    spawned_only = true;
   }
 
   void start() {
     const auto t0 = std::chrono::steady_clock::now();
-    const bool early = spawned_only && worker.running();
+    const bool early = std::exchange(spawned_only, false) && worker.running();
     if (!early) spawn();
-    spawned_only = false;
     ++starts;
     ipc::Message reply;
-    auto status = worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
-                                          : ipc::ReadStatus::kClosed;
+    const auto handshake = [&] {
+      return worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
+                                     : ipc::ReadStatus::kClosed;
+    };
+    auto status = handshake();
     if (early && status == ipc::ReadStatus::kClosed) {
       // The worker started with the backend is gone (ended while it waited): a fresh one.
       worker.stop(true);
       spawn();
-      spawned_only = false;
-      status = worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
-                                       : ipc::ReadStatus::kClosed;
+      status = handshake();
     }
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -159,12 +160,14 @@ CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
   // process queries the device (as long again), not after it. Where no driver can be loaded
   // there is nothing to overlap, and require_device says what is missing.
   // KTUNE_WORKER_EARLY=0 starts it at prepare() instead (for measuring what this gives).
-  void* driver =
-      env_switch("KTUNE_WORKER_EARLY") ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : nullptr;
-  if (driver != nullptr) {
-    ::dlclose(driver);
+  // The driver stays loaded through the query, which would otherwise load it a second time.
+  const std::unique_ptr<void, int (*)(void*)> driver(
+      env_switch("KTUNE_WORKER_EARLY") ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : nullptr,
+      [](void* handle) { return handle ? ::dlclose(handle) : 0; });
+  if (driver) {
     try {
       impl_->spawn();
+      impl_->spawned_only = true;
     } catch (const Error&) {
       // prepare() starts it again and reports a failure there.
     }
