@@ -17,7 +17,7 @@
 #   the smoke step's database), compile-ab (the kt270 space with each compile-side change
 #   switched off in turn; $KTUNE_AB_VARIANTS names them, a variant named twice runs twice,
 #   $KTUNE_AB_SAMPLES the samples, default 32), copy-verify (copy's whole space, outputs checked on the GPU and on the
-#   host), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER; after kt270 in the same call, the two side by side with the ratio of their rates; $KTUNE_KT270_REPEATS and $KTUNE_KT_REPEATS run each side that many times, the median run counting),
+#   host, the host side cut at $KTUNE_COPY_HOST_BUDGET seconds), copy-start (copy's job, cold then warm compile cache, uploads staged and plain), kt-peer (Kernel Tuner 1.4 on its 270-configuration space, from $KTUNE_KT_PEER; after kt270 in the same call, the two side by side with the ratio of their rates; $KTUNE_KT270_REPEATS and $KTUNE_KT_REPEATS run each side that many times, the median run counting),
 #   histogram (the out-of-tree example plugin built against the installed package and tuned),
 #   orphans (SIGKILL of a real `ktune tune`: no worker or compile process left, then a resume),
 #   scale-out (bench/scale_out.sh: 1, 2, 4 workers on one study, 20 ms per trial; trials and
@@ -155,7 +155,9 @@ for step in $steps; do
       # for every program); idle: compile processes under SCHED_IDLE; nvrtc-compare: the GPU
       # worker compiles its comparison kernels with NVRTC instead of taking the build's;
       # threadsN: N compile processes (the default is one per core, less one); no-early-worker:
-      # the GPU worker starts when the run begins instead of beside the tuner's device query.
+      # the GPU worker starts when the run begins instead of beside the tuner's device query;
+      # no-early-compile: the compile processes start after the database instead of before the
+      # device query.
       # $KTUNE_AB_CONFIG runs another job file instead of kt270's.
       runs=(); i=0
       for variant in ${KTUNE_AB_VARIANTS:-on no-minimal no-warmup no-reorder no-nice off}; do
@@ -168,6 +170,7 @@ for step in $steps; do
           no-keep-heap) env_set=(KTUNE_COMPILE_KEEP_HEAP=0) ;;
           idle) env_set=(KTUNE_COMPILE_SCHED=idle) ;;
           nvrtc-compare) env_set=(KTUNE_COMPARE_EMBEDDED=0) ;; no-early-worker) env_set=(KTUNE_WORKER_EARLY=0) ;;
+          no-early-compile) env_set=(KTUNE_COMPILE_EARLY=0) ;;
           off) env_set=(KTUNE_NVRTC_MINIMAL=0 KTUNE_COMPILE_WARMUP=0 KTUNE_OUT_OF_ORDER=0 KTUNE_COMPILE_NICE=0
                         KTUNE_COMPILE_KEEP_HEAP=0) ;;
           *) log "compile-ab: unknown variant $variant"; continue ;;
@@ -182,9 +185,12 @@ for step in $steps; do
       python3 bench/summarize_tune.py "${runs[@]}" | tee -a "$out/summary.txt" ;;
     copy-verify)
       # Tuning copy's whole space (1 GiB buffers), outputs checked on the GPU and on the host.
+      # The host check takes about 0.2 s per configuration (930 of them): that side is cut at
+      # $KTUNE_COPY_HOST_BUDGET seconds (default 60) and compared by its rate.
       for where in device host; do
+        budget=(); [ $where = host ] && budget=(--budget-time ${KTUNE_COPY_HOST_BUDGET:-60})
         timeout -s INT -k 20 $limit $ktune tune copy --verify $where --db /tmp/copy-$where.db --no-reuse \
-          --json >"$out/copy-$where.json" 2>"$out/copy-$where.err"
+          "${budget[@]}" --json >"$out/copy-$where.json" 2>"$out/copy-$where.err"
         log "copy --verify $where: rc=$?"
       done
       python3 bench/summarize_tune.py verify-device="$out/copy-device.json" verify-host="$out/copy-host.json" \

@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "ktune/cuda_backend.h"
 #include "ktune/gpu_evaluator.h"
@@ -376,6 +379,62 @@ TEST_F(Gpu, TheWorkerStartsWithTheBackendAndPrepareUsesIt) {
       compile_cached(render(instance, c, backend.device().arch), cache_.get());
   const Measurement m = backend.evaluate(c, &compiled);
   EXPECT_EQ(m.status, TrialStatus::kOk) << m.error;
+}
+
+// The names of the spans of the timeline's `run` row that end before its search, in order.
+std::vector<std::string> start_steps(const fs::path& trace) {
+  const nlohmann::json t = nlohmann::json::parse(test::read_file(trace));
+  const nlohmann::json& events = t.is_array() ? t : t.at("traceEvents");
+  int run_lane = -1;
+  for (const auto& e : events)
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
+        e["args"].value("name", "") == "run")
+      run_lane = e.value("tid", -1);
+  std::vector<std::pair<double, std::string>> spans;
+  double search = -1;
+  for (const auto& e : events) {
+    if (e.value("ph", "") != "X" || e.value("tid", -2) != run_lane) continue;
+    const std::string name = e.value("name", "");
+    if (name == "search") search = e.value("ts", 0.0);
+    if (name.rfind("start", 0) != 0) spans.emplace_back(e.value("ts", 0.0), name);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::string> out;
+  for (const auto& [ts, name] : spans)
+    if (search >= 0 && ts < search) out.push_back(name);
+  return out;
+}
+
+TEST_F(Gpu, TuneStartsItsCompileProcessesBeforeTheDeviceQuery) {
+  // With a driver present `ktune tune` starts its compile processes before it queries the
+  // device, so that they warm NVRTC meanwhile; KTUNE_COMPILE_EARLY=0 starts them after the
+  // database. Both runs verify and store their trials.
+  for (const bool early : {true, false}) {
+    const fs::path trace = dir_ / (early ? "early.trace.json" : "late.trace.json");
+    const test::CliResult r =
+        test::run_ktune({"tune", "copy", "--problem", "n=1048576", "--strategy", "random",
+                         "--budget-evals", "6", "--compile-threads", "3", "--no-reuse", "--db",
+                         (dir_ / "start.db").string(), "--trace", trace.string(), "--json"},
+                        dir_, dir_ / "cache", {{"KTUNE_COMPILE_EARLY", early ? "1" : "0"}});
+    ASSERT_EQ(r.code, 0) << r;
+    const nlohmann::json summary = nlohmann::json::parse(r.out);
+    EXPECT_GT(summary.value("trials", 0), 0) << summary.dump();
+    EXPECT_EQ(summary["by_status"].value("ok", 0), summary.value("trials", -1)) << summary.dump();
+    const std::vector<std::string> steps = start_steps(trace);
+    const auto at = [&](const std::string& name) {
+      return std::find(steps.begin(), steps.end(), name) - steps.begin();
+    };
+    const auto n = static_cast<std::ptrdiff_t>(steps.size());
+    ASSERT_LT(at("compile processes"), n) << ::testing::PrintToString(steps);
+    ASSERT_LT(at("the device and the kernel's space"), n) << ::testing::PrintToString(steps);
+    ASSERT_LT(at("database"), n) << ::testing::PrintToString(steps);
+    if (early) {
+      EXPECT_LT(at("compile processes"), at("the device and the kernel's space"))
+          << ::testing::PrintToString(steps);
+    } else {
+      EXPECT_GT(at("compile processes"), at("database")) << ::testing::PrintToString(steps);
+    }
+  }
 }
 
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,5 +38,11 @@ DeviceQuery list_devices();
 
 // The device to tune on; throws Error(kDevice) "no CUDA device: ..." or for a bad ordinal.
 DeviceInfo require_device(int ordinal);
+
+// The CUDA driver (libcuda.so.1) loaded and held while the result lives; null where it cannot be
+// loaded (no driver: nothing that needs the GPU can start). Work that only pays off on a GPU
+// (the GPU worker's and the compile processes' early start) is started only where it is not
+// null, and the holder keeps the driver loaded until the runtime's own first call loads it.
+std::shared_ptr<void> load_cuda_driver();
 
 }  // namespace ktune

@@ -1,7 +1,6 @@
 // The tuner's side of the CUDA backend: starts the worker process, sends it CUBINs, waits for
 // answers under a watchdog, and turns a dead or hung worker into one crashed / timed-out trial
 // followed by a fresh worker.
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -161,9 +160,8 @@ CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
   // there is nothing to overlap, and require_device says what is missing.
   // KTUNE_WORKER_EARLY=0 starts it at prepare() instead (for measuring what this gives).
   // The driver stays loaded through the query, which would otherwise load it a second time.
-  const std::unique_ptr<void, int (*)(void*)> driver(
-      env_switch("KTUNE_WORKER_EARLY") ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : nullptr,
-      [](void* handle) { return handle ? ::dlclose(handle) : 0; });
+  const std::shared_ptr<void> driver =
+      env_switch("KTUNE_WORKER_EARLY") ? load_cuda_driver() : nullptr;
   if (driver) {
     try {
       impl_->spawn();

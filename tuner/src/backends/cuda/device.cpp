@@ -2,6 +2,7 @@
 #include "ktune/device.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -63,6 +64,12 @@ DeviceQuery list_devices() {
   }
   if (q.devices.empty()) q.problem = "no CUDA device could be queried";
   return q;
+}
+
+std::shared_ptr<void> load_cuda_driver() {
+  void* handle = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  return {handle, [](void* h) { ::dlclose(h); }};
 }
 
 DeviceInfo require_device(int ordinal) {
