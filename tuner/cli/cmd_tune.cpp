@@ -500,13 +500,14 @@ int cmd_tune(const std::vector<std::string>& args) {
   // KTUNE_COMPILE_EARLY=0 starts them after the database instead (for measuring what this gives).
   // The driver stays loaded through the backend's start, which would otherwise load it again.
   std::unique_ptr<CompilePool> pool;
+  const auto start_pool = [&] {
+    pool = std::make_unique<CompilePool>(threads, cache, compile_command);
+    step_done("compile processes");
+  };
   std::shared_ptr<void> driver;
   if (resolved.backend == BackendKind::kCuda && env_switch("KTUNE_COMPILE_EARLY"))
     driver = load_cuda_driver();
-  if (driver) {
-    pool = std::make_unique<CompilePool>(threads, cache, compile_command);
-    step_done("compile processes");
-  }
+  if (driver) start_pool();
   TuningSetup setup = set_up_tuning(std::move(resolved), std::move(cuda));
   driver.reset();
   print_notes(setup);
@@ -516,10 +517,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   NewDatabase db(vm["db"].as<std::string>());
   Store& store = db.store();
   step_done("database");
-  if (setup.backend->needs_compilation() && !pool) {
-    pool = std::make_unique<CompilePool>(threads, cache, compile_command);
-    step_done("compile processes");
-  }
+  if (setup.backend->needs_compilation() && !pool) start_pool();
 
   const bool quiet = vm.count("quiet") > 0;
   const KernelInstance& instance = *setup.instance;
