@@ -1,8 +1,7 @@
 // NVRTC compile time of a small templated kernel (the process's first compile apart from later
 // ones), a CUBIN cache hit, CompilePool throughput with 1, 2 and N threads, and the built-in
 // reduce kernel's configurations compiled in batches of 1 to 16 per NVRTC program, and a kernel
-// that includes toolkit headers compiled by one compile process (precompiled headers on unless
-// KTUNE_NVRTC_PCH=0).
+// that includes toolkit headers compiled by one compile process (with precompiled headers).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -203,7 +202,7 @@ BENCHMARK(BM_BatchedReduceCompile)
 // Configurations of a kernel that starts with `#include <cuda_fp16.h>` and, with
 // state.range(0), <cooperative_groups.h> too, compiled one after another by one compile process,
 // as a tuning run's pool thread compiles them: milliseconds per configuration, the process's
-// start and its first program left out. Run with KTUNE_NVRTC_PCH=0 to compare.
+// start and its first program left out.
 void BM_HeaderKernelProcess(benchmark::State& state) {
   ktune::KernelText k;
   k.name = "scale";

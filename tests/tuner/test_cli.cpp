@@ -610,34 +610,5 @@ TEST(CliTrace, TheTimelineIsWrittenWhereAskedOrRefusedBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir / "fleet.json"));
 }
 
-// The compile pipeline's environment (KTUNE_COMPILE_NICE, KTUNE_COMPILE_BATCH) is checked before
-// anything starts: a bad value is a usage error naming the variable, and no database appears.
-TEST(CliEnvironment, ABadCompileSettingIsRefusedByName) {
-  test::TempDir dir;
-  const std::vector<std::string> args = {"tune",
-                                         "convolution_kernel",
-                                         "--replay",
-                                         small_convolution_recording(),
-                                         "--budget-evals",
-                                         "5",
-                                         "--db",
-                                         "t.db",
-                                         "-q"};
-  for (const auto& [name, value] :
-       std::vector<std::pair<std::string, std::string>>{{"KTUNE_COMPILE_NICE", "abc"},
-                                                        {"KTUNE_COMPILE_NICE", "20"},
-                                                        {"KTUNE_COMPILE_BATCH", "0"},
-                                                        {"KTUNE_COMPILE_BATCH", "8x"},
-                                                        {"KTUNE_COMPILE_SCHED", "fast"}}) {
-    const test::CliResult r = test::run_ktune(args, dir.path(), dir / "cache", {{name, value}});
-    EXPECT_EQ(r.code, 2) << r;
-    EXPECT_TRUE(test::contains(r.err, name + "='" + value + "'")) << r;
-    EXPECT_FALSE(fs::exists(dir / "t.db")) << name << "=" << value;
-  }
-  const test::CliResult ok =
-      test::run_ktune(args, dir.path(), dir / "cache", {{"KTUNE_COMPILE_NICE", "3"}});
-  EXPECT_EQ(ok.code, 0) << ok;
-}
-
 }  // namespace
 }  // namespace ktune

@@ -73,10 +73,6 @@ TEST(PrecompiledHeaders, OtherSourcesKeepTheMacrosFirst) {
   EXPECT_TRUE(starts_with_macros("#include \"mine.h\"\n#include <cuda_fp16.h>\n"));
   EXPECT_TRUE(starts_with_macros("#define HALF 1\n#include <cuda_fp16.h>\n"));
   EXPECT_TRUE(starts_with_macros("__global__ void twice() {}\n"));
-  {
-    const test::EnvGuard off("KTUNE_NVRTC_PCH", "0");
-    EXPECT_TRUE(starts_with_macros(kSource));
-  }
   EXPECT_FALSE(starts_with_macros(kSource));
 }
 

@@ -225,9 +225,8 @@ TEST(DeviceCompare, AWorkerTakesTheCubinTheBuildCompiled) {
   ASSERT_TRUE(nvrtc.ok) << nvrtc.error;
   EXPECT_TRUE(nvrtc.cubin == sm90)
       << "NVRTC made " << nvrtc.cubin.size() << " bytes, the build " << sm90.size();
-  // KTUNE_COMPARE_EMBEDDED=0: compiled now, for the needs only.
-  test::EnvGuard force("KTUNE_COMPARE_EMBEDDED", "0");
-  const CompileResult compiled = DeviceCompare::compile("sm_90", copy);
+  // Where the build made none (compile_needs): compiled now, for the needs only.
+  const CompileResult compiled = DeviceCompare::compile_needs("sm_90", copy);
   ASSERT_TRUE(compiled.ok) << compiled.error;
   EXPECT_NE(compiled.cubin, embedded.cubin);
   EXPECT_EQ(compiled.cubin.find("ktune_fill_f64"), std::string::npos);

@@ -24,7 +24,6 @@
 #include "ktune/compiler.h"
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "ktune/setup.h"
 
@@ -466,7 +465,6 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cout << "strategies: " << fmt::format("{}", fmt::join(strategy_names(), ", ")) << "\n";
     return 0;
   }
-  compile_environment();  // a bad KTUNE_COMPILE_* value is refused before anything starts
   // Checked here, before --devices starts its workers (each writes FILE.gpuN.json beside it).
   const std::optional<std::filesystem::path> trace_path = checked_trace_path(vm);
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
@@ -497,7 +495,6 @@ int cmd_tune(const std::vector<std::string>& args) {
   // The compile processes start before the device query where a driver can be loaded, so that
   // they load and warm NVRTC while this process and the GPU worker initialise CUDA (0.1-0.2 s)
   // rather than after: the first configurations then meet warm processes.
-  // KTUNE_COMPILE_EARLY=0 starts them after the database instead (for measuring what this gives).
   // The driver stays loaded through the backend's start, which would otherwise load it again.
   std::unique_ptr<CompilePool> pool;
   const auto start_pool = [&] {
@@ -505,8 +502,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     step_done("compile processes");
   };
   std::shared_ptr<void> driver;
-  if (resolved.backend == BackendKind::kCuda && env_switch("KTUNE_COMPILE_EARLY"))
-    driver = load_cuda_driver();
+  if (resolved.backend == BackendKind::kCuda) driver = load_cuda_driver();
   if (driver) start_pool();
   TuningSetup setup = set_up_tuning(std::move(resolved), std::move(cuda));
   driver.reset();

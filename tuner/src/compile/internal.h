@@ -22,16 +22,8 @@ bool parse_int(std::string_view text, int& value);
 // Every CompiledResources field with its name ("registers", "spill-store-bytes" ...).
 const std::vector<std::pair<std::string_view, int CompiledResources::*>>& resource_fields();
 
-// Whether compile processes start with the pool and warm NVRTC before their first request (on
-// unless KTUNE_COMPILE_WARMUP=0, the switch that measures what it gives: docs/measuring.md).
-bool compile_warmup_enabled();
-// Whether sources without #include compile with NVRTC's -minimal (on unless
-// KTUNE_NVRTC_MINIMAL=0): it skips most of NVRTC's built-in declarations, which halves the front
-// end's time, and gives byte-identical CUBINs (tests/compile/test_minimal.cpp).
-bool minimal_front_end_enabled();
-// Whether a source that starts with `#include <...>` lines is rendered with them first, ended by
-// kHeadersEnd, and compile processes reuse NVRTC's parse of them (on unless KTUNE_NVRTC_PCH=0).
-bool precompiled_headers_enabled();
+// A source that starts with `#include <...>` lines is rendered with them first, ended by
+// kHeadersEnd, so that compile processes can reuse NVRTC's parse of them.
 extern const char* const kHeadersEnd;
 // Lets this process's compilations use NVRTC's precompiled headers, kept in `dir` (compile
 // processes call it: NVRTC keeps them in one heap per process, which the tuner's threads would

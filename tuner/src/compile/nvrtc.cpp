@@ -14,7 +14,6 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -125,8 +124,6 @@ void check_arch(const std::string& arch) {
                                      nvrtc_version() + " supports " + list);
 }
 
-bool detail::compile_warmup_enabled() { return env_switch("KTUNE_COMPILE_WARMUP"); }
-
 void detail::warm_up_nvrtc() {
   CompileRequest r;
   r.source = "extern \"C\" __global__ void ktune_warm_up(int* p) { if (p) *p = 0; }\n";
@@ -135,10 +132,6 @@ void detail::warm_up_nvrtc() {
   r.options = {"--gpu-architecture=" + nvrtc_supported_archs().back()};
   (void)compile(r);
 }
-
-bool detail::minimal_front_end_enabled() { return env_switch("KTUNE_NVRTC_MINIMAL"); }
-
-bool detail::precompiled_headers_enabled() { return env_switch("KTUNE_NVRTC_PCH"); }
 
 namespace {
 

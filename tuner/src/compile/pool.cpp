@@ -2,7 +2,6 @@
 // compile process of its own, with the cache in front.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -13,7 +12,6 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "process/subprocess.h"
 
@@ -39,7 +37,7 @@ struct CompilePool::Impl {
   std::atomic<long long> busy_ns{0};
   std::atomic<std::size_t> compiles{0};
 
-  // Configurations per NVRTC program at most (KTUNE_COMPILE_BATCH, for measuring).
+  // Configurations per NVRTC program at most (set_max_batch).
   std::size_t max_batch = 16;
   CompileObserver observer;  // under `mutex`
 
@@ -48,7 +46,7 @@ struct CompilePool::Impl {
     // Start the compile process now rather than at the first request: it loads and warms NVRTC
     // (compile_worker_main) while the tuner enumerates the space and the GPU worker starts, so
     // the first configurations do not pay NVRTC's first-compile cost on the critical path.
-    if (!process_command.empty() && detail::compile_warmup_enabled()) {
+    if (!process_command.empty()) {
       try {
         process.start(process_command, /*own_group=*/true);
       } catch (const Error&) {
@@ -152,43 +150,9 @@ struct CompilePool::Impl {
   }
 };
 
-namespace {
-
-// An integer environment variable within [lo, hi], or `fallback` when unset.
-long bounded_env(const char* name, long lo, long hi, long fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  const std::string text(v);
-  long n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n < lo || n > hi)
-    throw Error(ErrorKind::kUsage,
-                fmt::format("{}='{}': expected a whole number from {} to {}", name, text, lo, hi));
-  return n;
-}
-
-}  // namespace
-
-CompileEnvironment compile_environment() {
-  CompileEnvironment e;
-  e.niceness = static_cast<int>(bounded_env("KTUNE_COMPILE_NICE", 0, 19, e.niceness));
-  e.max_batch = static_cast<std::size_t>(
-      bounded_env("KTUNE_COMPILE_BATCH", 1, 1024, static_cast<long>(e.max_batch)));
-  e.out_of_order = env_switch("KTUNE_OUT_OF_ORDER");
-  if (const char* v = std::getenv("KTUNE_COMPILE_SCHED")) {
-    const std::string text(v);
-    if (text != "normal" && text != "idle")
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("KTUNE_COMPILE_SCHED='{}': expected normal or idle", text));
-    e.idle_scheduling = text == "idle";
-  }
-  return e;
-}
-
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
     : impl_(std::make_unique<Impl>()) {
-  impl_->max_batch = compile_environment().max_batch;
   impl_->cache = std::move(cache);
   impl_->process_command = std::move(process_command);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());

@@ -3,7 +3,6 @@
 // always run in parallel.
 #include <fmt/format.h>
 #include <malloc.h>
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,7 +14,6 @@
 
 #include "compile/internal.h"
 #include "ktune/compiler.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "process/ipc.h"
 #include "process/subprocess.h"
@@ -166,27 +164,15 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
 
 namespace {
 
-// The compile pipeline's settings as this process inherited them; the defaults where one is bad
-// (the tuner refused such a value before starting us).
-CompileEnvironment inherited_environment() {
-  try {
-    return compile_environment();
-  } catch (const Error&) {
-    return CompileEnvironment{};
-  }
-}
-
 // NVRTC allocates and frees tens of MiB for every program. By default glibc gives the top of its
 // heap back to the kernel once more than 128 KiB of it is free, and serves large blocks from
 // fresh mappings, so each program faults the same pages in again (about 2,000 page faults per
 // configuration, the kernel zeroing every page). A compile process keeps what it has had
 // instead: the heap grows in steps of 64 MiB, is given back only above 512 MiB free, and blocks
-// up to 32 MiB come from it (KTUNE_COMPILE_KEEP_HEAP=0 leaves glibc's defaults; what it gives:
-// docs/measuring.md). What it costs is memory the process keeps until it exits, at most its
+// up to 32 MiB come from it (what it gives: docs/measuring.md). What it costs is memory the process keeps until it exits, at most its
 // largest program's peak plus 512 MiB; measured, its peak stays within 2 MiB of glibc's (about
 // 100 MiB of a compile process running a pool's programs).
 void keep_the_heap() {
-  if (!env_switch("KTUNE_COMPILE_KEEP_HEAP")) return;
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
   ::mallopt(M_TOP_PAD, 64 << 20);
@@ -234,21 +220,13 @@ int compile_worker_main() {
   const PrecompiledHeaderDir pch_dir;
   // Compiling is throughput work; the tuning loop and the GPU worker, which keep the GPU fed, are
   // not: below them in the scheduler, the worker's start (context, inputs) and each measurement
-  // get a core at once while NVRTC fills the rest (KTUNE_COMPILE_NICE, default 5; 0 leaves it).
-  const CompileEnvironment env = inherited_environment();
-  if (const int n = env.niceness; n > 0) {
-    errno = 0;
-    if (::nice(n) == -1 && errno != 0) {
-      // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.
-    }
+  // get a core at once while NVRTC fills the rest.
+  constexpr int kNiceness = 5;
+  errno = 0;
+  if (::nice(kNiceness) == -1 && errno != 0) {
+    // Not allowed to lower it (a restricted sandbox): compile at the inherited priority.
   }
-  if (env.idle_scheduling) {
-    sched_param none{};
-    if (::sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
-      // Not allowed: compile under the normal policy, at the niceness above.
-    }
-  }
-  if (detail::compile_warmup_enabled()) detail::warm_up_nvrtc();
+  detail::warm_up_nvrtc();
   for (;;) {
     ipc::Message message;
     if (ipc::read_message(3, message, -1) != ipc::ReadStatus::kOk) return 0;

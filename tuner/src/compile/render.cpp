@@ -152,11 +152,8 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   // ended by a declaration, so that every configuration's program starts with the same text and
   // a compile process can reuse NVRTC's parse of those headers (a precompiled header; nvrtc.cpp).
   // No #line before them (NVRTC creates no precompiled header past one): they keep their line
-  // numbers anyway, the program being named after the source. Off with KTUNE_NVRTC_PCH=0, which
-  // keeps the macros first.
-  const auto [headers_end, header_lines] = detail::precompiled_headers_enabled()
-                                               ? leading_system_includes(source)
-                                               : std::pair<std::size_t, int>{0, 0};
+  // numbers anyway, the program being named after the source.
+  const auto [headers_end, header_lines] = leading_system_includes(source);
   const std::string body = constants +
                            fmt::format("#line {} \"{}\"\n", header_lines + 1, k.source_name) +
                            source.substr(headers_end);
@@ -185,8 +182,7 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   // Without headers the source needs none of NVRTC's built-in runtime declarations: -minimal
   // skips them (half the front end's time, the same CUBIN); nvrtc.cpp compiles again without it
   // where a kernel uses what it leaves out.
-  if (k.source.find("#include") == std::string::npos && detail::minimal_front_end_enabled())
-    r.options.push_back("-minimal");
+  if (k.source.find("#include") == std::string::npos) r.options.push_back("-minimal");
   if (batchable) {
     Hasher group;
     group.add(k.source).add(k.source_name).add(r.entry).add(arch);

@@ -394,7 +394,7 @@ class TuningRun {
   // backend (from the database, invalid, failed to compile) are recorded here.
   void feed_backend(std::size_t depth) {
     while (!queue_.empty() && in_flight_.size() < depth) {
-      if (strategy_->fixed_order() && out_of_order_) bring_ready_forward();
+      if (strategy_->fixed_order()) bring_ready_forward();
       if (queue_.front().busy && !wait_for_claim()) break;
       Pending& p = queue_.front();
       // A duplicate proposed earlier in this run may have been measured since it was queued.
@@ -747,9 +747,6 @@ class TuningRun {
   RunStatus status_ = RunStatus::kFinished;
   double compile_busy_start_ = 0;
   std::deque<Pending> queue_;  // asked; compiling or compiled
-  // Measure a fixed-order strategy's compiled configurations as they come (KTUNE_OUT_OF_ORDER=0
-  // keeps the queue's order, for measuring what this gives).
-  const bool out_of_order_ = compile_environment().out_of_order;
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
   Clock::time_point gpu_free_;     // when the backend's last result came back (--trace)
   std::set<std::string> told_keys_;

@@ -102,21 +102,6 @@ class CompileCache {
   std::filesystem::path dir_;
 };
 
-// The compile pipeline's settings from the environment, checked: KTUNE_COMPILE_NICE (the compile
-// processes' niceness, 0 to 19, default 5), KTUNE_COMPILE_BATCH (configurations per NVRTC
-// program at most, default 16) and KTUNE_OUT_OF_ORDER (a fixed-order strategy's configurations
-// measured as their compilations finish; on unless "0") and KTUNE_COMPILE_SCHED ("normal", the
-// default, or "idle": compile processes under Linux's SCHED_IDLE, run only where no other task
-// wants the core). Throws Error(kUsage) naming the variable and its value when it is set to
-// something else.
-struct CompileEnvironment {
-  int niceness = 5;
-  std::size_t max_batch = 16;
-  bool out_of_order = true;
-  bool idle_scheduling = false;
-};
-CompileEnvironment compile_environment();
-
 // What one pool thread did with the requests it took together: one NVRTC program (a batch), or
 // cache hits only. For timelines (ktune/trace.h).
 struct CompileBatchRecord {

@@ -10,7 +10,6 @@
 
 #include "backends/cuda/protocol.h"
 #include "ktune/cuda_backend.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "process/ipc.h"
 #include "process/subprocess.h"
@@ -158,10 +157,8 @@ CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
   // The worker starts first, so that its CUDA context (0.1-0.15 s on an H200) is made while this
   // process queries the device (as long again), not after it. Where no driver can be loaded
   // there is nothing to overlap, and require_device says what is missing.
-  // KTUNE_WORKER_EARLY=0 starts it at prepare() instead (for measuring what this gives).
   // The driver stays loaded through the query, which would otherwise load it a second time.
-  const std::shared_ptr<void> driver =
-      env_switch("KTUNE_WORKER_EARLY") ? load_cuda_driver() : nullptr;
+  const std::shared_ptr<void> driver = load_cuda_driver();
   if (driver) {
     try {
       impl_->spawn();

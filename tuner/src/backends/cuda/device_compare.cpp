@@ -10,7 +10,6 @@
 
 #include "backends/cuda/worker.h"
 #include "ktune/compiler.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 
 namespace ktune::worker {
@@ -44,18 +43,20 @@ using compare_program::count_name;
 using compare_program::fill_name;
 
 CompileResult DeviceCompare::compile(const std::string& arch, const Needs& needs) {
-  // The build's CUBIN of every kernel for this architecture, unless KTUNE_COMPARE_EMBEDDED=0
-  // asks for NVRTC (the same bytes, compiled by this process).
-  if (env_switch("KTUNE_COMPARE_EMBEDDED")) {
-    if (const std::string_view cubin = compare_program::embedded_cubin(arch); !cubin.empty()) {
-      CompileResult r;
-      r.ok = true;
-      r.cubin.assign(cubin);
-      r.arch = arch;
-      r.lowered_name = "ktune_compare_entry";
-      return r;
-    }
+  // The build's CUBIN of every kernel for this architecture; NVRTC (the same bytes, compiled by
+  // this process) where the build made none for it.
+  if (const std::string_view cubin = compare_program::embedded_cubin(arch); !cubin.empty()) {
+    CompileResult r;
+    r.ok = true;
+    r.cubin.assign(cubin);
+    r.arch = arch;
+    r.lowered_name = "ktune_compare_entry";
+    return r;
   }
+  return compile_needs(arch, needs);
+}
+
+CompileResult DeviceCompare::compile_needs(const std::string& arch, const Needs& needs) {
   CompileCache cache(CompileCache::default_dir());
   return compile_cached(compare_program::request(arch, needs), &cache);
 }

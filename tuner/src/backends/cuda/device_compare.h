@@ -36,10 +36,12 @@ class DeviceCompare {
   // where it compiles at all.
   using Needs = compare_program::Needs;
   static std::string source(const Needs& needs) { return compare_program::source(needs); }
-  // The kernels for `arch`: the build's CUBIN of all of them (compare_program::embedded_cubin)
-  // unless KTUNE_COMPARE_EMBEDDED=0, else NVRTC's compilation of `needs` through the compile cache;
-  // not loaded. Tests call it without a GPU.
+  // The kernels for `arch`: the build's CUBIN of all of them (compare_program::embedded_cubin),
+  // else (an architecture the build made none for) compile_needs(); not loaded. Tests call both
+  // without a GPU.
   static CompileResult compile(const std::string& arch, const Needs& needs = Needs::all());
+  // NVRTC's compilation of the kernels `needs` names, through the compile cache.
+  static CompileResult compile_needs(const std::string& arch, const Needs& needs);
   ~DeviceCompare();
   DeviceCompare(const DeviceCompare&) = delete;
   DeviceCompare& operator=(const DeviceCompare&) = delete;

@@ -14,7 +14,6 @@
 #include "backends/cuda/inputs.h"
 #include "backends/stats.h"
 #include "ktune/data_file.h"
-#include "ktune/env.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
 
@@ -83,9 +82,8 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   // function (its reference is a configuration run on the GPU, expected files, or none) and the
   // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
   // the host over the buffer, no upload. Constant buffers stay the host's (they are small and go
-  // up by symbol); KTUNE_DEVICE_INPUTS=0 makes every input on the host.
-  const bool device_inputs =
-      measure_.verify_on_device && kernel.reference == nullptr && env_switch("KTUNE_DEVICE_INPUTS");
+  // up by symbol).
+  const bool device_inputs = measure_.verify_on_device && kernel.reference == nullptr;
   for (const auto& b : kernel.buffers) {
     Buffer buf;
     buf.spec = b;
@@ -472,8 +470,7 @@ struct Worker::Staging {
 };
 
 void Worker::upload(void* device, const void* host, std::size_t bytes, const char* what) {
-  static const bool staged = env_switch("KTUNE_STAGED_UPLOAD");  // 0: a plain cudaMemcpy
-  if (staged && bytes >= 2 * Staging::kSlot && !staging_) {
+  if (bytes >= 2 * Staging::kSlot && !staging_) {
     std::unique_ptr<Staging, void (*)(Staging*)> s(new Staging, &Staging::destroy);
     if (cudaMallocHost(reinterpret_cast<void**>(&s->slots), 2 * Staging::kSlot) == cudaSuccess &&
         cudaEventCreateWithFlags(&s->free[0], cudaEventDisableTiming) == cudaSuccess &&
@@ -482,7 +479,7 @@ void Worker::upload(void* device, const void* host, std::size_t bytes, const cha
     else
       cudaGetLastError();  // not sticky: pageable copies serve
   }
-  if (!staged || !staging_ || bytes < 2 * Staging::kSlot) {
+  if (!staging_ || bytes < 2 * Staging::kSlot) {
     check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
     return;
   }
