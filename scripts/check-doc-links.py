@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-"""Checks the links of the repository's Markdown files (README.md, docs/, the READMEs beside the
-code): every relative link names a file that exists, and every #anchor one of that file's
-headings, spelled as GitHub spells a heading's anchor. Prints each broken link and exits 1 if
-there is one.
+"""Checks the repository's Markdown files (README.md, docs/, the READMEs beside the code).
+
+Links: every relative link names a file that exists, and every #anchor one of that file's
+headings, spelled as GitHub spells a heading's anchor.
+
+Reference pages (docs/*.md and any folder under docs/ but docs/lab/, the dated measurement notes
+kept for the record): at most MAX_LINES lines, and no heading that names a date (YYYY-MM-DD) or
+a round ("third round"): a reference page says how things work now and gives the current figures
+once; the history goes to docs/lab/.
+
+Prints each problem as FILE:LINE: MESSAGE and exits 1 if there is one.
 
 usage: check-doc-links.py [ROOT]   (default: the repository this script is in)
 """
@@ -13,6 +20,9 @@ import sys
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+MAX_LINES = 450
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+ROUND = re.compile(r"\bround\b", re.IGNORECASE)
 
 
 def unfenced(path):
@@ -44,6 +54,33 @@ def anchors(path):
     return found
 
 
+def is_reference_page(root, path):
+    """A page of docs/ outside docs/lab/."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    return len(parts) >= 2 and parts[0] == "docs" and parts[1] != "lab"
+
+
+def lint_reference_page(root, path):
+    """The problems of a reference page: too long, or a heading with a date or a round."""
+    where = os.path.relpath(path, root)
+    problems = []
+    lines = unfenced(path)
+    if len(lines) > MAX_LINES:
+        problems.append(f"{where}:{len(lines)}: {len(lines)} lines, more than {MAX_LINES} for a "
+                        f"reference page: split it by topic, or move its history to docs/lab/")
+    for number, line in enumerate(lines, 1):
+        m = HEADING.match(line)
+        if not m:
+            continue
+        if DATE.search(m.group(2)):
+            problems.append(f"{where}:{number}: heading names a date, a dated section belongs in "
+                            f"docs/lab/: {line.strip()}")
+        elif ROUND.search(m.group(2)):
+            problems.append(f"{where}:{number}: heading names a round, a round of measurements "
+                            f"belongs in docs/lab/: {line.strip()}")
+    return problems
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
@@ -70,8 +107,15 @@ def main():
             elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
                 print(f"{where}: no heading for the anchor: {target}")
                 broken += 1
-    print(f"check-doc-links: {len(files)} files, {broken} broken links")
-    return 1 if broken else 0
+    lint = []
+    for path in files:
+        if is_reference_page(root, path):
+            lint += lint_reference_page(root, path)
+    for problem in lint:
+        print(problem)
+    print(f"check-doc-links: {len(files)} files, {broken} broken links, "
+          f"{len(lint)} reference-page problems")
+    return 1 if broken or lint else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,11 @@
-// docs/cli.md keeps up with the program: every command `ktune --help` lists has a section there,
-// and every option any command's `--help` shows is written on that page.
+// The CLI pages keep up with the program: docs/cli.md and the pages beside it (docs/cli-*.md).
+// Every command `ktune --help` lists has exactly one section (`## COMMAND`) on one of those pages
+// and a link to it in docs/cli.md's table of commands, and every option any command's `--help`
+// shows is written on the page of that command's section or on docs/cli.md (the option groups
+// the commands share).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -34,17 +38,37 @@ bool documents_option(const std::string& doc, const std::string& option) {
   return std::regex_search(doc, word);
 }
 
-TEST(CliDocs, EveryCommandAndOptionInHelpIsInCliMd) {
+// docs/cli.md and every docs/cli-*.md, by file name.
+std::map<std::string, std::string> cli_pages() {
+  std::map<std::string, std::string> pages;
+  for (const auto& entry : fs::directory_iterator(fs::path(KTUNE_SOURCE_DIR) / "docs")) {
+    const auto name = entry.path().filename().string();
+    if (!entry.is_regular_file() || entry.path().extension() != ".md") continue;
+    if (name == "cli.md" || name.rfind("cli-", 0) == 0) pages[name] = test::read_file(entry.path());
+  }
+  return pages;
+}
+
+TEST(CliDocs, EveryCommandAndOptionInHelpIsOnTheCliPages) {
   test::TempDir tmp;
-  const std::string doc = test::read_file(fs::path(KTUNE_SOURCE_DIR) / "docs/cli.md");
+  const auto pages = cli_pages();
+  ASSERT_TRUE(pages.count("cli.md")) << "docs/cli.md is missing";
+  const std::string& main_page = pages.at("cli.md");
   const auto top = test::run_ktune({"--help"}, tmp.path(), tmp.path() / "cache");
   ASSERT_EQ(top.code, 0) << top;
   const auto commands = listed_commands(top.out);
   ASSERT_GE(commands.size(), 10u) << top.out;
   const std::regex option_re(R"(--[a-z][a-z0-9-]*)");
   for (const auto& command : commands) {
-    EXPECT_TRUE(test::contains(doc, "\n## " + command + "\n")) << "no section for " << command;
-    EXPECT_TRUE(test::contains(doc, "[`" + command + "`](#")) << command << " not in the table";
+    std::vector<std::string> sections;
+    for (const auto& [name, text] : pages)
+      if (test::contains(text, "\n## " + command + "\n")) sections.push_back(name);
+    ASSERT_EQ(sections.size(), 1u) << "'## " << command << "' should be on exactly one of docs/cli*.md";
+    const std::string& page = sections.front();
+    const std::string target = (page == "cli.md" ? "" : page) + "#" + command + ")";
+    EXPECT_TRUE(test::contains(main_page, "[`" + command + "`](" + target))
+        << command << " not in docs/cli.md's table, linked to " << page;
+    const std::string doc = pages.at(page) + "\n" + (page == "cli.md" ? "" : main_page);
     const auto help = test::run_ktune({command, "--help"}, tmp.path(), tmp.path() / "cache");
     ASSERT_EQ(help.code, 0) << help;
     std::set<std::string> options;
@@ -53,7 +77,8 @@ TEST(CliDocs, EveryCommandAndOptionInHelpIsInCliMd) {
     EXPECT_FALSE(options.empty()) << command;
     for (const auto& option : options)
       EXPECT_TRUE(documents_option(doc, option))
-          << "ktune " << command << " --help shows " << option << ", docs/cli.md does not";
+          << "ktune " << command << " --help shows " << option << ", neither docs/" << page
+          << " nor docs/cli.md does";
   }
 }
 
