@@ -7,25 +7,24 @@ include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/plugins/include/ktune
-                  ${PROJECT_SOURCE_DIR}/tuner/include/core/ktune
-                  ${PROJECT_SOURCE_DIR}/tuner/include/compile/ktune
-                  ${PROJECT_SOURCE_DIR}/tuner/include/tuner/ktune
-                  ${PROJECT_SOURCE_DIR}/db/include/ktune
-                  ${PROJECT_SOURCE_DIR}/db/client/include/ktune
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(ktune_header_dirs ${PROJECT_SOURCE_DIR}/plugins/include/ktune)
+foreach(layer core compile store client kernels strategies backends replay loop eval report)
+  list(APPEND ktune_header_dirs ${PROJECT_SOURCE_DIR}/tuner/${layer}/include/ktune)
+endforeach()
+install(DIRECTORY ${ktune_header_dirs} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS ktune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Shipped recordings and the replay jobs with the restrictions of known recorded spaces; the
-# binary looks for them at <prefix>/share/ktune (tuner/src/backends/replay/replay.cpp).
+# binary looks for them at <prefix>/share/ktune (tuner/replay/replay.cpp).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/db/recordings/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/recordings)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/replay/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ktune/configs/replay)
 install(TARGETS ktune_plugin_api EXPORT ktuneTargets)
-install(TARGETS ktune_core ktune_compile ktune_store ktune_client EXPORT ktuneClientTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS ktune_tuner ktune_builtin_kernels EXPORT ktuneTunerTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ktune_core ktune_process ktune_compile ktune_store ktune_client
+        EXPORT ktuneClientTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ktune_kernels ktune_strategies ktune_backends ktune_replay ktune_loop ktune_eval
+                ktune_report ktune_tuner ktune_builtin_kernels
+        EXPORT ktuneTunerTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(EXPORT ktuneTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)
 install(EXPORT ktuneClientTargets NAMESPACE ktune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktune)

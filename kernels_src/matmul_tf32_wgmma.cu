@@ -83,7 +83,7 @@ constexpr int kRowsPerRank = kBk / kCluster;
 // In a cluster B's tiles come by bulk copies, one 16-byte-aligned row each, issued by warp 0
 // and completing on a per-stage mbarrier, instead of every thread's cp.async. (The same bulk
 // copies without a cluster were measured slower than the threads' cp.async: 0.83 against
-// 0.62 ms at 4096^3 on an H100, docs/kernels.md.)
+// 0.62 ms at 4096^3 on an H100, docs/kernels-matmul-hopper.md.)
 // B's rows: without a cluster, unpadded with their 16-byte chunks swizzled (chunk c of row r
 // at c ^ 2 (r % 4): the fragment loads of rows t = 0..3 land on different banks, and a warp's
 // copies fill whole 128-byte lines); in a cluster, where each row comes whole by a bulk copy,

@@ -132,7 +132,7 @@ __device__ __forceinline__ void barrier_wait(unsigned addr, unsigned parity) {
 // stage" to the block that copies into it; its waiter uses barrier_wait. The same hand-over at
 // the cluster's scope (mbarrier.arrive.release.cluster, and try_wait ... acquire.cluster
 // spinning on the other side) made both kernels' clusters about twice as slow on an H100
-// (docs/kernels.md, matmul_tf32_tma).
+// (docs/kernels-matmul-hopper.md, matmul_tf32_tma).
 __device__ __forceinline__ void barrier_arrive_remote(unsigned addr, unsigned rank) {
   asm volatile(
       "{\n"

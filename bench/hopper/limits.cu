@@ -1,5 +1,5 @@
 // ktune_hopper_limits: two limits of a Hopper GPU (sm_90) that bound the TF32 matrix multiply,
-// measured on their own (docs/kernels.md, "matmul_tf32_wgmma"):
+// measured on their own (docs/kernels-matmul-hopper.md, "matmul_tf32_wgmma"):
 //   - the TF32 tensor-core peak: a loop of wgmma.mma_async m64nNk8 (N = 128, 256) on one block
 //     per multiprocessor, the 64-row operand from registers ("RS", as matmul_tf32_wgmma issues
 //     it) or from shared memory ("SS"), 1 to 4 warpgroups per block, one group of four products

@@ -1,10 +1,10 @@
 // A standalone driver for kernels_src/matmul_tf32_wgmma.cu, for trying a change of the kernel on
-// a few configurations without a tuning run (docs/kernels.md, "matmul_tf32_wgmma": the rows
-// measured with it). It includes the kernel's source with the configuration's defines, fills A
-// and B with values in [-1, 1), checks every output against a product of TF32-rounded inputs on
-// the GPU (|c - ref| <= 1e-2 + 1e-3 |ref|), prints a hash of the output bits (equal hashes:
-// bitwise equal outputs across builds) and the median of `runs` event-timed launches after 3
-// warm-up ones. Not built by CMake; on an sm_90 host, for example:
+// a few configurations without a tuning run (docs/kernels-matmul-hopper.md, "matmul_tf32_wgmma":
+// the rows measured with it). It includes the kernel's source with the configuration's defines,
+// fills A and B with values in [-1, 1), checks every output against a product of TF32-rounded
+// inputs on the GPU (|c - ref| <= 1e-2 + 1e-3 |ref|), prints a hash of the output bits (equal
+// hashes: bitwise equal outputs across builds) and the median of `runs` event-timed launches after
+// 3 warm-up ones. Not built by CMake; on an sm_90 host, for example:
 //
 //   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -o wgmma_driver bench/hopper/wgmma_driver.cu \
 //     -DKERNEL_FILE='"../../kernels_src/matmul_tf32_wgmma.cu"' -DBLOCK_M=128 -DBLOCK_K=32 \

@@ -1,7 +1,7 @@
 // ktune's CUBINs of `matmul` (fp32, no tensor cores) beside cuBLAS SGEMM, outside ktune: for
 // trying a change of the kernel on a few configurations, or profiling one launch of each with
-// Nsight Compute, on exactly the machine code ktune would run (docs/kernels.md, "matmul": the
-// measurements made with it). Not built by CMake; on a host with a GPU, for example:
+// Nsight Compute, on exactly the machine code ktune would run (docs/kernels-matmul.md, "matmul":
+// the measurements made with it). Not built by CMake; on a host with a GPU, for example:
 //
 //   ktune compile matmul --arch sm_90 --set variant=3,block_m=128,block_n=256,... -o best.cubin
 //       (prints the entry's lowered name, the block and the shared memory)

@@ -66,7 +66,7 @@ void parallel_for(std::size_t n, Fn fn) {
 
 // Device address of a __constant__ / __device__ variable of the configuration being run. A
 // configuration compiled alone has it under its own name; batched compilation (compile_batch in
-// tuner/src/compile/nvrtc.cpp) puts configuration k of a batch into `namespace ktune_cfg_k`,
+// tuner/compile/nvrtc.cpp) puts configuration k of a batch into `namespace ktune_cfg_k`,
 // where `name` is mangled as _ZN<len>ktune_cfg_k<len>nameE. Several configurations share that
 // CUBIN, so `name` must differ between them (spell the configuration into it); then the first
 // namespace holding it is this configuration's. The last namespace found is tried first.

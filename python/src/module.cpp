@@ -1,11 +1,11 @@
 // ktune._ktune: the C++ half of the Python package. It tunes a kernel described by a manifest
-// (the Python half writes one from tune_kernel's arguments) through the same resolve_job /
-// set_up_tuning / tune as `ktune tune`, so the GPU worker is the same separate process (a kernel
-// that faults or hangs costs one trial), and it reads the database: a run's trials, and the
-// run-time client's look-ups.
+// (the Python half writes one from tune_kernel's arguments) through the same Session as `ktune
+// tune`, so the GPU worker is the same separate process (a kernel that faults or hangs costs one
+// trial), and it reads the database: a run's trials, and the run-time client's look-ups.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,7 +17,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
-#include "ktune/setup.h"
+#include "ktune/session.h"
 #include "ktune/store.h"
 #include "ktune/tuner.h"
 
@@ -128,24 +128,21 @@ std::function<std::optional<std::string>(const std::map<std::string, std::string
 py::dict tune(const TuneRequest& r, py::object check) {
   ktune::Registry registry;
   load_kernel(registry, r);
-  ktune::CudaBackend::Options cuda;
-  cuda.host_check = host_check(std::move(check));
-  cuda.device = r.device;
-  cuda.worker_command = {r.ktune, "__worker"};
-  cuda.plugins = {r.manifest};
-  cuda.cache = std::make_shared<ktune::CompileCache>(ktune::CompileCache::default_dir());
-  ktune::TuningSetup s =
-      ktune::set_up_tuning(ktune::resolve_job(registry, ktune::JobFile{}, overrides_of(r)), cuda);
-  s.job.options.measure.fetch_outputs = r.fetch_outputs;
-  std::unique_ptr<ktune::CompilePool> pool;
-  if (s.backend->needs_compilation())
-    pool = std::make_unique<ktune::CompilePool>(r.compile_processes, cuda.cache,
-                                                std::vector<std::string>{r.ktune, "__compile"});
-  ktune::Store store = ktune::Store::open(r.db);
+  ktune::SessionOptions options;
+  options.overrides = overrides_of(r);
+  options.database = r.db;
+  options.executable = r.ktune;
+  options.device = r.device;
+  options.plugins = {r.manifest};
+  options.compile_threads = static_cast<unsigned>(std::max(1, r.compile_processes));
+  options.host_check = host_check(std::move(check));
+  options.fetch_outputs = r.fetch_outputs;
+  ktune::Session session(registry, std::move(options));
+  const ktune::TuningSetup& s = session.setup();
   ktune::TuneSummary summary;
   {
     py::gil_scoped_release release;  // the tuning loop runs no Python
-    summary = ktune::tune(*s.instance, *s.backend, store, *s.strategy, s.job.options, pool.get());
+    summary = session.run();
   }
   py::dict out;
   out["run_id"] = summary.run_id;

@@ -54,7 +54,7 @@ inline ClientDevice client_device(const DeviceRecord& d) {
 }
 
 // A reduce-like kernel version with the spec_json the tuner writes (kernel_record,
-// tuner/src/loop/records.cpp).
+// tuner/loop/records.cpp).
 inline KernelRecord reduce_record(
     const std::string& source_hash = "src-1",
     const std::string& problem_json = R"([{"name": "n", "default": 16777216}])") {

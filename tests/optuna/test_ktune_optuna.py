@@ -24,7 +24,7 @@ except ImportError as e:
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = os.path.join(HERE, "..", "..", "tuner", "src", "strategies", "optuna", "ktune_optuna.py")
+MODULE = os.path.join(HERE, "..", "..", "tuner", "strategies", "optuna", "ktune_optuna.py")
 spec = importlib.util.spec_from_file_location("ktune_optuna", MODULE)
 ktune_optuna = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ktune_optuna)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../db/src/migrate.h"
+#include "store/migrate.h"
 #include "store/store_test_util.h"
 
 namespace ktune::test {

@@ -12,6 +12,8 @@
 #include "cli_test_util.h"
 #include "ktune/error.h"
 #include "ktune/job.h"
+#include "ktune/registry.h"
+#include "ktune/setup.h"
 #include "ktune/store.h"
 #include "ktune/strategy.h"
 #include "strategy_test_util.h"
@@ -262,11 +264,22 @@ TEST_F(AutoStrategyCli, AJobFileMayNameItAndAnUnknownNameIsAnInputError) {
       contains(r.err, std::string("strategy auto (") + kAutoSearchStrategy + ": a budget of 25"))
       << r;
   EXPECT_TRUE(contains(r.out, "25 trials")) << r;
+  // The command line says the same as the library, with the input error's exit code.
+  test::write_file(dir_ / "typo.toml", "kernel = \"reduce\"\n[strategy]\nname = \"genetic\"\n");
+  r = run({"tune", "--config", "typo.toml", "--db", "t.db"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "strategy.name 'genetic' is not a strategy; did you mean")) << r;
+  EXPECT_FALSE(fs::exists(dir_ / "t.db"));
 
   test::write_file(dir_ / "bad.toml",
                    "kernel = \"reduce\"\n[strategy]\nname = \"simulated_anealing\"\n");
+  // The file reads; resolving the job refuses the name, naming the file.
+  const JobFile bad = load_job((dir_ / "bad.toml").string());
+  EXPECT_EQ(bad.strategy, "simulated_anealing");
   try {
-    load_job((dir_ / "bad.toml").string());
+    Registry registry;
+    register_builtin_kernels(registry);
+    (void)resolve_job(registry, bad, JobOverrides{});
     FAIL() << "an unknown strategy was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInput);

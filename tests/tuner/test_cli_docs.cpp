@@ -63,7 +63,8 @@ TEST(CliDocs, EveryCommandAndOptionInHelpIsOnTheCliPages) {
     std::vector<std::string> sections;
     for (const auto& [name, text] : pages)
       if (test::contains(text, "\n## " + command + "\n")) sections.push_back(name);
-    ASSERT_EQ(sections.size(), 1u) << "'## " << command << "' should be on exactly one of docs/cli*.md";
+    ASSERT_EQ(sections.size(), 1u)
+        << "'## " << command << "' should be on exactly one of docs/cli*.md";
     const std::string& page = sections.front();
     const std::string target = (page == "cli.md" ? "" : page) + "#" + command + ")";
     EXPECT_TRUE(test::contains(main_page, "[`" + command + "`](" + target))

@@ -20,7 +20,7 @@
 
 #include "common/compile_request.h"
 #include "ktune/compiler.h"
-#include "process/ipc.h"
+#include "ktune/ipc.h"
 
 extern char** environ;
 

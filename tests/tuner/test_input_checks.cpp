@@ -45,7 +45,6 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       {"[measure]\nsustain_ms = -100\n", "measure.sustain_ms = -100 must be a finite number"},
       {"[measure]\nsustain = 100\n", "unknown key 'sustain' in [measure]; did you mean"},
       {"[measure]\nflush_l2 = 1\n", "measure.flush_l2 must be a string, not a integer"},
-      {"[strategy]\nname = 'genetic'\n", "strategy.name 'genetic' is not a strategy; did you mean"},
       {"[space]\nblock_size = [32, nan]\n", "space.block_size: values must be finite"},
   };
   for (const auto& [text, message] : cases) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "process/ipc.h"
+#include "ktune/ipc.h"
 
 namespace ktune {
 namespace {

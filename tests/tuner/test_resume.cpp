@@ -46,12 +46,10 @@ class Resume : public ::testing::TestWithParam<std::string> {
     options.budget.evaluations = budget;
     options.retime_top = 0;
     std::atomic<bool> stop{false};
-    return tune(
-        *instance_, backend, store, *strategy, options, nullptr,
-        [&](const Progress& p) {
-          if (stop_after > 0 && p.measured >= stop_after) stop = true;
-        },
-        &stop);
+    ProgressObserver watch([&](const Progress& p) {
+      if (stop_after > 0 && p.measured >= stop_after) stop = true;
+    });
+    return tune(*instance_, backend, store, *strategy, options, nullptr, &watch, &stop);
   }
 
   TempDir dir_;

@@ -288,13 +288,12 @@ TEST_F(RunStateLoop, StopMarksTheRunInterruptedAndBudgetsFinishIt) {
   options.budget.evaluations = 50;
   std::atomic<bool> stop{false};
   std::uint64_t seen = 0;
-  const TuneSummary s = tune(
-      *instance_, backend, *store_, *strategy, options, nullptr,
-      [&](const Progress& p) {
-        seen = p.done;
-        if (p.done == 10) stop = true;
-      },
-      &stop);
+  ProgressObserver watch([&](const Progress& p) {
+    seen = p.done;
+    if (p.done == 10) stop = true;
+  });
+  const TuneSummary s =
+      tune(*instance_, backend, *store_, *strategy, options, nullptr, &watch, &stop);
   EXPECT_EQ(s.status, RunStatus::kInterrupted);
   EXPECT_EQ(store_->run(s.run_id)->status, RunStatus::kInterrupted);
   EXPECT_LT(seen, 50u);

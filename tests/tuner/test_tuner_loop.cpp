@@ -14,6 +14,7 @@
 #include "ktune/error.h"
 #include "ktune/registry.h"
 #include "ktune/strategy.h"
+#include "ktune/trace.h"
 #include "ktune/tuner.h"
 
 namespace ktune {
@@ -233,12 +234,11 @@ TEST_F(TunerLoop, StopFlagEndsCleanlyKeepingWhatWasMeasured) {
   auto strategy = make_strategy("brute_force");
   TuneOptions options;
   std::atomic<bool> stop{false};
-  const TuneSummary s = tune(
-      *instance_, backend, *store_, *strategy, options, nullptr,
-      [&](const Progress& p) {
-        if (p.done == 4) stop = true;
-      },
-      &stop);
+  ProgressObserver watch([&](const Progress& p) {
+    if (p.done == 4) stop = true;
+  });
+  const TuneSummary s =
+      tune(*instance_, backend, *store_, *strategy, options, nullptr, &watch, &stop);
   EXPECT_EQ(s.status, RunStatus::kInterrupted);
   EXPECT_EQ(s.trials, 4u);
   EXPECT_EQ(store_->trials_of_run(s.run_id).size(), 4u);
@@ -539,11 +539,12 @@ TEST_F(SlowCompile, TheTimelineShowsEveryBatchAndEveryTrial) {
   auto strategy = make_strategy("brute_force");
   TuneOptions options;
   options.retime_top = 2;
-  options.trace = std::make_shared<Trace>();
-  const TuneSummary s = tune(slow, backend, *store_, *strategy, options, &pool);
+  const auto trace = std::make_shared<Trace>();
+  TraceObserver drawing(trace);
+  const TuneSummary s = tune(slow, backend, *store_, *strategy, options, &pool, &drawing);
   ASSERT_EQ(s.measured, 5u);
 
-  const nlohmann::json j = options.trace->to_json();
+  const nlohmann::json j = trace->to_json();
   std::map<int, std::string> lanes;
   for (const auto& e : j.at("traceEvents"))
     if (e.at("ph") == "M" && e.at("name") == "thread_name")
@@ -588,18 +589,18 @@ TEST_F(SlowCompile, TheTimelineShowsEveryBatchAndEveryTrial) {
   EXPECT_TRUE(run_spans.count("the best and the run's record"));
 
   // The pool no longer reports to the finished run's timeline.
-  const std::size_t events = options.trace->size();
+  const std::size_t events = trace->size();
   CompileRequest request = render(slow, slow.space().enumerate().front(), "sm_90");
   request.source += "\n// another source, so that it is compiled again\n";
   EXPECT_TRUE(pool.submit(request).get().ok);
-  EXPECT_EQ(options.trace->size(), events);
+  EXPECT_EQ(trace->size(), events);
 
   // Written and read back: the same events.
   const fs::path file = dir_ / "run.trace.json";
-  options.trace->write(file);
+  trace->write(file);
   std::ifstream in(file);
   EXPECT_EQ(nlohmann::json::parse(in), j);
-  EXPECT_THROW(options.trace->write(dir_ / "no-such-folder" / "t.json"), Error);
+  EXPECT_THROW(trace->write(dir_ / "no-such-folder" / "t.json"), Error);
 }
 
 TEST_F(SlowCompile, AStrategyThatLearnsIsAnsweredInTheOrderItAsked) {

@@ -1,6 +1,6 @@
 // `ktune bench-strategies`: runs search strategies many times on recorded spaces and reports how
 // close each gets to the optimum per budget and its score against calculated random search
-// (docs/replay.md#bench-strategies).
+// (docs/replay.md#comparing-strategies-ktune-bench-strategies).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

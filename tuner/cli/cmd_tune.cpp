@@ -25,6 +25,7 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/session.h"
 #include "ktune/setup.h"
 
 namespace ktune::cli {
@@ -50,11 +51,11 @@ std::string format_duration(double seconds) {
 
 // Progress on stderr: on a terminal one line redrawn at most ten times a second; elsewhere (a
 // log, a job scheduler, `tee`) a plain line every two seconds, without control codes.
-class ProgressLine {
+class ProgressLine final : public RunObserver {
  public:
   enum class Mode { kOff, kTerminal, kLines };
   explicit ProgressLine(Mode mode) : mode_(mode) {}
-  void update(const Progress& p) {
+  void progress(const Progress& p) override {
     if (mode_ == Mode::kOff) return;
     if (!p.phase.empty()) {  // once per phase: what the run does after its search
       if (p.phase == phase_) return;
@@ -292,38 +293,13 @@ void print_notes(const TuningSetup& s) {
         s.missing, s.valid, job.kernel.name);
 }
 
-// `compile_threads`: the compile pool's processes (or threads), 0 where the run compiles nothing.
-nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup,
-                            unsigned compile_threads, double start_seconds) {
-  nlohmann::json j;
-  j["run_id"] = s.run_id;
-  j["status"] = to_string(s.status);
-  j["trials"] = s.trials;
-  j["measured"] = s.measured;
-  j["from_database"] = s.from_database;
-  j["by_status"] = s.by_status;
-  j["wall_seconds"] = s.wall_seconds;
-  j["start_seconds"] = start_seconds;
-  j["first_result_seconds"] = s.first_result_seconds;
-  j["prepare_seconds"] = s.prepare_seconds;
-  j["wait_prepare_seconds"] = s.wait_prepare_seconds;
-  j["prepare_phases_seconds"] = s.prepare_phases_seconds;
-  j["search_seconds"] = s.search_seconds;
-  j["configs_per_second"] = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
-  j["gpu_seconds"] = s.gpu_seconds;
-  j["timed_seconds"] = s.timed_seconds;
-  j["gpu_share"] = s.wall_seconds > 0 ? s.gpu_seconds / s.wall_seconds : 0;
-  j["timed_share"] = s.wall_seconds > 0 ? s.timed_seconds / s.wall_seconds : 0;
-  j["compile_seconds"] = s.compile_seconds;
-  j["compile_threads"] = compile_threads;
-  j["wait_compile_seconds"] = s.wait_compile_seconds;
-  j["backend_seconds"] = s.backend_seconds;
-  j["store_seconds"] = s.store_seconds;
-  j["wait_claim_seconds"] = s.wait_claim_seconds;
-  j["strategy_seconds"] = s.strategy_seconds;
-  j["phases_seconds"] = s.phases_seconds;
-  if (s.clocks.readings > 0) j["gpu_clocks"] = clocks_json(s.clocks);
-  if (!s.finalists.empty()) j["retime"] = retime_json(s);
+// The run's summary (ktune/tuner.h) with what the session chose: the strategy, the backend, the
+// compile processes (0 where the run compiles nothing), the recording, and the start's seconds.
+nlohmann::json tune_json(const TuneSummary& s, const Session& session) {
+  const TuningSetup& setup = session.setup();
+  nlohmann::json j = summary_json(s);
+  j["start_seconds"] = session.start_seconds();
+  j["compile_threads"] = session.compile_threads();
   j["strategy"] = setup.job.options.strategy;
   if (setup.auto_choice) j["strategy_chosen"] = setup.auto_choice->strategy;
   j["backend"] = setup.backend->name();
@@ -331,14 +307,6 @@ nlohmann::json summary_json(const TuneSummary& s, const TuningSetup& setup,
   if (setup.job.recording)
     j["recording"] = {{"path", setup.job.recording->path},
                       {"device", setup.job.recording->device_name}};
-  if (s.best)
-    j["best"] = {{"config", nlohmann::json::parse(s.best->config_json)},
-                 {"key", s.best->config_key},
-                 {"time_ms", s.best->time_ms},
-                 {"gbps", s.best->gbps},
-                 {"trial_id", s.best->id}};
-  for (const auto& f : s.finalists)
-    j["finalists"].push_back({{"key", f.config_key}, {"time_ms", f.time_ms}, {"gbps", f.gbps}});
   return j;
 }
 
@@ -381,51 +349,6 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
   }
 }
 
-// The database of a run. A run refused before its first trial leaves no run row; when the file
-// was created for it and holds no run (another process may have started one meanwhile), the file
-// goes too, so a refused run leaves nothing behind.
-class NewDatabase {
- public:
-  explicit NewDatabase(const std::string& path)
-      : path_(path), created_(!std::filesystem::exists(path)) {
-    try {
-      store_.emplace(Store::open(path));
-    } catch (const Error&) {
-      remove_files();
-      throw;
-    }
-  }
-  Store& store() { return *store_; }
-
-  template <typename F>
-  auto unless_refused(F&& body) -> decltype(body()) {
-    try {
-      return body();
-    } catch (...) {
-      try {
-        if (created_ && store_->runs().empty()) {
-          store_.reset();
-          remove_files();
-        }
-      } catch (...) {
-        // The refusal is what the user must see.
-      }
-      throw;
-    }
-  }
-
- private:
-  void remove_files() const {
-    if (!created_ || path_.empty()) return;
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-      std::filesystem::remove(path_ + suffix, ec);
-  }
-  std::string path_;
-  bool created_;
-  std::optional<Store> store_;
-};
-
 // --trace FILE: refused before the run where its folder does not exist.
 std::optional<std::filesystem::path> checked_trace_path(const po::variables_map& vm) {
   if (!vm.count("trace")) return std::nullopt;
@@ -439,6 +362,45 @@ std::optional<std::filesystem::path> checked_trace_path(const po::variables_map&
     throw Error(ErrorKind::kUsage, fmt::format("--trace {}: the folder {} does not exist",
                                                path.string(), folder.string()));
   return path;
+}
+
+// What `ktune tune`'s options give the session.
+SessionOptions session_options(const po::variables_map& vm, const std::vector<std::string>& args,
+                               bool timeline) {
+  SessionOptions o;
+  if (vm.count("config")) o.job = load_job(vm["config"].as<std::string>());
+  o.overrides = overrides_from(vm, args);
+  o.database = vm["db"].as<std::string>();
+  o.executable = self_executable();
+  o.device = vm["device"].as<int>();
+  if (vm.count("plugin")) o.plugins = vm["plugin"].as<std::vector<std::string>>();
+  const std::uint64_t threads = vm["compile-threads"].as<Unsigned>().value;
+  if (threads > 1024)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--compile-threads {}: at most 1024 compile threads", threads));
+  o.compile_threads = static_cast<unsigned>(threads);
+  o.compile_in_process = vm.count("compile-in-process") > 0;
+  o.timeline = timeline;
+  // From the process's start: what ktune did before the run (options, the kernel, the database,
+  // starting the compile processes) is on the timeline too.
+  o.origin = started();
+  return o;
+}
+
+void print_header(Session& session) {
+  const TuningSetup& setup = session.setup();
+  const KernelInstance& instance = session.instance();
+  const DeviceInfo device = session.backend().device();
+  if (setup.cuda)
+    std::cerr << fmt::format(
+        "tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
+        instance.kernel().name, instance.problem_key(), device.name, device.arch,
+        setup.strategy_text, session.compile_threads(), session.store().path().string());
+  else
+    std::cerr << fmt::format("replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n",
+                             instance.kernel().name, instance.problem_key(), device.name,
+                             setup.job.recording->path, setup.strategy_text,
+                             session.store().path().string());
 }
 
 }  // namespace
@@ -469,96 +431,22 @@ int cmd_tune(const std::vector<std::string>& args) {
   const std::optional<std::filesystem::path> trace_path = checked_trace_path(vm);
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
-  // The start's steps, for the timeline's `start` row.
-  std::vector<std::pair<const char*, std::chrono::steady_clock::time_point>> steps;
-  const auto step_done = [&](const char* what) {
-    steps.emplace_back(what, std::chrono::steady_clock::now());
-  };
   auto registry = make_registry(vm);
-  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
-  CudaBackend::Options cuda;
-  cuda.device = vm["device"].as<int>();
-  cuda.worker_command = {self_executable(), "__worker"};
-  if (vm.count("plugin")) cuda.plugins = vm["plugin"].as<std::vector<std::string>>();
-  cuda.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
-  const std::shared_ptr<CompileCache> cache = cuda.cache;
-  const std::uint64_t asked = vm["compile-threads"].as<Unsigned>().value;
-  if (asked > 1024)
-    throw Error(ErrorKind::kUsage,
-                fmt::format("--compile-threads {}: at most 1024 compile threads", asked));
-  unsigned threads = static_cast<unsigned>(asked);
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() - 1);
-  std::vector<std::string> compile_command;
-  if (!vm.count("compile-in-process")) compile_command = {self_executable(), "__compile"};
-  TuningJob resolved = resolve_job(*registry, job, overrides_from(vm, args));
-  step_done("options, kernels, job file");
-  // The compile processes start before the device query where a driver can be loaded, so that
-  // they load and warm NVRTC while this process and the GPU worker initialise CUDA (0.1-0.2 s)
-  // rather than after: the first configurations then meet warm processes.
-  // The driver stays loaded through the backend's start, which would otherwise load it again.
-  std::unique_ptr<CompilePool> pool;
-  const auto start_pool = [&] {
-    pool = std::make_unique<CompilePool>(threads, cache, compile_command);
-    step_done("compile processes");
-  };
-  std::shared_ptr<void> driver;
-  if (resolved.backend == BackendKind::kCuda) driver = load_cuda_driver();
-  if (driver) start_pool();
-  TuningSetup setup = set_up_tuning(std::move(resolved), std::move(cuda));
-  driver.reset();
-  print_notes(setup);
-  step_done("the device and the kernel's space");
-  if (!setup.backend->needs_compilation()) pool.reset();  // fell back to a recording
-
-  NewDatabase db(vm["db"].as<std::string>());
-  Store& store = db.store();
-  step_done("database");
-  if (setup.backend->needs_compilation() && !pool) start_pool();
-
+  Session session(*registry, session_options(vm, args, trace_path.has_value()));
+  print_notes(session.setup());
   const bool quiet = vm.count("quiet") > 0;
-  const KernelInstance& instance = *setup.instance;
-  if (!quiet && !json_output(vm)) {
-    if (setup.cuda)
-      std::cerr << fmt::format(
-          "tuning {} [{}] on {} ({}), strategy {}, {} compile threads, database {}\n",
-          instance.kernel().name, instance.problem_key(), setup.backend->device().name,
-          setup.backend->device().arch, setup.strategy_text, threads, store.path().string());
-    else
-      std::cerr << fmt::format(
-          "replaying {} [{}] as measured on {} ({}), strategy {}, database {}\n",
-          instance.kernel().name, instance.problem_key(), setup.backend->device().name,
-          setup.job.recording->path, setup.strategy_text, store.path().string());
-  }
+  if (!quiet && !json_output(vm)) print_header(session);
   ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
-  if (trace_path) {
-    // From the process's start: what ktune did before the run (options, the kernel, the
-    // database, starting the compile processes) is on the timeline too.
-    setup.job.options.trace = std::make_shared<Trace>(started());
-    setup.job.options.trace->span("run", "start: options, kernel, database, compile processes",
-                                  started(), std::chrono::steady_clock::now());
-    auto begin = started();
-    for (const auto& [what, end] : steps) {
-      setup.job.options.trace->span("run", what, begin, end);
-      begin = end;
-    }
-  }
   const auto write_trace = [&] {
     if (!trace_path) return;
-    setup.job.options.trace->write(*trace_path);
+    session.timeline()->write(*trace_path);
     if (!quiet && !json_output(vm))
       std::cerr << fmt::format("timeline written to {}\n", trace_path->string());
   };
   TuneSummary s;
-  // Before the run: from the process's start to the run's (its wall time begins there).
-  const double start_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started()).count();
   try {
-    s = db.unless_refused([&] {
-      return tune(
-          instance, *setup.backend, store, *setup.strategy, setup.job.options, pool.get(),
-          [&](const Progress& p) { line.update(p); }, &g_stop);
-    });
+    s = session.run(&line, &g_stop);
   } catch (...) {
     // What the run did until it failed is what explains the failure.
     std::signal(SIGINT, SIG_DFL);
@@ -573,11 +461,10 @@ int cmd_tune(const std::vector<std::string>& args) {
   std::signal(SIGINT, SIG_DFL);
   line.finish();
   write_trace();
-
   if (json_output(vm))
-    print_json(summary_json(s, setup, pool ? threads : 0, start_seconds));
+    print_json(tune_json(s, session));
   else if (!quiet)
-    print_summary(s, setup, threads);
+    print_summary(s, session.setup(), session.compile_threads());
   if (s.status == RunStatus::kInterrupted) return 130;
   return s.best ? 0 : 1;
 }

@@ -1,0 +1,154 @@
+// The GPU worker process (`ktune __worker`): reads the init message, builds the kernel's Worker
+// and answers evaluate / retime requests until EOF or "quit". A fault that poisons the CUDA
+// context ends the process after answering; the tuner starts another.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "backends/cuda/protocol.h"
+#include "backends/cuda/worker.h"
+#include "ktune/cuda_backend.h"
+#include "ktune/error.h"
+#include "ktune/ipc.h"
+#include "ktune/registry.h"
+
+namespace ktune {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRequestFd = 3;
+constexpr int kReplyFd = 4;
+
+// If the tuner dies, so does the worker, even in the middle of a hung kernel. (Not
+// PR_SET_PDEATHSIG: it fires when the *thread* that started the worker ends, and the tuner
+// starts workers from short-lived threads.)
+void exit_with_parent() {
+  const pid_t parent = ::getppid();
+  std::thread([parent] {
+    while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::_exit(4);
+  }).detach();
+}
+
+// The kernel as tuned: the registry's, with the space the tuner sent (a job file may have
+// changed value lists and added restrictions), so both sides agree on every config key.
+KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
+  register_builtin_kernels(registry);
+  registry.load_env_path();
+  for (const auto& p : init.plugins) registry.load_path(p);
+  KernelSpec kernel = registry.get(init.kernel);
+  if (!init.params.empty()) {
+    kernel.remember_declared();  // the reference configuration is found there
+    kernel.params = init.params;
+    kernel.restrictions = init.restrictions;
+  }
+  for (auto& b : kernel.buffers) {  // inputs as tuned (a job may change them), paths absolute
+    if (auto it = init.inputs.find(b.name); it != init.inputs.end()) b.init = it->second;
+    if (auto it = init.expected.find(b.name); it != init.expected.end()) b.expected = it->second;
+  }
+  kernel.validate();
+  return kernel;
+}
+
+bool reply(const json& header, std::string blob = {}) {
+  return ipc::write_message(kReplyFd, {header, std::move(blob)});
+}
+
+}  // namespace
+
+int cuda_worker_main(int early_device) {
+  // The tuner handles Ctrl-C; the worker finishes its trial.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  exit_with_parent();
+  // The context, the slowest step of the start, is made while the tuner still queries the
+  // device and sets the run up; the start's own context step then finds it made (a failure
+  // shows there, from its checked calls).
+  std::future<void> early_context;
+  if (early_device >= 0)
+    early_context = std::async(std::launch::async, [early_device] {
+      if (cudaSetDevice(early_device) == cudaSuccess) cudaFree(nullptr);
+    });
+  ipc::Message msg;
+  if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
+  std::unique_ptr<worker::Worker> w;
+  Registry registry;  // outlives the worker: plugin kernels point into its libraries
+  std::map<std::string, double> startup;
+  try {
+    const protocol::WorkerInit init = protocol::worker_init_from_json(msg.header);
+    const auto k0 = std::chrono::steady_clock::now();
+    KernelSpec kernel = tuned_kernel(registry, init);
+    startup["kernel"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
+    w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure);
+    for (const auto& [step, seconds] : w->startup()) startup[step] = seconds;
+  } catch (const worker::CudaFailure& f) {
+    reply(json{{"op", "fatal"},
+               {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
+    return 3;
+  } catch (const Error& e) {
+    json fatal{{"op", "fatal"}, {"message", e.what()}};
+    if (e.kind() == ErrorKind::kInput) fatal["kind"] = "input";  // the tuner's error kind
+    reply(fatal);
+    return 3;
+  } catch (const std::exception& e) {
+    reply(json{{"op", "fatal"}, {"message", e.what()}});
+    return 3;
+  }
+  reply(json{{"op", "ready"}, {"startup", startup}});
+  // The worker's time between evaluations, reported with the next one's phases: waiting for and
+  // reading its request (`wait_request`: the tuner had not sent it yet, or its CUBIN was still on
+  // the way), parsing it (`parse_request`), and serialising and writing the reply before it
+  // (`previous_reply`).
+  using Clock = std::chrono::steady_clock;
+  const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  double previous_reply_ms = 0;
+  for (;;) {
+    const auto r0 = Clock::now();
+    if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 0;
+    const auto r1 = Clock::now();
+    const protocol::Request request = protocol::request_from_json(msg.header);
+    const auto r2 = Clock::now();
+    json answer;
+    std::string blob;
+    Clock::time_point done = r2;  // the work's end: the reply's serialising and writing follow
+    switch (request.op) {
+      case protocol::Request::Op::kEvaluate: {
+        Measurement m =
+            w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
+        done = Clock::now();
+        m.phases_ms["wait_request"] = ms_between(r0, r1);
+        m.phases_ms["parse_request"] = ms_between(r1, r2);
+        m.phases_ms["previous_reply"] = previous_reply_ms;
+        answer = protocol::to_json(m);
+        blob = protocol::outputs_blob(m);
+        break;
+      }
+      case protocol::Request::Op::kRetime:
+        answer = protocol::to_json(w->retime(request.retime, msg.blob));
+        done = Clock::now();
+        break;
+      case protocol::Request::Op::kQuit:
+        return 0;
+      case protocol::Request::Op::kUnknown:
+        answer = json{{"error", "unknown request '" + request.name + "'"}};
+        break;
+    }
+    answer["op"] = "result";
+    if (!reply(answer, std::move(blob))) return 0;
+    previous_reply_ms = ms_between(done, Clock::now());
+    if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
+  }
+}
+
+}  // namespace ktune

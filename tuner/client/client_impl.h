@@ -1,0 +1,81 @@
+// The state behind ktune::Client (internal, not API): the connection, the device, and the
+// caches of answers, kernel versions, binaries and loaded kernels, under one mutex.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/database.h"
+#include "client/stored_kernel.h"
+#include "ktune/client.h"
+#include "ktune/compiler.h"
+
+namespace ktune {
+
+namespace detail {
+
+// A device of the client's major that has bests.
+struct DeviceRow {
+  std::string name, arch;
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  std::int64_t memory_bytes = 0;
+};
+
+// One best row with what the lookup compares: its device and its problem.
+struct Candidate {
+  std::int64_t kernel_id = 0, device_id = 0, problem_id = 0, trial_id = 0;
+  int rank = 0;  // 0: the most recently set best; ties in the lookup
+  const DeviceRow* device = nullptr;
+  Problem problem;
+  bool problem_ok = false;  // its problem could be read
+};
+
+// Everything the lookup needs about one kernel name, read once.
+struct KernelEntry {
+  std::vector<Candidate>
+      candidates;  // of this device's major; newest version per (device, problem)
+  std::unordered_map<std::int64_t, DeviceRow> devices;
+  bool defaults_loaded = false;
+  std::vector<std::pair<std::string, std::int64_t>> problem_defaults;  // newest version's
+};
+
+// Whether a CUBIN built for `binary_arch` runs on `device`: the same arch; an arch-specific
+// one ("sm_90a") on exactly that compute capability; a family one ("sm_100f") never (not
+// modelled); else the same major and a minor at or below the device's.
+bool cubin_runs_on(const std::string& binary_arch, const ClientDevice& device);
+
+}  // namespace detail
+
+struct Client::Impl {
+  Impl(const std::filesystem::path& path, ClientDevice d, ClientOptions o);
+
+  detail::KernelEntry& entry(const std::string& kernel);
+  const std::vector<std::pair<std::string, std::int64_t>>& problem_defaults(
+      const std::string& kernel, detail::KernelEntry& e);
+  bool kernel_exists(const std::string& kernel);
+  LookupResult lookup(const std::string& kernel, const Problem& asked,
+                      const LookupOptions& options);
+  std::shared_ptr<const BestConfig> details(const detail::Candidate& c, const std::string& kernel,
+                                            const Problem& query, DeviceMatch device_match,
+                                            ProblemMatch problem_match, double distance);
+  std::string no_match_message(const std::string& kernel, const Problem& query,
+                               const LookupOptions& options);
+
+  ClientDevice device;
+  std::vector<Value> limits;  // device limits in kLimitNames order
+  ClientOptions options;
+  detail::Database db;
+  std::unique_ptr<CompileCache> disk_cache;
+
+  std::mutex mutex;
+  std::unordered_map<std::string, detail::KernelEntry> kernels;
+  std::unordered_map<std::int64_t, std::shared_ptr<const detail::StoredKernel>> stored;
+  std::unordered_map<std::string, LookupResult> answers;
+  std::unordered_map<std::string, std::shared_ptr<const KernelBinary>> binaries;
+  std::unordered_map<std::string, std::shared_ptr<const LoadedKernel>> loaded;
+};
+
+}  // namespace ktune

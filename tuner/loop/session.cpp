@@ -1,0 +1,176 @@
+// The session (ktune/session.h): a job's start in the order that lets the slow parts overlap,
+// and its run.
+#include "ktune/session.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "ktune/cuda_backend.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+
+namespace ktune {
+
+namespace {
+
+// The database of a session. A run refused before its first trial leaves no run row; when the
+// file was created for it and holds no run (another process may have started one meanwhile),
+// the file goes too, so a refused run leaves nothing behind.
+class SessionDatabase {
+ public:
+  explicit SessionDatabase(const std::string& path)
+      : path_(path), created_(!std::filesystem::exists(path)) {
+    try {
+      store_.emplace(Store::open(path));
+    } catch (const Error&) {
+      remove_files();
+      throw;
+    }
+  }
+  Store& store() { return *store_; }
+
+  // Called when a run failed: removes what this session created and nothing wrote to.
+  void forget_if_unused() noexcept {
+    try {
+      if (created_ && store_->runs().empty()) {
+        store_.reset();
+        remove_files();
+      }
+    } catch (...) {
+      // The run's failure is what the caller must see.
+    }
+  }
+
+ private:
+  void remove_files() const {
+    if (!created_ || path_.empty()) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::filesystem::remove(path_ + suffix, ec);
+  }
+  std::string path_;
+  bool created_;
+  std::optional<Store> store_;
+};
+
+unsigned compile_threads_for(unsigned asked) {
+  return asked != 0 ? asked : std::max(1u, std::thread::hardware_concurrency() - 1);
+}
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  RunClock::time_point origin;
+  std::vector<std::pair<const char*, RunClock::time_point>> steps;  // the start, step by step
+  std::shared_ptr<CompileCache> cache;
+  std::unique_ptr<CompilePool> pool;
+  unsigned threads = 0;
+  TuningSetup setup;
+  std::optional<SessionDatabase> database;
+  RunClock::time_point started;  // the end of the start
+  std::shared_ptr<Trace> trace;
+
+  void step_done(const char* what) { steps.emplace_back(what, RunClock::now()); }
+
+  void start_pool() {
+    std::vector<std::string> command;
+    if (!options.compile_in_process) {
+      if (options.executable.empty())
+        throw Error(ErrorKind::kUsage,
+                    "compile processes need the ktune program (SessionOptions::executable)");
+      command = {options.executable, "__compile"};
+    }
+    pool = std::make_unique<CompilePool>(threads, cache, std::move(command));
+    step_done("compile processes");
+  }
+
+  CudaBackend::Options cuda_options() {
+    CudaBackend::Options cuda;
+    cuda.device = options.device;
+    if (!options.executable.empty()) cuda.worker_command = {options.executable, "__worker"};
+    cuda.plugins = options.plugins;
+    cuda.cache = cache;
+    cuda.host_check = std::move(options.host_check);
+    return cuda;
+  }
+
+  // The start's steps on the timeline's "run" row, from the origin.
+  void draw_start() {
+    trace = std::make_shared<Trace>(origin);
+    trace->span("run", "start: options, kernel, database, compile processes", origin, started);
+    auto begin = origin;
+    for (const auto& [what, end] : steps) {
+      trace->span("run", what, begin, end);
+      begin = end;
+    }
+  }
+};
+
+Session::Session(const Registry& registry, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.origin = options.origin.value_or(RunClock::now());
+  s.options = std::move(options);
+  if (s.options.compile_threads > 1024)
+    throw Error(ErrorKind::kUsage, fmt::format("--compile-threads {}: at most 1024 compile threads",
+                                               s.options.compile_threads));
+  s.threads = compile_threads_for(s.options.compile_threads);
+  s.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  TuningJob job = resolve_job(registry, s.options.job, s.options.overrides);
+  s.step_done("options, kernels, job file");
+  if (job.backend == BackendKind::kCuda && s.options.executable.empty())
+    throw Error(ErrorKind::kUsage,
+                "tuning on a GPU needs the ktune program, whose __worker is the GPU worker "
+                "(SessionOptions::executable)");
+  // The compile processes start before the device query where a driver can be loaded, so that
+  // they load and warm NVRTC while this process and the GPU worker initialise CUDA (0.1-0.2 s)
+  // rather than after: the first configurations then meet warm processes. The driver stays
+  // loaded through the backend's start, which would otherwise load it again.
+  std::shared_ptr<void> driver;
+  if (job.backend == BackendKind::kCuda) driver = load_cuda_driver();
+  if (driver) s.start_pool();
+  s.setup = set_up_tuning(std::move(job), s.cuda_options());
+  driver.reset();
+  s.setup.job.options.measure.fetch_outputs = s.options.fetch_outputs;
+  s.step_done("the device and the kernel's space");
+  if (!s.setup.backend->needs_compilation()) s.pool.reset();  // fell back to a recording
+  s.database.emplace(s.options.database);
+  s.step_done("database");
+  if (s.setup.backend->needs_compilation() && !s.pool) s.start_pool();
+  s.started = RunClock::now();
+  if (s.options.timeline) s.draw_start();
+}
+
+Session::~Session() = default;
+
+const TuningSetup& Session::setup() const { return impl_->setup; }
+const KernelInstance& Session::instance() const { return *impl_->setup.instance; }
+Backend& Session::backend() const { return *impl_->setup.backend; }
+Store& Session::store() { return impl_->database->store(); }
+unsigned Session::compile_threads() const { return impl_->pool ? impl_->threads : 0; }
+std::shared_ptr<Trace> Session::timeline() const { return impl_->trace; }
+
+double Session::start_seconds() const {
+  return std::chrono::duration<double>(impl_->started - impl_->origin).count();
+}
+
+TuneSummary Session::run(RunObserver* observer, const std::atomic<bool>* stop) {
+  Impl& s = *impl_;
+  std::optional<TraceObserver> drawing;
+  RunObservers observers;
+  if (s.trace) observers.add(&drawing.emplace(s.trace));
+  observers.add(observer);
+  try {
+    return tune(*s.setup.instance, *s.setup.backend, s.database->store(), *s.setup.strategy,
+                s.setup.job.options, s.pool.get(), observers.empty() ? nullptr : &observers, stop);
+  } catch (...) {
+    s.database->forget_if_unused();
+    throw;
+  }
+}
+
+}  // namespace ktune

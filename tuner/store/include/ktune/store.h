@@ -1,0 +1,327 @@
+// The results database (SQLite): devices, kernels, problems, runs, trials and the best
+// configuration per (kernel, device, problem). The written contract is docs/database.md;
+// in short:
+//   - The schema has a version (table ktune_meta) and numbered migrations (db/migrations).
+//     Opening migrates an older ktune database forward inside one transaction; a database from
+//     a newer ktune, a file that is not a ktune database, or a corrupt file is refused with an
+//     Error(kDatabase) and left untouched.
+//   - WAL journal; every trial is committed in its own transaction, so a crash or Ctrl-C loses
+//     at most the trial in flight.
+//   - A trial belongs to a run; its identity for resuming is (kernel, device, problem, config
+//     key): the same kernel source and space on the same device and problem.
+//   - Only trials with status ok can become a best; set_best refuses any other.
+//   - A configuration is claimed (claim) before it is measured, so that concurrent writers
+//     never measure one twice; a claim of a process that is gone expires.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ktune/status.h"
+
+namespace ktune {
+
+// Where a run stands. A run whose process is gone while its row still says running is reported
+// as kInterrupted (and closed so on the next read-write open): see Store::runs.
+enum class RunStatus { kRunning, kFinished, kInterrupted, kFailed };
+std::string_view to_string(RunStatus status);  // "running", "finished", ...
+std::optional<RunStatus> run_status_from_string(std::string_view name);
+
+// What a trial was for. Stored as an integer; values never change, new kinds are appended.
+enum class TrialKind : int {
+  kSearch = 0,     // proposed by the strategy and measured (or replayed) for the search
+  kRetime = 1,     // the final interleaved re-timing of the leaders
+  kWarmStart = 2,  // proposed by the transfer opening (--warm-start, ktune/transfer.h)
+};
+std::string_view to_string(TrialKind kind);  // "search", "retime", "warm_start"
+std::optional<TrialKind> trial_kind_from_int(int value);
+
+// The process that writes a run, so a reader can tell a live run from one whose process died:
+// the host, the kernel's boot id and the process's pid and start time (clock ticks since boot),
+// which together never name two processes.
+struct ProcessIdentity {
+  std::string host;
+  std::string boot_id;
+  std::int64_t pid = 0;
+  std::int64_t start = 0;
+  static ProcessIdentity current();
+  // False only when the process is known to be gone: on this host and boot, no process with this
+  // pid and start time. A run written on another host (or before schema 2) counts as alive.
+  bool alive() const;
+  // Whether a run of this process, last heard of at `heartbeat_unix`, may still be running: on
+  // this host alive(); on another host, where a pid says nothing, a heartbeat younger than
+  // Store::run_silence_seconds (or none recorded, before schema 4).
+  bool alive(std::int64_t heartbeat_unix) const;
+};
+
+struct DeviceRecord {
+  std::int64_t id = 0;
+  std::string name;  // "NVIDIA H200"
+  std::string arch;  // "sm_90"
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t memory_bytes = 0;
+  std::int64_t l2_bytes = 0;
+  // Identity: (name, arch, sm_count, memory_bytes); the fields below are provenance of the
+  // last registration and do not split a device.
+  int driver_version = 0;     // CUDA driver API version, e.g. 13000
+  std::string nvrtc_version;  // "13.0"
+};
+
+struct KernelRecord {
+  std::int64_t id = 0;
+  std::string name;
+  std::string source_hash;
+  std::string space_hash;
+  std::string source;  // the template text, so a stored best can be recompiled
+  std::string entry;
+  std::string spec_json;  // parameters, problem, launch ... as JSON (for reports)
+};
+
+struct ProblemRecord {
+  std::int64_t id = 0;
+  std::string kernel_name;
+  std::string key;   // canonical "n=268435456"
+  std::string json;  // {"n": 268435456}
+};
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::string backend;              // the backend's name: "cuda", "replay" (tests: "fake" ...)
+  bool replayed = false;            // measurements replayed from a recording, not measured here
+  std::optional<FlushL2> flush_l2;  // nullopt: not recorded (runs before schema 2)
+  std::string strategy;             // "brute_force", "random", "optuna:tpe" ...
+  std::string strategy_options;     // JSON
+  std::string budget;               // JSON: {"evaluations": 200, "seconds": 600}
+  RunStatus status = RunStatus::kRunning;
+  std::string started_at;  // ISO 8601 UTC, set by the store
+  std::string finished_at;
+  std::string ktune_version;
+  std::string nvrtc_version;
+  int driver_version = 0;
+  std::string host;  // ProcessIdentity: set by begin_run from the calling process
+  std::string boot_id;
+  std::int64_t pid = 0;
+  std::int64_t process_start = 0;
+  std::int64_t heartbeat_unix = 0;  // last sign of life (Unix seconds); 0 before schema 4
+  std::string command_line;
+  std::uint64_t seed = 0;
+  std::string summary;  // JSON written when the run finishes
+};
+
+// A re-timing trial ranks by the median of its ranking rounds (schema 5) where it has one, else
+// by its time.
+inline double retime_ranking_ms(double rank_ms, double time_ms) {
+  return std::isfinite(rank_ms) ? rank_ms : time_ms;
+}
+
+struct TrialRecord {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::string config_key;   // SearchSpace::key
+  std::string config_json;  // {"block_size": 256, ...}
+  TrialKind kind = TrialKind::kSearch;
+  TrialStatus status = TrialStatus::kOk;
+  std::string error;  // short reason for a non-ok status
+  // Timing in milliseconds per kernel run; NaN where not measured.
+  double time_ms = 0;  // median: what trials are ranked by
+  double time_min_ms = 0;
+  double time_mean_ms = 0;
+  double time_spread = 0;  // relative spread of the samples (IQR / median)
+  int sample_count = 0;
+  std::vector<double> samples_ms;
+  double gbps = 0;    // NaN when the kernel declares no bytes
+  double gflops = 0;  // NaN when the kernel declares no flops
+  // Resources of the compiled kernel; -1 where unknown.
+  int registers = -1;
+  int local_bytes = -1;
+  int spill_bytes = -1;
+  int static_shared_bytes = -1;
+  int dynamic_shared_bytes = -1;
+  int max_threads_per_block = -1;
+  double occupancy = -1;  // active warps / max warps per SM, 0..1
+  int l2_flushed = -1;    // 1: L2 flushed before each timed run, 0: not, -1: unknown
+  // A re-timing trial: the median of the rounds that ranked the finalists (time_ms is that of
+  // the rounds that timed them); NaN for other trials and re-timings before schema 5.
+  double rank_ms = std::numeric_limits<double>::quiet_NaN();
+  // What the trial is ranked by among re-timings (the tuner's choice of a winner and merge's
+  // rule alike): the ranking rounds' median where it has one, else its time.
+  double ranking_ms() const { return retime_ranking_ms(rank_ms, time_ms); }
+  // Compilation.
+  std::string arch;
+  std::string compile_options;  // space-separated
+  std::string compile_log;
+  std::string cubin_hash;  // CompileRequest::key of the binary (see binaries)
+  double compile_ms = 0;
+  double eval_ms = 0;  // wall time of the evaluation (GPU side)
+  std::string created_at;
+};
+
+struct BestRecord {
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::int64_t problem_id = 0;
+  std::int64_t trial_id = 0;
+  std::string kernel_name;
+  std::string problem_key;
+  std::string updated_at;
+  TrialRecord trial;
+  DeviceRecord device;
+  KernelRecord kernel;
+};
+
+// What Store::merge_from copied: rows new to the database, runs whose status moved on, and the
+// bests that changed. Merging the same source again reports zeros everywhere.
+struct MergeReport {
+  std::int64_t devices = 0;
+  std::int64_t kernels = 0;
+  std::int64_t problems = 0;
+  std::int64_t runs = 0;          // runs new to this database
+  std::int64_t runs_updated = 0;  // runs copied before that have since finished or grown
+  std::int64_t trials = 0;
+  std::int64_t binaries = 0;
+  std::int64_t bests = 0;  // best rows set, moved to another trial or removed
+};
+
+class Store {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  // Opens (and in read-write mode creates and migrates) a database. Throws Error(kDatabase)
+  // for a file that is not a ktune database, a newer schema, corruption, or a locked file.
+  // busy_timeout is how long any statement waits for another process's lock before it gives
+  // up with Error(kDatabase) saying the database is locked.
+  static Store open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite,
+                    std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  static int latest_schema_version();
+  int schema_version() const;
+  const std::filesystem::path& path() const;
+
+  // Insert-or-find by identity; return the row id (and refresh provenance fields).
+  std::int64_t upsert_device(const DeviceRecord& device);
+  std::int64_t upsert_kernel(const KernelRecord& kernel);
+  std::int64_t upsert_problem(const ProblemRecord& problem);
+
+  // Registers a run of the calling process: sets started_at, status running and the process
+  // identity (host, boot id, pid, start time).
+  std::int64_t begin_run(const RunRecord& run);
+  // The run's process is alive: sets its heartbeat to now. A run closed as interrupted by a
+  // reader on another host while its process was silent (stopped, or cut off from the file
+  // system) is running again.
+  void heartbeat(std::int64_t run_id);
+  // How long a running run of another host may stay silent before readers take it for dead.
+  // A tuning process beats at least every Store::heartbeat_seconds while it runs.
+  static constexpr std::int64_t run_silence_seconds = 600;
+  static constexpr std::int64_t heartbeat_seconds = 30;
+  // Ends a run: status is kFinished, kInterrupted or kFailed (Error(kInternal) otherwise).
+  void finish_run(std::int64_t run_id, RunStatus status, const std::string& summary);
+  // Runs as they stand: a run whose row says running but whose process is gone
+  // (ProcessIdentity::alive with the run's heartbeat) reads as kInterrupted. A read-write open also
+  // writes that down.
+  std::optional<RunRecord> run(std::int64_t run_id) const;
+  std::vector<RunRecord> runs(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  // One transaction per trial; returns the trial id. The trial's kernel, device and problem
+  // must be those of its run (Error(kInternal) otherwise); created_at is set when empty.
+  std::int64_t add_trial(const TrialRecord& trial);
+  std::vector<TrialRecord> trials_of_run(std::int64_t run_id) const;
+  // Every trial for (kernel, device, problem) over all runs, oldest first; with `replayed`, only
+  // those of runs whose replayed flag equals it.
+  std::vector<TrialRecord> trials_for(std::int64_t kernel_id, std::int64_t device_id,
+                                      std::int64_t problem_id,
+                                      std::optional<bool> replayed = std::nullopt) const;
+  // The `limit` fastest configurations of (kernel, device, problem) among runs whose `replayed`
+  // flag is `replayed`, each by its latest search (or warm-start) trial, where that trial is ok
+  // with a finite time: fastest first (ties by config key). A configuration whose latest trial
+  // failed is not among them, whatever its earlier trials gave. Reads only those trials, however
+  // many the database holds.
+  std::vector<TrialRecord> leaders(std::int64_t kernel_id, std::int64_t device_id,
+                                   std::int64_t problem_id, bool replayed, std::size_t limit) const;
+  // The latest search (or warm-start) trial of that config key for (kernel, device, problem)
+  // among runs whose `replayed` flag is `replayed`, if any: what resume and duplicate answers
+  // use. Re-timing trials never answer for a search, and replayed measurements never answer
+  // for a run that measures (nor the other way round).
+  std::optional<TrialRecord> find_trial(std::int64_t kernel_id, std::int64_t device_id,
+                                        std::int64_t problem_id, const std::string& config_key,
+                                        bool replayed = false) const;
+
+  // What claim() found for a configuration.
+  struct Claim {
+    enum class State {
+      kMeasured,  // a trial answers it: `trial`
+      kClaimed,   // no trial, and this store now holds the claim: measure it
+      kBusy,      // another live process (or another store) holds the claim: ask again later
+    };
+    State state = State::kClaimed;
+    std::optional<TrialRecord> trial;
+  };
+  // In one write transaction: the trial find_trial would return, else the configuration's
+  // claim for this store (taken over from a holder whose process is gone, or another host's
+  // claim older than claim_seconds). A claim ends with the trial that answers it (add_trial) or
+  // with release_claims(); concurrent processes that claim before they compile therefore never
+  // measure one configuration twice.
+  Claim claim(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+              const std::string& config_key, bool replayed = false);
+  // Drops every claim this store holds (a run's end, finished or not).
+  void release_claims();
+  // How long a claim of a process on another host is honoured (its process cannot be checked).
+  static constexpr std::int64_t claim_seconds = 3600;
+
+  // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
+  // unless the trial exists and has status ok.
+  void set_best(std::int64_t trial_id);
+  // Best for a kernel name and problem key on a device (exact device id), over every kernel
+  // version: the one set most recently (updated_at) wins; nullopt when none.
+  std::optional<BestRecord> best(const std::string& kernel_name, const std::string& problem_key,
+                                 std::int64_t device_id) const;
+  // Every best row, optionally for one kernel name.
+  std::vector<BestRecord> bests(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  std::vector<DeviceRecord> devices() const;
+  std::optional<DeviceRecord> device(std::int64_t id) const;
+  std::optional<KernelRecord> kernel(std::int64_t id) const;
+  std::optional<ProblemRecord> problem(std::int64_t id) const;
+
+  // Compiled binaries of winners, keyed by CompileRequest::key (issue: runtime client).
+  void put_binary(const std::string& key, const std::string& arch, const std::string& lowered_name,
+                  const std::string& cubin);
+  std::optional<std::string> binary(const std::string& key) const;
+
+  // Merges another results database into this one, in one transaction (docs/database.md,
+  // "Merging databases"): devices, kernels and problems by identity, runs by their process and
+  // start (host, boot id, pid, process start, started_at) with every field kept, the trials a
+  // run has beyond those already merged, binaries by key; then the best of every (kernel,
+  // device, problem) the source has runs of is recomputed from all trials by the merge rule.
+  // Merging the same source twice changes nothing; the order of sources does not change the
+  // bests. The source is checked as a read-only open would check it and is never written.
+  MergeReport merge_from(const std::filesystem::path& source);
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Current time as ISO 8601 UTC with milliseconds ("2026-11-22T10:00:00.123Z").
+std::string utc_now();
+
+}  // namespace ktune
