@@ -10,10 +10,13 @@ a layer:
   - a public header (LAYER/include/...) may include no private header at all, since it is
     installed and read by the layers above.
 The front ends (the ktune program, the Python module, the built-in kernels) may include public
-headers of the layers they link and no private header. Exits 1 naming each forbidden include
-(file:line), 0 when there is none; `--self-test` checks the checker on a small tree of its own.
+headers of the layers they link and no private header. With --installed FILE (the list
+cmake/KtuneInstall.cmake writes: the API headers, then what they include), the installed headers
+must be exactly the API and what it includes: every header they include is installed, and every
+installed one is reached from the API. Exits 1 naming each problem (file:line), 0 when there is
+none; `--self-test` checks the checker on a small tree of its own.
 
-usage: check-layering.py LAYERS_JSON [SOURCE_DIR]
+usage: check-layering.py LAYERS_JSON [SOURCE_DIR] [--installed FILE]
        check-layering.py --self-test
 """
 import json
@@ -133,6 +136,52 @@ def check(root, layers):
     return problems
 
 
+def check_installed(root, listing):
+    """The installed set against the API's closure under #include."""
+    api, installed, section = [], [], None
+    with open(listing) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("#"):
+                section = "api" if "API" in line else "deps"
+                continue
+            if line:
+                installed.append(line)
+                if section == "api":
+                    api.append(line)
+    by_name = {"ktune/" + os.path.basename(p): p for p in installed}
+    owner = {}
+    for dirpath, _, files in os.walk(root):
+        if "/include/ktune" in dirpath.replace(os.sep, "/") and "/build" not in dirpath:
+            for f in files:
+                owner.setdefault("ktune/" + f, os.path.relpath(os.path.join(dirpath, f), root))
+    problems, reached, todo = [], set(), list(api)
+    while todo:
+        rel = todo.pop()
+        if rel in reached:
+            continue
+        reached.add(rel)
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            problems.append(f"{listing}: {rel} is installed but does not exist")
+            continue
+        with open(path, errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m or not m.group(2).startswith("ktune/"):
+                    continue
+                name = m.group(2)
+                if name not in by_name:
+                    problems.append(f"{rel}:{number}: the installed header includes {name} "
+                                    f"({owner.get(name, 'not found')}), which is not installed")
+                else:
+                    todo.append(by_name[name])
+    for rel in installed:
+        if rel not in reached:
+            problems.append(f"{listing}: {rel} is installed but no API header includes it")
+    return problems, len(api), len(installed)
+
+
 def self_test():
     layers = [
         {"name": "core", "dir": "tuner/core", "depends": []},
@@ -178,23 +227,65 @@ def self_test():
             if not any(p.startswith(where + ":") for p in found):
                 print(f"self-test: {rel} was not caught ({found})")
                 return 1
-    print("self-test: the check refuses each forbidden include and passes a clean tree")
+        # The installed set: closed under #include and reached from the API, or refused.
+        listing = os.path.join(root, "installed.txt")
+        cases = [
+            ("tuner/kernels/include/ktune/kernel.h\n", "includes ktune/value.h"),
+            ("tuner/kernels/include/ktune/kernel.h\n# what it includes\n"
+             "tuner/core/include/ktune/value.h\ntuner/strategies/include/ktune/strategy.h\n",
+             "strategy.h is installed but no API header includes it"),
+        ]
+        for text, expected in cases:
+            with open(listing, "w") as f:
+                f.write("# the API\n" + text)
+            found, _, _ = check_installed(root, listing)
+            if not any(expected in p for p in found):
+                print(f"self-test: the installed set was not refused for '{expected}' ({found})")
+                return 1
+        with open(listing, "w") as f:
+            f.write("# the API\ntuner/kernels/include/ktune/kernel.h\n# what it includes\n"
+                    "tuner/core/include/ktune/value.h\n")
+        found, _, _ = check_installed(root, listing)
+        if found:
+            print(f"self-test: a closed installed set was refused: {found}")
+            return 1
+    print("self-test: the check refuses each forbidden include and installed header and passes a "
+          "clean tree")
     return 0
 
 
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
-    if len(argv) not in (2, 3):
+    args = argv[1:]
+    installed = None
+    if "--installed" in args:
+        i = args.index("--installed")
+        if i + 1 >= len(args):
+            print("--installed needs the list of installed headers", file=sys.stderr)
+            return 2
+        installed = args[i + 1]
+        del args[i:i + 2]
+    if len(args) not in (1, 2):
         print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
         return 2
-    root = argv[2] if len(argv) == 3 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    layers = load_layers(argv[1])
+    root = args[1] if len(args) == 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    layers = load_layers(args[0])
     problems = check(root, layers)
     for p in problems:
         print(p)
     if problems:
         print(f"{len(problems)} include(s) break the layering declared in tuner/CMakeLists.txt")
+    if installed:
+        header_problems, api, count = check_installed(root, installed)
+        for p in header_problems:
+            print(p)
+        if header_problems:
+            print(f"{len(header_problems)} problem(s) with the installed headers")
+        else:
+            print(f"installed headers: {count}, the {api} of the API and what they include")
+        problems += header_problems
+    if problems:
         return 1
     print(f"layering: every include of {len(layers)} layers and {len(FRONT_ENDS)} front ends "
           "keeps to the declared layers")

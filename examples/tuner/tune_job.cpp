@@ -36,13 +36,12 @@ int main(int argc, char** argv) {
     ktune::Registry registry;
     ktune::register_builtin_kernels(registry);
     ktune::Session session(registry, std::move(options));
-    const ktune::TuningJob& job = session.setup().job;
-    for (const auto& note : job.notes) std::cerr << "note: " << note << "\n";
-    if (!job.replay_reason.empty()) std::cerr << "note: " << job.replay_reason << "\n";
+    for (const auto& note : session.notes())
+      std::cerr << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
     const ktune::TuneSummary summary = session.run();
     const ktune::Backend& backend = session.backend();
     std::cout << session.instance().kernel().name << " [" << session.instance().problem_key()
-              << "] on " << backend.device().name << (backend.replays() ? " (replayed)" : "")
+              << "] on " << backend.device().name << (session.replays() ? " (replayed)" : "")
               << ": " << summary.trials << " trials, run " << summary.run_id << " "
               << ktune::to_string(summary.status) << "\n";
     if (!summary.best) return 1;

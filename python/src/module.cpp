@@ -138,7 +138,6 @@ py::dict tune(const TuneRequest& r, py::object check) {
   options.host_check = host_check(std::move(check));
   options.fetch_outputs = r.fetch_outputs;
   ktune::Session session(registry, std::move(options));
-  const ktune::TuningSetup& s = session.setup();
   ktune::TuneSummary summary;
   {
     py::gil_scoped_release release;  // the tuning loop runs no Python
@@ -147,17 +146,15 @@ py::dict tune(const TuneRequest& r, py::object check) {
   py::dict out;
   out["run_id"] = summary.run_id;
   out["status"] = std::string(ktune::to_string(summary.status));
-  out["device"] = device_dict(s.backend->device());
-  out["replayed"] = s.backend->replays();
-  out["strategy"] = s.strategy_text;
-  out["problem_key"] = s.instance->problem_key();
+  out["device"] = device_dict(session.backend().device());
+  out["replayed"] = session.replays();
+  out["strategy"] = session.strategy();
+  out["problem_key"] = session.instance().problem_key();
   out["wall_s"] = summary.wall_seconds;
   out["compile_s"] = summary.compile_seconds;
   out["backend_s"] = summary.backend_seconds;
   out["best_key"] = summary.best ? summary.best->config_key : std::string();
-  std::vector<std::string> notes = s.job.notes;
-  if (!s.job.replay_reason.empty()) notes.push_back(s.job.replay_reason);
-  out["notes"] = notes;
+  out["notes"] = session.notes();
   return out;
 }
 

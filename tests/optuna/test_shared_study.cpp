@@ -450,7 +450,8 @@ TEST_F(TuneDevices, OneWorkerPerDeviceSplitsTheSpace) {
   std::size_t measured = 0;
   for (const auto& w : j.at("workers")) {
     EXPECT_EQ(w.at("worker_exit"), 0);
-    EXPECT_EQ(w.at("strategy"), "auto (random)");
+    EXPECT_EQ(w.at("strategy"), "auto");
+    EXPECT_EQ(w.at("strategy_chosen"), "random");
     measured += w.at("measured").get<std::size_t>();
   }
   expect_split_space(0);

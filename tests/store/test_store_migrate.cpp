@@ -194,6 +194,45 @@ TEST_F(StoreMigrate, SchemaTwoTypesWhatSchemaOneKeptInText) {
   EXPECT_FALSE(store.find_trial(1, 1, 1, "a", false)) << "replayed trials answer replays only";
 }
 
+// Schema 6 keeps what auto chose apart from the strategy asked for; a run written before it, as
+// "auto (bayes)" in runs.strategy, is split, and a named strategy is left alone.
+TEST_F(StoreMigrate, SchemaSixSplitsWhatAutoChoseFromTheStrategy) {
+  {
+    SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    std::vector<Migration> five = detail::embedded_migrations();
+    ASSERT_GE(five.size(), 6u);
+    five.resize(5);
+    ASSERT_EQ(detail::apply_migrations(db, five, "t"), 5);
+    db.exec(
+        "INSERT INTO devices (id, name, arch, cc_major, cc_minor, sm_count, memory_bytes, "
+        "l2_bytes, driver_version, nvrtc_version, created_at, updated_at) VALUES (1, 'GPU', "
+        "'sm_90', 9, 0, 1, 1, 0, 0, '13.0', 'x', 'x');"
+        "INSERT INTO kernels (id, name, source_hash, space_hash, source, entry, spec_json, "
+        "created_at) VALUES (1, 'reduce', 'h', 's', 'src', 'e', '{}', 'x');"
+        "INSERT INTO problems VALUES (1, 'reduce', 'n=1', '{\"n\": 1}');");
+    for (const auto& [id, strategy] : std::vector<std::pair<int, std::string>>{
+             {1, "auto (bayes)"}, {2, "auto (brute_force)"}, {3, "random"}, {4, "optuna:tpe"}})
+      db.exec(
+          "INSERT INTO runs (id, kernel_id, device_id, problem_id, backend, strategy, "
+          "strategy_options, budget, status, started_at, finished_at, ktune_version, "
+          "nvrtc_version, driver_version, host, command_line, seed, summary) VALUES (" +
+          std::to_string(id) + ", 1, 1, 1, 'cuda', '" + strategy +
+          "', '{}', '{}', 'finished', 'x', 'y', '0.1.0', '13.0', 0, 'h', 'c', 1, '')");
+  }
+  Store store = Store::open(db_path_);
+  EXPECT_EQ(store.schema_version(), kLatest);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].strategy, "auto");
+  EXPECT_EQ(runs[0].strategy_chosen, "bayes");
+  EXPECT_EQ(runs[0].strategy_text(), "auto (bayes)");
+  EXPECT_EQ(runs[1].strategy, "auto");
+  EXPECT_EQ(runs[1].strategy_chosen, "brute_force");
+  EXPECT_EQ(runs[2].strategy, "random");
+  EXPECT_EQ(runs[2].strategy_chosen, "");
+  EXPECT_EQ(runs[3].strategy_text(), "optuna:tpe");
+}
+
 TEST_F(StoreMigrate, RunnerRefusesToInitialiseAForeignDatabase) {
   SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
   db.exec("CREATE TABLE photos (id INTEGER PRIMARY KEY)");

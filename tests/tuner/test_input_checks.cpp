@@ -46,6 +46,9 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       {"[measure]\nsustain = 100\n", "unknown key 'sustain' in [measure]; did you mean"},
       {"[measure]\nflush_l2 = 1\n", "measure.flush_l2 must be a string, not a integer"},
       {"[space]\nblock_size = [32, nan]\n", "space.block_size: values must be finite"},
+      {"[compile]\nthread = 2\n", "unknown key 'thread' in [compile]; did you mean 'threads'?"},
+      {"[compile]\nthreads = 0\n", "compile.threads = 0 is out of range: 1 to 1024"},
+      {"[compile]\nin_process = 1\n", "compile.in_process must be true or false, not a integer"},
   };
   for (const auto& [text, message] : cases) {
     const std::string path = write(text);
@@ -59,6 +62,10 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       write("kernel = 'reduce'\n[budget]\nevaluations = 10\nseconds = 2.5\n[measure]\nsamples = 7\n"
             "warmup = 0\ntarget_spread = 0\ntimeout = 3\nflush_l2 = 'never'\nsustain_ms = 250\n"));
   EXPECT_EQ(ok.budget_evaluations, 10u);
+  EXPECT_FALSE(ok.compile_threads.has_value());
+  const JobFile compile = load_job(write("[compile]\nthreads = 3\nin_process = true\n"));
+  EXPECT_EQ(compile.compile_threads, 3u);
+  EXPECT_EQ(compile.compile_in_process, true);
   EXPECT_EQ(ok.budget_seconds, 2.5);
   EXPECT_EQ(ok.samples, 7);
   EXPECT_EQ(ok.warmup, 0);

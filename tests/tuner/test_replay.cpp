@@ -648,7 +648,7 @@ TEST_F(ReplayTuning, BestOfAStoredKernelWithoutProblemParametersUsesItsProblemKe
     run.kernel_id = store.upsert_kernel(KernelRecord{0, "lib_kernel", "s", "p", "", "",
                                                      R"({"parameters": [{"name": "bs", )"
                                                      R"("values": ["32", "64"]}]})"});
-    run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+    run.device_id = store.upsert_device(DeviceRecord{{"GPU", "sm_90", 9, 0, 1, 1}, 0, 1, 0, ""});
     run.problem_id =
         store.upsert_problem(ProblemRecord{0, "lib_kernel", "n=8,m=4", R"({"m": 4, "n": 8})"});
     run.backend = "cuda";

@@ -32,7 +32,7 @@ const std::string kReduceRecording =
 RunRecord a_replay_run(Store& store) {
   RunRecord run;
   run.kernel_id = store.upsert_kernel(KernelRecord{0, "reduce", "s", "p", "", "", "{}"});
-  run.device_id = store.upsert_device(DeviceRecord{0, "GPU", "sm_90", 9, 0, 1, 1, 1, 0, ""});
+  run.device_id = store.upsert_device(DeviceRecord{{"GPU", "sm_90", 9, 0, 1, 1}, 0, 1, 0, ""});
   run.problem_id = store.upsert_problem(ProblemRecord{0, "reduce", "n=1", "{\"n\": 1}"});
   run.backend = "replay";
   return run;

@@ -27,6 +27,7 @@
 #include "ktune/error.h"
 #include "ktune/session.h"
 #include "ktune/setup.h"
+#include "ktune/trace.h"
 
 namespace ktune::cli {
 
@@ -374,12 +375,15 @@ SessionOptions session_options(const po::variables_map& vm, const std::vector<st
   o.executable = self_executable();
   o.device = vm["device"].as<int>();
   if (vm.count("plugin")) o.plugins = vm["plugin"].as<std::vector<std::string>>();
-  const std::uint64_t threads = vm["compile-threads"].as<Unsigned>().value;
-  if (threads > 1024)
-    throw Error(ErrorKind::kUsage,
-                fmt::format("--compile-threads {}: at most 1024 compile threads", threads));
-  o.compile_threads = static_cast<unsigned>(threads);
-  o.compile_in_process = vm.count("compile-in-process") > 0;
+  // Given, they win over the job file's [compile].
+  if (!vm["compile-threads"].defaulted()) {
+    const std::uint64_t threads = vm["compile-threads"].as<Unsigned>().value;
+    if (threads > 1024)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--compile-threads {}: at most 1024 compile threads", threads));
+    o.compile_threads = static_cast<unsigned>(threads);
+  }
+  if (vm.count("compile-in-process")) o.compile_in_process = true;
   o.timeline = timeline;
   // From the process's start: what ktune did before the run (options, the kernel, the database,
   // starting the compile processes) is on the timeline too.

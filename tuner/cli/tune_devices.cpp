@@ -28,6 +28,7 @@
 #include "ktune/error.h"
 #include "ktune/job.h"
 #include "ktune/store.h"
+#include "ktune/strategy.h"
 
 namespace ktune::cli {
 
@@ -97,7 +98,7 @@ std::string strategy_of(const po::variables_map& vm) {
 // seeded apart per worker; the database's claims keep any configuration from being measured
 // twice and answer what another worker measured.
 bool shares_a_study(const po::variables_map& vm) {
-  return strategy_of(vm).rfind("optuna:", 0) == 0;
+  return strategy_traits(strategy_of(vm)).shares_study;
 }
 
 // The worker's command line: this one without --devices, --study-storage, --device,

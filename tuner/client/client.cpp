@@ -428,8 +428,7 @@ std::vector<Level> device_levels(const std::vector<Candidate>& candidates,
   for (const Candidate& c : candidates) {
     const DeviceRow& d = *c.device;
     const bool same_arch = d.arch == device.arch;
-    if (same_arch && d.name == device.name && d.sm_count == device.sm_count &&
-        d.memory_bytes == device.memory_bytes) {
+    if (d.same_device(device)) {
       levels[0].members.push_back(&c);
     } else if (same_arch) {
       levels[1].members.push_back(&c);

@@ -18,11 +18,7 @@ namespace ktune {
 namespace detail {
 
 // A device of the client's major that has bests.
-struct DeviceRow {
-  std::string name, arch;
-  int cc_major = 0, cc_minor = 0, sm_count = 0;
-  std::int64_t memory_bytes = 0;
-};
+using DeviceRow = DeviceIdentity;
 
 // One best row with what the lookup compares: its device and its problem.
 struct Candidate {

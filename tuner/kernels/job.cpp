@@ -207,6 +207,21 @@ void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
   job.sustain_ms = r.number(t, "measure.", "sustain_ms", 0, true);
 }
 
+// [compile]: how many compilations run at once, and where.
+void read_compile(const JobReader& r, const toml::table* t, JobFile& job) {
+  if (t == nullptr) return;
+  r.check_keys(*t, "[compile]", {"threads", "in_process"});
+  if (auto v = r.integer(t, "compile.", "threads", 1, 1024))
+    job.compile_threads = static_cast<unsigned>(*v);
+  if (const toml::node* n = t->get("in_process")) {
+    const auto b = n->value_exact<bool>();
+    if (!b)
+      r.fail(fmt::format("compile.in_process must be true or false, not a {}",
+                         JobReader::type_name(*n)));
+    job.compile_in_process = *b;
+  }
+}
+
 }  // namespace
 
 JobFile load_job(const std::string& path) {
@@ -225,7 +240,7 @@ JobFile load_job(const std::string& path) {
   }
   r.check_keys(root, "",
                {"kernel", "problem", "space", "restrictions", "strategy", "budget", "measure",
-                "inputs", "expected"});
+                "compile", "inputs", "expected"});
   if (auto k = r.text(&root, "", "kernel")) job.kernel = *k;
   read_problem(r, r.table(root, "problem"), job);
   read_space(r, r.table(root, "space"), job);
@@ -233,6 +248,7 @@ JobFile load_job(const std::string& path) {
   read_strategy(r, r.table(root, "strategy"), job);
   read_budget(r, r.table(root, "budget"), job);
   read_measure(r, r.table(root, "measure"), job);
+  read_compile(r, r.table(root, "compile"), job);
   read_buffer_texts(r, r.table(root, "inputs"), "inputs", job.inputs);
   read_buffer_texts(r, r.table(root, "expected"), "expected", job.expected);
   return job;

@@ -58,12 +58,7 @@ KernelRecord kernel_record(const KernelInstance& instance) {
 
 DeviceRecord device_record(const DeviceInfo& d) {
   DeviceRecord r;
-  r.name = d.name;
-  r.arch = d.arch;
-  r.cc_major = d.cc_major;
-  r.cc_minor = d.cc_minor;
-  r.sm_count = d.sm_count;
-  r.memory_bytes = d.memory_bytes;
+  static_cast<DeviceIdentity&>(r) = d;
   r.l2_bytes = d.l2_bytes;
   r.driver_version = d.driver_version;
   r.nvrtc_version = nvrtc_version();

@@ -11,6 +11,8 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/setup.h"
+#include "ktune/trace.h"
 
 namespace ktune {
 
@@ -56,8 +58,8 @@ class SessionDatabase {
   std::optional<Store> store_;
 };
 
-unsigned compile_threads_for(unsigned asked) {
-  return asked != 0 ? asked : std::max(1u, std::thread::hardware_concurrency() - 1);
+unsigned compile_threads_for(std::optional<unsigned> asked) {
+  return asked.value_or(0) != 0 ? *asked : std::max(1u, std::thread::hardware_concurrency() - 1);
 }
 
 }  // namespace
@@ -78,7 +80,7 @@ struct Session::Impl {
 
   void start_pool() {
     std::vector<std::string> command;
-    if (!options.compile_in_process) {
+    if (!options.compile_in_process.value_or(false)) {
       if (options.executable.empty())
         throw Error(ErrorKind::kUsage,
                     "compile processes need the ktune program (SessionOptions::executable)");
@@ -115,9 +117,12 @@ Session::Session(const Registry& registry, SessionOptions options)
   Impl& s = *impl_;
   s.origin = options.origin.value_or(RunClock::now());
   s.options = std::move(options);
-  if (s.options.compile_threads > 1024)
-    throw Error(ErrorKind::kUsage, fmt::format("--compile-threads {}: at most 1024 compile threads",
-                                               s.options.compile_threads));
+  if (!s.options.compile_threads) s.options.compile_threads = s.options.job.compile_threads;
+  if (!s.options.compile_in_process)
+    s.options.compile_in_process = s.options.job.compile_in_process;
+  if (s.options.compile_threads.value_or(0) > 1024)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("compile threads {}: at most 1024", *s.options.compile_threads));
   s.threads = compile_threads_for(s.options.compile_threads);
   s.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   TuningJob job = resolve_job(registry, s.options.job, s.options.overrides);
@@ -151,6 +156,24 @@ const TuningSetup& Session::setup() const { return impl_->setup; }
 const KernelInstance& Session::instance() const { return *impl_->setup.instance; }
 Backend& Session::backend() const { return *impl_->setup.backend; }
 Store& Session::store() { return impl_->database->store(); }
+std::string Session::strategy() const { return impl_->setup.strategy_text; }
+bool Session::replays() const { return impl_->setup.backend->replays(); }
+
+std::vector<std::string> Session::notes() const {
+  const TuningJob& job = impl_->setup.job;
+  std::vector<std::string> out;
+  if (!job.replay_reason.empty())
+    out.push_back(fmt::format("{}; replaying recorded measurements from {}, measured on {}",
+                              job.replay_reason, job.recording->path, job.recording->device_name));
+  out.insert(out.end(), job.notes.begin(), job.notes.end());
+  if (impl_->setup.missing)
+    out.push_back(fmt::format(
+        "warning: {} of {} valid configurations of {} are not in the recording; they are "
+        "answered invalid",
+        impl_->setup.missing, impl_->setup.valid, job.kernel.name));
+  return out;
+}
+
 unsigned Session::compile_threads() const { return impl_->pool ? impl_->threads : 0; }
 std::shared_ptr<Trace> Session::timeline() const { return impl_->trace; }
 

@@ -93,13 +93,11 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   if (o.study_storage) {
     // The native strategies keep their state (population, temperature, neighbourhood) in the
     // process; only an Optuna study lives in a storage that other processes can share.
-    if (options.strategy.rfind("optuna", 0) != 0)
+    if (!strategy_traits(options.strategy).shares_study)
       throw Error(ErrorKind::kUsage,
-                  fmt::format("--study-storage is for the Optuna strategies, whose study several "
-                              "processes can share: optuna:grid (brute force), optuna:tpe, "
-                              "optuna:cmaes, optuna:nsgaii, optuna:qmc, optuna:random; not '{}', "
-                              "which keeps its state in the process",
-                              options.strategy));
+                  fmt::format("--study-storage is for the strategies whose study several processes "
+                              "can share: {}; not '{}', which keeps its state in the process",
+                              fmt::join(strategies_sharing_a_study(), ", "), options.strategy));
     if (auto it = options.strategy_options.find("study_storage");
         it != options.strategy_options.end() && it->second != *o.study_storage)
       throw Error(
@@ -278,14 +276,17 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
   s.instance =
       std::make_unique<KernelInstance>(job.kernel, job.problem, s.backend->device().limits);
   if (job.backend == BackendKind::kCuda) check_data_files(*s.instance);  // before any GPU work
-  // auto decides by the budget and the size of the space; the run records what it chose.
+  // auto decides here, once, by the budget and the size of the space: the strategy it chose is
+  // the one that runs, and the run records both (runs.strategy, runs.strategy_chosen).
   TuneOptions& options = job.options;
   s.strategy_text = options.strategy;
   if (options.strategy == "auto") {
+    check_auto_options(options.strategy_options);
     s.auto_choice = choose_auto_strategy(s.instance->space(), options.budget.evaluations,
                                          options.budget.seconds);
     s.strategy_text = fmt::format("auto ({}: {})", s.auto_choice->strategy, s.auto_choice->reason);
-    options.strategy = fmt::format("auto ({})", s.auto_choice->strategy);
+    options.strategy_chosen = s.auto_choice->strategy;
+    s.strategy = make_strategy(options.strategy_chosen);
   }
   if (job.backend == BackendKind::kReplay) {
     s.instance->space().for_each_valid([&](const Config&) { return ++s.valid, true; });

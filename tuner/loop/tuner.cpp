@@ -265,6 +265,7 @@ class TuningRun {
     run.replayed = backend_.replays();
     if (!run.replayed) run.flush_l2 = options_.measure.flush_l2;
     run.strategy = options_.strategy;
+    run.strategy_chosen = options_.strategy_chosen;
     run.strategy_options = json(options_.strategy_options).dump();
     json budget = json::object();
     if (has_budget(options_.budget.evaluations))

@@ -12,7 +12,7 @@
 
 #include "ktune/error.h"
 #include "ktune/report.h"
-#include "ktune/tuner.h"
+#include "ktune/run_summary.h"
 #include "report/internal.h"
 
 namespace ktune {
@@ -659,7 +659,7 @@ Report build_report(const Store& store, const ReportSelection& selection,
     std::set<std::int64_t> devices;
     for (const auto& r : s.runs) devices.insert(r.run.device_id);
     for (auto& r : s.runs) {
-      r.label = fmt::format("#{} {}", r.run.id, r.run.strategy);
+      r.label = fmt::format("#{} {}", r.run.id, r.run.strategy_text());
       if (devices.size() > 1) r.label += fmt::format(" ({})", r.device.name);
     }
     std::vector<std::int64_t> order(devices.begin(), devices.end());

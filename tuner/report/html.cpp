@@ -123,7 +123,7 @@ void runs_table(std::string& o, const ReportStudy& s, const TimeUnit& unit) {
     const std::size_t ok =
         r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
     const double best = r.improvements.empty() ? NAN : r.improvements.back().second;
-    std::string strategy = html_escape(r.run.strategy);
+    std::string strategy = html_escape(r.run.strategy_text());
     if (!r.run.strategy_options.empty() && r.run.strategy_options != "{}" &&
         r.run.strategy_options != "null")
       strategy += " <span class=\"muted\">" + html_escape(r.run.strategy_options) + "</span>";

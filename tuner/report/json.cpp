@@ -25,6 +25,7 @@ json run_json(const ReportRun& r) {
   for (const auto& [status, n] : r.by_status) ok += status == TrialStatus::kOk ? n : 0;
   json j = {{"run_id", r.run.id},
             {"strategy", r.run.strategy},
+            {"strategy_chosen", r.run.strategy_chosen},
             {"device", r.device.name},
             {"arch", r.device.arch},
             {"backend", r.run.backend},

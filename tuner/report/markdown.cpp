@@ -58,11 +58,12 @@ void runs(std::string& o, const ReportStudy& s) {
     const std::size_t ok =
         r.by_status.count(TrialStatus::kOk) ? r.by_status.at(TrialStatus::kOk) : 0;
     const double best = r.improvements.empty() ? NAN : r.improvements.back().second;
-    o += row({fmt::format("#{}", r.run.id), md_escape(r.run.strategy), md_escape(r.device.name),
-              std::string(to_string(r.run.status)), date_only(r.run.started_at),
-              format_duration(r.duration_s), fmt::format("{}", r.search.size()),
-              fmt::format("{}", ok), fmt::format("{}", r.search.size() - ok),
-              format_time(best, unit), r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-",
+    o += row({fmt::format("#{}", r.run.id), md_escape(r.run.strategy_text()),
+              md_escape(r.device.name), std::string(to_string(r.run.status)),
+              date_only(r.run.started_at), format_duration(r.duration_s),
+              fmt::format("{}", r.search.size()), fmt::format("{}", ok),
+              fmt::format("{}", r.search.size() - ok), format_time(best, unit),
+              r.evals_to_10pct ? fmt::format("{}", r.evals_to_10pct) : "-",
               r.evals_to_1pct ? fmt::format("{}", r.evals_to_1pct) : "-",
               fmt::format("{}", r.retimed.size())});
   }

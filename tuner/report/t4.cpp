@@ -173,7 +173,7 @@ json results_metadata(const RunRows& rows, json retimed) {
        !spec.is_discarded() && spec.contains("parameters") ? spec["parameters"] : json::array()},
       {"arch", rows.device.arch},
       {"driver_version", driver_text(rows.run.driver_version)},
-      {"strategy", rows.run.strategy},
+      {"strategy", rows.run.strategy_text()},
       {"strategy_options", strategy_options.is_discarded() ? json::object() : strategy_options},
       {"budget", budget.is_discarded() ? json::object() : budget},
       {"seed", rows.run.seed},

@@ -106,7 +106,8 @@ constexpr const char* kProblemColumns = "id, kernel_name, key, json";
 constexpr const char* kRunColumns =
     "id, kernel_id, device_id, problem_id, backend, strategy, strategy_options, budget, status, "
     "started_at, finished_at, ktune_version, nvrtc_version, driver_version, host, command_line, "
-    "seed, summary, replayed, flush_l2, boot_id, pid, process_start, heartbeat_unix";
+    "seed, summary, replayed, flush_l2, boot_id, pid, process_start, heartbeat_unix, "
+    "strategy_chosen";
 // The order read_trial and add_trial use; id comes first and is not inserted.
 constexpr const char* kTrialColumns =
     "id, run_id, kernel_id, device_id, problem_id, config_key, config_json, status, error, "
@@ -185,6 +186,7 @@ RunRecord read_run(SQLite::Statement& q) {
   r.pid = q.getColumn(c++).getInt64();
   r.process_start = q.getColumn(c++).getInt64();
   r.heartbeat_unix = q.getColumn(c++).getInt64();
+  r.strategy_chosen = q.getColumn(c++).getString();
   // A run is only as live as its process.
   if (r.status == RunStatus::kRunning &&
       !ProcessIdentity{r.host, r.boot_id, r.pid, r.process_start}.alive(r.heartbeat_unix))
@@ -407,6 +409,89 @@ struct Store::Impl {
     q->bind(c++, unix_seconds());
     q->exec();
     claimed_any = true;
+  }
+
+  // add_trial's steps, inside its transaction. A run tunes one (kernel, device, problem), and a
+  // trial filed under another would be invisible to resume and mislead reports: the trial must
+  // name its run's. Returns whether the run is replayed.
+  bool check_run_of(const TrialRecord& trial) {
+    int replayed = 0;
+    Cached run =
+        statement("SELECT kernel_id, device_id, problem_id, replayed FROM runs WHERE id = ?");
+    run->bind(1, trial.run_id);
+    if (!run->executeStep()) {
+      throw Error(ErrorKind::kInternal,
+                  where + ": add_trial: no run " + std::to_string(trial.run_id));
+    }
+    const std::int64_t kernel = run->getColumn(0).getInt64();
+    const std::int64_t device = run->getColumn(1).getInt64();
+    const std::int64_t problem = run->getColumn(2).getInt64();
+    replayed = run->getColumn(3).getInt();
+    if (kernel != trial.kernel_id || device != trial.device_id || problem != trial.problem_id) {
+      throw Error(
+          ErrorKind::kInternal,
+          where + ": add_trial: trial " + trial.config_key + " names kernel " +
+              std::to_string(trial.kernel_id) + ", device " + std::to_string(trial.device_id) +
+              ", problem " + std::to_string(trial.problem_id) + " but its run " +
+              std::to_string(trial.run_id) + " is for kernel " + std::to_string(kernel) +
+              ", device " + std::to_string(device) + ", problem " + std::to_string(problem));
+    }
+    return replayed != 0;
+  }
+
+  void insert_trial(const TrialRecord& trial) {
+    Cached q = statement(std::string("INSERT INTO trials (") +
+                         (kTrialColumns + std::string_view("id, ").size()) +
+                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int c = 1;
+    q->bind(c++, trial.run_id);
+    q->bind(c++, trial.kernel_id);
+    q->bind(c++, trial.device_id);
+    q->bind(c++, trial.problem_id);
+    q->bind(c++, trial.config_key);
+    q->bind(c++, trial.config_json);
+    q->bind(c++, static_cast<int>(trial.status));
+    q->bind(c++, trial.error);
+    bind_real(*q, c++, trial.time_ms);
+    bind_real(*q, c++, trial.time_min_ms);
+    bind_real(*q, c++, trial.time_mean_ms);
+    bind_real(*q, c++, trial.time_spread);
+    q->bind(c++, trial.sample_count);
+    q->bind(c++, samples_to_json(trial.samples_ms));
+    bind_real(*q, c++, trial.gbps);
+    bind_real(*q, c++, trial.gflops);
+    q->bind(c++, trial.registers);
+    q->bind(c++, trial.local_bytes);
+    q->bind(c++, trial.spill_bytes);
+    q->bind(c++, trial.static_shared_bytes);
+    q->bind(c++, trial.dynamic_shared_bytes);
+    q->bind(c++, trial.max_threads_per_block);
+    bind_real(*q, c++, trial.occupancy);
+    q->bind(c++, trial.arch);
+    q->bind(c++, trial.compile_options);
+    q->bind(c++, trial.compile_log);
+    q->bind(c++, trial.cubin_hash);
+    bind_real(*q, c++, trial.compile_ms);
+    bind_real(*q, c++, trial.eval_ms);
+    q->bind(c++, trial.created_at.empty() ? utc_now() : trial.created_at);
+    q->bind(c++, static_cast<int>(trial.kind));
+    q->bind(c++, trial.l2_flushed);
+    bind_real(*q, c++, trial.rank_ms);
+    q->exec();
+  }
+
+  // The configuration is answered now: whoever claimed it is done with it.
+  void release_claim(const TrialRecord& trial, bool replayed) {
+    Cached q = statement(
+        "DELETE FROM claims WHERE kernel_id = ? AND device_id = ? AND problem_id = ? "
+        "AND replayed = ? AND config_key = ?");
+    q->bind(1, trial.kernel_id);
+    q->bind(2, trial.device_id);
+    q->bind(3, trial.problem_id);
+    q->bind(4, replayed ? 1 : 0);
+    q->bind(5, trial.config_key);
+    q->exec();
   }
 
   // Declaration order matters: statements must be finalised before the database closes.
@@ -671,8 +756,8 @@ std::int64_t Store::begin_run(const RunRecord& run) {
         "INSERT INTO runs (kernel_id, device_id, problem_id, backend, strategy, "
         "strategy_options, budget, status, started_at, finished_at, ktune_version, "
         "nvrtc_version, driver_version, host, command_line, seed, summary, replayed, flush_l2, "
-        "boot_id, pid, process_start, heartbeat_unix) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "boot_id, pid, process_start, heartbeat_unix, strategy_chosen) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const ProcessIdentity self = ProcessIdentity::current();
     int c = 1;
     q->bind(c++, run.kernel_id);
@@ -696,6 +781,7 @@ std::int64_t Store::begin_run(const RunRecord& run) {
     q->bind(c++, self.pid);
     q->bind(c++, self.start);
     q->bind(c++, unix_seconds());
+    q->bind(c++, run.strategy_chosen);
     q->exec();
     return impl_->db.getLastInsertRowid();
   });
@@ -753,8 +839,8 @@ std::vector<RunRecord> Store::runs(std::optional<std::string> kernel_name) const
         "SELECT r.id, r.kernel_id, r.device_id, r.problem_id, r.backend, r.strategy, "
         "r.strategy_options, r.budget, r.status, r.started_at, r.finished_at, r.ktune_version, "
         "r.nvrtc_version, r.driver_version, r.host, r.command_line, r.seed, r.summary, "
-        "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start, r.heartbeat_unix "
-        "FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+        "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start, r.heartbeat_unix, "
+        "r.strategy_chosen FROM runs r JOIN kernels k ON k.id = r.kernel_id "
         "WHERE ?1 IS NULL OR k.name = ?1 ORDER BY r.id");
     if (kernel_name) q->bind(1, *kernel_name);
     std::vector<RunRecord> out;
@@ -767,85 +853,10 @@ std::int64_t Store::add_trial(const TrialRecord& trial) {
   impl_->require_writable("add_trial");
   return impl_->guard("add_trial", [&] {
     SQLite::Transaction tx(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
-    int replayed = 0;
-    {
-      // A run tunes one (kernel, device, problem); a trial filed under another would be
-      // invisible to resume and mislead reports.
-      Cached run = impl_->statement(
-          "SELECT kernel_id, device_id, problem_id, replayed FROM runs WHERE id = ?");
-      run->bind(1, trial.run_id);
-      if (!run->executeStep()) {
-        throw Error(ErrorKind::kInternal,
-                    impl_->where + ": add_trial: no run " + std::to_string(trial.run_id));
-      }
-      const std::int64_t kernel = run->getColumn(0).getInt64();
-      const std::int64_t device = run->getColumn(1).getInt64();
-      const std::int64_t problem = run->getColumn(2).getInt64();
-      replayed = run->getColumn(3).getInt();
-      if (kernel != trial.kernel_id || device != trial.device_id || problem != trial.problem_id) {
-        throw Error(
-            ErrorKind::kInternal,
-            impl_->where + ": add_trial: trial " + trial.config_key + " names kernel " +
-                std::to_string(trial.kernel_id) + ", device " + std::to_string(trial.device_id) +
-                ", problem " + std::to_string(trial.problem_id) + " but its run " +
-                std::to_string(trial.run_id) + " is for kernel " + std::to_string(kernel) +
-                ", device " + std::to_string(device) + ", problem " + std::to_string(problem));
-      }
-    }
-    {
-      Cached q = impl_->statement(std::string("INSERT INTO trials (") +
-                                  (kTrialColumns + std::string_view("id, ").size()) +
-                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      int c = 1;
-      q->bind(c++, trial.run_id);
-      q->bind(c++, trial.kernel_id);
-      q->bind(c++, trial.device_id);
-      q->bind(c++, trial.problem_id);
-      q->bind(c++, trial.config_key);
-      q->bind(c++, trial.config_json);
-      q->bind(c++, static_cast<int>(trial.status));
-      q->bind(c++, trial.error);
-      bind_real(*q, c++, trial.time_ms);
-      bind_real(*q, c++, trial.time_min_ms);
-      bind_real(*q, c++, trial.time_mean_ms);
-      bind_real(*q, c++, trial.time_spread);
-      q->bind(c++, trial.sample_count);
-      q->bind(c++, samples_to_json(trial.samples_ms));
-      bind_real(*q, c++, trial.gbps);
-      bind_real(*q, c++, trial.gflops);
-      q->bind(c++, trial.registers);
-      q->bind(c++, trial.local_bytes);
-      q->bind(c++, trial.spill_bytes);
-      q->bind(c++, trial.static_shared_bytes);
-      q->bind(c++, trial.dynamic_shared_bytes);
-      q->bind(c++, trial.max_threads_per_block);
-      bind_real(*q, c++, trial.occupancy);
-      q->bind(c++, trial.arch);
-      q->bind(c++, trial.compile_options);
-      q->bind(c++, trial.compile_log);
-      q->bind(c++, trial.cubin_hash);
-      bind_real(*q, c++, trial.compile_ms);
-      bind_real(*q, c++, trial.eval_ms);
-      q->bind(c++, trial.created_at.empty() ? utc_now() : trial.created_at);
-      q->bind(c++, static_cast<int>(trial.kind));
-      q->bind(c++, trial.l2_flushed);
-      bind_real(*q, c++, trial.rank_ms);
-      q->exec();
-    }
+    const bool replayed = impl_->check_run_of(trial);
+    impl_->insert_trial(trial);
     const std::int64_t id = impl_->db.getLastInsertRowid();
-    {
-      // The configuration is answered now: whoever claimed it is done with it.
-      Cached q = impl_->statement(
-          "DELETE FROM claims WHERE kernel_id = ? AND device_id = ? AND problem_id = ? "
-          "AND replayed = ? AND config_key = ?");
-      q->bind(1, trial.kernel_id);
-      q->bind(2, trial.device_id);
-      q->bind(3, trial.problem_id);
-      q->bind(4, replayed);
-      q->bind(5, trial.config_key);
-      q->exec();
-    }
+    impl_->release_claim(trial, replayed);
     tx.commit();
     return id;
   });

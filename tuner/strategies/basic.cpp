@@ -88,14 +88,7 @@ class AutoStrategy final : public Strategy {
  public:
   std::string name() const override { return "auto"; }
   void start(const StrategyContext& context) override {
-    // Options belong to one strategy; which one runs here depends on the budget, so an option
-    // would be silently dropped or refused depending on the run. Naming the strategy is clearer.
-    for (const auto& [key, value] : context.options)
-      throw Error(
-          ErrorKind::kUsage,
-          fmt::format("strategy 'auto' has no option '{}': it takes no options; name the strategy "
-                      "to configure it (e.g. --strategy {} --strategy-option {}={})",
-                      key, kAutoSearchStrategy, key, value));
+    check_auto_options(context.options);
     choice_ = choose_auto_strategy(*context.space, context.budget, context.budget_seconds);
     inner_ = make_strategy(choice_.strategy);
     inner_->start(context);
@@ -117,6 +110,17 @@ class AutoStrategy final : public Strategy {
 };
 
 }  // namespace
+
+void check_auto_options(const std::map<std::string, std::string>& options) {
+  // Options belong to one strategy; which one runs depends on the budget, so an option would be
+  // silently dropped or refused depending on the run. Naming the strategy is clearer.
+  for (const auto& [key, value] : options)
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("strategy 'auto' has no option '{}': it takes no options; name the strategy "
+                    "to configure it (e.g. --strategy {} --strategy-option {}={})",
+                    key, kAutoSearchStrategy, key, value));
+}
 
 AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
                                 double budget_seconds) {
@@ -175,6 +179,20 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
     if (name == e.name) return e.make();
   throw Error(ErrorKind::kUsage, fmt::format("unknown strategy '{}'; known: {}", name,
                                              fmt::join(strategy_names(), ", ")));
+}
+
+StrategyTraits strategy_traits(const std::string& name) {
+  for (const auto& e : strategy_table())
+    if (name == e.name) return e.traits;
+  throw Error(ErrorKind::kUsage, fmt::format("unknown strategy '{}'; known: {}", name,
+                                             fmt::join(strategy_names(), ", ")));
+}
+
+std::vector<std::string> strategies_sharing_a_study() {
+  std::vector<std::string> out;
+  for (const auto& e : strategy_table())
+    if (e.traits.shares_study) out.push_back(e.name);
+  return out;
 }
 
 std::vector<std::string> strategy_names() {

@@ -15,6 +15,7 @@ struct StrategyEntry {
   std::string name;     // --strategy value
   std::string summary;  // one line for --help and docs
   std::function<std::unique_ptr<Strategy>()> make;
+  StrategyTraits traits;
 };
 
 // strategies.cpp: brute_force, random.

@@ -94,14 +94,6 @@ std::uint64_t parse_count(const std::string& strategy, const std::string& key,
               fmt::format("{}: option {}={}: expected a positive integer", strategy, key, text));
 }
 
-struct ConfigHash {
-  std::size_t operator()(const Config& c) const noexcept {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::uint32_t v : c) h = (h ^ v) * 1099511628211ull;
-    return static_cast<std::size_t>(h);
-  }
-};
-
 }  // namespace
 
 int trial_state(TrialStatus status) {
@@ -733,9 +725,11 @@ void add_optuna_strategies(std::vector<StrategyEntry>& table) {
   };
   for (const Sampler& s : kSamplers) {
     const std::string name = s.name, sampler = s.sampler;
-    table.push_back({name, s.summary, [name, sampler] {
-                       return std::make_unique<optuna::OptunaStrategy>(name, sampler);
-                     }});
+    // The study lives in a storage that other processes can share (study_storage).
+    table.push_back(
+        {name, s.summary,
+         [name, sampler] { return std::make_unique<optuna::OptunaStrategy>(name, sampler); },
+         StrategyTraits{.shares_study = true}});
   }
 }
 

@@ -9,18 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "ktune/device_identity.h"
 #include "ktune/kernel.h"
 
 namespace ktune {
 
-struct DeviceInfo {
+// A CUDA device of this machine: what identifies it (ktune/device_identity.h) and what the tuner
+// reads besides.
+struct DeviceInfo : DeviceIdentity {
   int ordinal = 0;
-  std::string name;
-  std::string arch;  // "sm_90"
-  int cc_major = 0;
-  int cc_minor = 0;
-  int sm_count = 0;
-  std::int64_t memory_bytes = 0;
   std::int64_t l2_bytes = 0;
   int driver_version = 0;  // 13000 for CUDA 13.0
   int runtime_version = 0;

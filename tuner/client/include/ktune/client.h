@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ktune/compiler.h"
+#include "ktune/device_identity.h"
 #include "ktune/device_limits.h"
 #include "ktune/problem.h"
 #include "ktune/value.h"
@@ -47,13 +48,7 @@ namespace ktune {
 
 // The device a client answers for. Limits are the constants launch-geometry expressions may
 // name (max_threads_per_block, multiprocessor_count ...: ktune/device_limits.h, as the tuner).
-struct ClientDevice {
-  std::string name;  // "NVIDIA H200"
-  std::string arch;  // "sm_90"
-  int cc_major = 0;
-  int cc_minor = 0;
-  int sm_count = 0;
-  std::int64_t memory_bytes = 0;
+struct ClientDevice : DeviceIdentity {
   int ordinal = -1;  // CUDA device ordinal; -1 for a device described by hand
   DeviceLimits limits;
 
@@ -235,7 +230,7 @@ class Client {
   // The newest schema this client reads (a newer database is refused) and the oldest: schemas 3,
   // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
   // which the client does not read.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a

@@ -1,6 +1,6 @@
 // Tuning jobs from files (configs/*.toml): which kernel, which problem, a narrowed or widened
-// search space, the strategy, budget and measurement settings. Overrides (a command line's) and
-// the resolution of a job into a run are in ktune/setup.h.
+// search space, the strategy, budget and measurement settings, and what a command line (or any
+// program) puts over them. The resolution of a job into a run is in ktune/setup.h.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +28,41 @@ struct JobFile {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
+  // [compile]: parallel compilations (1-1024; none: one per core, less one), and whether they
+  // run on threads of the tuner instead of compile processes
+  std::optional<unsigned> compile_threads;
+  std::optional<bool> compile_in_process;
   // [inputs] BUFFER = "INIT" and [expected] BUFFER = "file(PATH)"; relative paths are relative
   // to the job file's directory
   std::map<std::string, std::string> inputs, expected;
+};
+
+// What overrides a job file; an empty field leaves the job file's value (or the default).
+struct JobOverrides {
+  std::string kernel;
+  std::map<std::string, std::int64_t> problem;          // merged over the job's
+  std::map<std::string, std::string> inputs, expected;  // per buffer, over the job's (paths
+                                                        // relative to the working directory)
+  std::optional<std::string> strategy;                  // "auto" is the default
+  std::map<std::string, std::string> strategy_options;  // merged over the job's
+  std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
+  std::optional<std::uint64_t> budget_evaluations;
+  std::optional<double> budget_seconds;
+  std::uint64_t seed = 1;
+  bool reuse = true;
+  bool warm_start = false;
+  std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
+  std::uint32_t part = 0, parts = 1;         // --part I/K: part = I - 1
+  int retime_top = 5;
+  std::optional<int> samples, warmup, max_samples;
+  std::optional<double> target_spread, timeout_seconds, sustain_ms;
+  std::optional<std::string> flush_l2;
+  std::optional<std::string> verify;      // "device" | "host"
+  std::optional<std::string> backend;     // "cuda" | "replay"
+  std::optional<std::string> replay;      // a recording: implies the replay backend
+  std::string replay_device;              // names the recording's device
+  std::optional<double> replay_delay_ms;  // replay: simulated evaluation time per trial
+  std::string command_line;               // provenance
 };
 
 // Reads a job file; throws Error(kInput) naming the file and the field for anything malformed.

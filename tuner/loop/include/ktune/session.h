@@ -14,18 +14,23 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ktune/job.h"
 #include "ktune/observer.h"
-#include "ktune/setup.h"
+#include "ktune/run_summary.h"
 #include "ktune/store.h"
-#include "ktune/trace.h"
-#include "ktune/tuner.h"
 
 namespace ktune {
+
+class Registry;      // ktune/registry.h
+class Trace;         // the timeline, ktune/trace.h
+struct TuningSetup;  // what the session resolved, ktune/setup.h (in the source tree)
 
 struct SessionOptions {
   JobFile job;             // a job file (load_job), or none
@@ -36,11 +41,13 @@ struct SessionOptions {
   std::string executable;
   int device = 0;                    // the GPU, by this machine's ordinal
   std::vector<std::string> plugins;  // plugin paths the GPU worker loads (as the registry did)
-  unsigned compile_threads = 0;      // parallel compilations; 0: one per core, less one
-  bool compile_in_process = false;   // on threads of this process instead of compile processes
+  // Parallel compilations, and on threads of this process instead of compile processes: given
+  // here they win over the job file's [compile]; neither: one per core, less one, in processes.
+  std::optional<unsigned> compile_threads;
+  std::optional<bool> compile_in_process;
   // The caller's check of each configuration's outputs (CudaBackend::Options::host_check) and
   // the buffers it is given (MeasureOptions::fetch_outputs).
-  decltype(CudaBackend::Options::host_check) host_check;
+  std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check;
   std::vector<std::string> fetch_outputs;
   // Keep a timeline of the start and the run (timeline()), with times from `origin` (default:
   // when the session is made; the command line gives the process's start).
@@ -61,9 +68,16 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  const TuningSetup& setup() const;  // the resolved job, the kernel instance, the backend
+  // The resolved job, the kernel instance, the backend, the strategy (ktune/setup.h, which the
+  // front ends in ktune's tree read; a program uses the accessors below).
+  const TuningSetup& setup() const;
   const KernelInstance& instance() const;
   Backend& backend() const;
+  std::string strategy() const;  // "random", or "auto (bayes: <why>)"
+  bool replays() const;          // a recording is replayed: nothing is measured here
+  // What to tell the user before the run (why a recording is replayed, what it lacks), one line
+  // each, warnings starting with "warning: ".
+  std::vector<std::string> notes() const;
   Store& store();
   unsigned compile_threads() const;         // the compile pool's processes or threads; 0: none
   double start_seconds() const;             // from the origin to the end of the start

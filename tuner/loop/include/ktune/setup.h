@@ -22,34 +22,6 @@
 
 namespace ktune {
 
-// What overrides a job file; an empty field leaves the job file's value (or the default).
-struct JobOverrides {
-  std::string kernel;
-  std::map<std::string, std::int64_t> problem;          // merged over the job's
-  std::map<std::string, std::string> inputs, expected;  // per buffer, over the job's (paths
-                                                        // relative to the working directory)
-  std::optional<std::string> strategy;                  // "auto" is the default
-  std::map<std::string, std::string> strategy_options;  // merged over the job's
-  std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
-  std::optional<std::uint64_t> budget_evaluations;
-  std::optional<double> budget_seconds;
-  std::uint64_t seed = 1;
-  bool reuse = true;
-  bool warm_start = false;
-  std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
-  std::uint32_t part = 0, parts = 1;         // --part I/K: part = I - 1
-  int retime_top = 5;
-  std::optional<int> samples, warmup, max_samples;
-  std::optional<double> target_spread, timeout_seconds, sustain_ms;
-  std::optional<std::string> flush_l2;
-  std::optional<std::string> verify;      // "device" | "host"
-  std::optional<std::string> backend;     // "cuda" | "replay"
-  std::optional<std::string> replay;      // a recording: implies the replay backend
-  std::string replay_device;              // names the recording's device
-  std::optional<double> replay_delay_ms;  // replay: simulated evaluation time per trial
-  std::string command_line;               // provenance
-};
-
 enum class BackendKind { kCuda, kReplay };
 
 // A job with every choice made that needs no GPU.
@@ -81,7 +53,7 @@ struct TuningSetup {
   std::unique_ptr<Backend> backend;
   CudaBackend* cuda = nullptr;  // the backend when it is the CUDA one
   std::unique_ptr<KernelInstance> instance;
-  std::unique_ptr<Strategy> strategy;  // "auto" itself when the job says auto
+  std::unique_ptr<Strategy> strategy;  // the one that runs: what auto chose, where it was auto
   std::optional<AutoChoice> auto_choice;
   std::string strategy_text;  // "random", or "auto (random: <reason>)"
   std::uint64_t valid = 0;    // replay: valid configurations of the space

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ktune/device_identity.h"
 #include "ktune/status.h"
 
 namespace ktune {
@@ -62,17 +63,11 @@ struct ProcessIdentity {
   bool alive(std::int64_t heartbeat_unix) const;
 };
 
-struct DeviceRecord {
+// A device row: its identity (DeviceIdentity::same_device is the table's unique key), then what
+// the last registration recorded, which does not split a device.
+struct DeviceRecord : DeviceIdentity {
   std::int64_t id = 0;
-  std::string name;  // "NVIDIA H200"
-  std::string arch;  // "sm_90"
-  int cc_major = 0;
-  int cc_minor = 0;
-  int sm_count = 0;
-  std::int64_t memory_bytes = 0;
   std::int64_t l2_bytes = 0;
-  // Identity: (name, arch, sm_count, memory_bytes); the fields below are provenance of the
-  // last registration and do not split a device.
   int driver_version = 0;     // CUDA driver API version, e.g. 13000
   std::string nvrtc_version;  // "13.0"
 };
@@ -102,7 +97,8 @@ struct RunRecord {
   std::string backend;              // the backend's name: "cuda", "replay" (tests: "fake" ...)
   bool replayed = false;            // measurements replayed from a recording, not measured here
   std::optional<FlushL2> flush_l2;  // nullopt: not recorded (runs before schema 2)
-  std::string strategy;             // "brute_force", "random", "optuna:tpe" ...
+  std::string strategy;             // as asked: "auto", "brute_force", "optuna:tpe" ...
+  std::string strategy_chosen;      // what "auto" chose ("bayes"); '' for a named strategy
   std::string strategy_options;     // JSON
   std::string budget;               // JSON: {"evaluations": 200, "seconds": 600}
   RunStatus status = RunStatus::kRunning;
@@ -119,6 +115,11 @@ struct RunRecord {
   std::string command_line;
   std::uint64_t seed = 0;
   std::string summary;  // JSON written when the run finishes
+
+  // For people: "auto (bayes)" for a run of auto, else the strategy's name.
+  std::string strategy_text() const {
+    return strategy_chosen.empty() ? strategy : strategy + " (" + strategy_chosen + ")";
+  }
 };
 
 // A re-timing trial ranks by the median of its ranking rounds (schema 5) where it has one, else

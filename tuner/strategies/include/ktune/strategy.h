@@ -71,6 +71,17 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
 
+// What the registry knows of a strategy besides its name.
+struct StrategyTraits {
+  // Its state is a study in a storage that several processes can share (the study_storage
+  // option: the Optuna strategies); the others keep their state in the process.
+  bool shares_study = false;
+};
+// Throws Error(kUsage) listing the known names, as make_strategy does.
+StrategyTraits strategy_traits(const std::string& name);
+// The strategies whose state several processes can share.
+std::vector<std::string> strategies_sharing_a_study();
+
 // `--strategy auto` (the default of `ktune tune`): brute force when the run has no budget; random
 // search without replacement (every configuration, in a seeded random order) when every valid
 // configuration of the space fits within its evaluation budget; otherwise the search strategy
@@ -83,5 +94,8 @@ struct AutoChoice {
 };
 AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_evaluations,
                                 double budget_seconds = std::numeric_limits<double>::infinity());
+// auto takes no options: they belong to the strategy it chooses, which depends on the budget.
+// Throws Error(kUsage) naming the first one given.
+void check_auto_options(const std::map<std::string, std::string>& options);
 
 }  // namespace ktune
