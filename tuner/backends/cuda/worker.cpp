@@ -65,31 +65,40 @@ CompileResult compile_reference_config(const KernelSpec& kernel, const Problem& 
   return c;
 }
 
-}  // namespace
-
-Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
-               const MeasureOptions& measure)
-    : measure_(measure) {
-  using Clock = std::chrono::steady_clock;
-  auto step = Clock::now();
-  const auto lap = [&](const char* name) {
+// The seconds of each step of the worker's start (Worker::startup()): each lap adds the time
+// since the previous one (or since the start) to its step.
+class StartupLaps {
+ public:
+  explicit StartupLaps(std::map<std::string, double>& seconds)
+      : seconds_(seconds), step_(Clock::now()) {}
+  void operator()(const char* name) {
     const auto now = Clock::now();
-    startup_[name] += std::chrono::duration<double>(now - step).count();
-    step = now;
-  };
-  device_ = require_device(device);
+    seconds_[name] += std::chrono::duration<double>(now - step_).count();
+    step_ = now;
+  }
+
+ private:
+  std::map<std::string, double>& seconds_;
+  Clock::time_point step_;
+};
+
+// The start's first step: the kernel's buffers as the worker keeps them, without memory yet.
+// Refuses a buffer fetched for the caller's check that is no output, and a fetch of a buffer the
+// kernel lacks.
+std::vector<Buffer> make_buffers(const KernelSpec& kernel, const MeasureOptions& measure) {
   // Inputs made on the GPU where nothing on the host reads them: the kernel has no host reference
   // function (its reference is a configuration run on the GPU, expected files, or none) and the
   // GPU makes the buffer's values as the host would (DeviceFill: random, iota, value). No pass of
   // the host over the buffer, no upload. Constant buffers stay the host's (they are small and go
   // up by symbol).
-  const bool device_inputs = measure_.verify_on_device && kernel.reference == nullptr;
+  const bool device_inputs = measure.verify_on_device && kernel.reference == nullptr;
+  std::vector<Buffer> buffers;
   for (const auto& b : kernel.buffers) {
     Buffer buf;
     buf.spec = b;
     buf.init = KernelSpec::parse_init(b);
-    buf.fetched = std::find(measure_.fetch_outputs.begin(), measure_.fetch_outputs.end(), b.name) !=
-                  measure_.fetch_outputs.end();
+    buf.fetched = std::find(measure.fetch_outputs.begin(), measure.fetch_outputs.end(), b.name) !=
+                  measure.fetch_outputs.end();
     buf.unchecked = kernel.unchecked;
     if (device_inputs && (b.role == BufferRole::kInput || b.role == BufferRole::kInOut))
       buf.device_fill = device_fill(b.type, buf.init);
@@ -98,52 +107,73 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
                   fmt::format("{}: buffer '{}' is fetched for the caller's check but is not an "
                               "output or inout buffer",
                               kernel.name, b.name));
-    buffers_.push_back(std::move(buf));
+    buffers.push_back(std::move(buf));
   }
-  for (const auto& name : measure_.fetch_outputs)
-    if (std::none_of(buffers_.begin(), buffers_.end(),
+  for (const auto& name : measure.fetch_outputs)
+    if (std::none_of(buffers.begin(), buffers.end(),
                      [&](const Buffer& b) { return b.spec.name == name; }))
       throw Error(
           ErrorKind::kInput,
           fmt::format("{}: no buffer '{}' to fetch for the caller's check", kernel.name, name));
-  // What these buffers need: a comparison per output type, a fill per input type made on the
-  // GPU (what NVRTC compiles where the build's CUBIN of all of them does not serve).
+  return buffers;
+}
+
+// What these buffers need: a comparison per output type, a fill per input type made on the GPU
+// (what NVRTC compiles where the build's CUBIN of all of them does not serve).
+DeviceCompare::Needs comparison_needs(const std::vector<Buffer>& buffers) {
   DeviceCompare::Needs needs;
-  for (const auto& b : buffers_) {
+  for (const auto& b : buffers) {
     if (b.spec.role == BufferRole::kOutput || b.spec.role == BufferRole::kInOut)
       needs.compared.push_back(b.spec.type);
     if (b.device_fill) needs.filled.push_back(b.spec.type);
   }
-  // The build's CUBIN, at once; else NVRTC builds the program (a cache miss costs ~0.04 s of
-  // CPU for one or two types, more on a host whose cores compile) while the driver creates the
-  // context and the host makes what it makes. It is loaded before the first inputs.
-  std::future<CompileResult> compare;
-  if (measure_.verify_on_device)
-    compare = std::async(std::launch::async, [arch = device_.arch, needs] {
-      try {
-        return DeviceCompare::compile(arch, needs);
-      } catch (const std::exception& e) {
-        CompileResult failed;
-        failed.error = e.what();
-        return failed;
-      }
-    });
-  // A reference configuration is compiled here, on another thread beside the context's
-  // creation, so that it is not a step of the start of its own (~0.06 s of NVRTC beside the
-  // tuner's compile processes). The disk cache serves a restarted worker.
-  const bool has_reference_config = kernel.reference == nullptr && !kernel.reference_config.empty();
-  std::future<CompileResult> reference_compile;
-  if (has_reference_config)
-    reference_compile = std::async(std::launch::async, [&kernel, &problem, device = device_] {
-      return compile_reference_config(kernel, problem, device);
-    });
-  lap("device");
-  // NVML (tens of milliseconds to load and start) on another thread from here, told the GPU's
-  // bus id once the context exists. The promise is declared after the future, so that a throw
-  // below breaks it (ending the thread) before the future's destructor waits for the thread.
-  std::future<std::unique_ptr<GpuClocks>> clocks;
-  std::promise<std::string> pci_bus_id;
-  clocks = std::async(std::launch::async, [bus = pci_bus_id.get_future()]() mutable {
+  return needs;
+}
+
+// The comparison (and fill) kernels, on another thread: the build's CUBIN, at once; else NVRTC
+// builds the program (a cache miss costs ~0.04 s of CPU for one or two types, more on a host
+// whose cores compile) while the driver creates the context and the host makes what it makes. A
+// failure comes back as a CompileResult that is not ok.
+std::future<CompileResult> compile_compare_kernels(const std::string& arch,
+                                                   const DeviceCompare::Needs& needs) {
+  return std::async(std::launch::async, [arch, needs] {
+    try {
+      return DeviceCompare::compile(arch, needs);
+    } catch (const std::exception& e) {
+      CompileResult failed;
+      failed.error = e.what();
+      return failed;
+    }
+  });
+}
+
+// The comparison kernels loaded from their compilation, before the first inputs; null where
+// NVRTC could not build them (the host checks) or where outputs are checked on the host.
+std::unique_ptr<DeviceCompare> load_compare_kernels(std::future<CompileResult>& compiled,
+                                                    cudaStream_t stream) {
+  if (!compiled.valid()) return nullptr;
+  try {
+    return std::make_unique<DeviceCompare>(compiled.get(), stream);
+  } catch (const Error&) {
+    return nullptr;  // NVRTC could not build the comparison: the host checks
+  }
+}
+
+// The reference configuration compiled on another thread beside the context's creation, so that
+// it is not a step of the start of its own (~0.06 s of NVRTC beside the tuner's compile
+// processes). The disk cache serves a restarted worker.
+std::future<CompileResult> compile_reference_config_async(const KernelSpec& kernel,
+                                                          const Problem& problem,
+                                                          const DeviceInfo& device) {
+  return std::async(std::launch::async, [&kernel, &problem, device] {
+    return compile_reference_config(kernel, problem, device);
+  });
+}
+
+// NVML (tens of milliseconds to load and start) on another thread, told the GPU's bus id through
+// `pci_bus_id` once the context exists; a broken promise opens it without one.
+std::future<std::unique_ptr<GpuClocks>> open_clocks_async(std::promise<std::string>& pci_bus_id) {
+  return std::async(std::launch::async, [bus = pci_bus_id.get_future()]() mutable {
     return GpuClocks::open([&bus]() -> std::string {
       try {
         return bus.get();
@@ -152,22 +182,19 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       }
     });
   });
-  // The context, the slowest step of a start (~0.2 s), is created on another thread while this
-  // one makes the inputs and the host reference; CUDA calls below wait for it. Its errors come
-  // back from the checked calls after it.
-  std::future<void> context = std::async(std::launch::async, [ordinal = device_.ordinal] {
+}
+
+// The context, the slowest step of a start (~0.2 s), created on another thread. Its errors come
+// back from the checked calls after it.
+std::future<void> create_context_async(int ordinal) {
+  return std::async(std::launch::async, [ordinal] {
     if (cudaSetDevice(ordinal) == cudaSuccess) cudaFree(nullptr);
   });
-  instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
-  // The reference configuration belongs to the kernel's declared space (a job may have narrowed
-  // the tuned one's).
-  if (has_reference_config && !kernel.declared_params.empty())
-    reference_instance_ =
-        std::make_unique<KernelInstance>(kernel.declared(), problem, device_.limits);
-  const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
-  // Inputs (and a host reference) now, while the tuner is still compiling its first
-  // configurations: for the default configuration, else the first valid one.
-  const SearchSpace& space = instance_->space();
+}
+
+// The configuration the start makes inputs (and a host reference) for: the default
+// configuration, else the first valid one; none in an empty space.
+std::optional<Config> probe_config(const SearchSpace& space) {
   std::optional<Config> probe;
   if (space.is_valid(space.default_config()))
     probe = space.default_config();
@@ -176,17 +203,121 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
       probe = c;
       return false;
     });
-  std::vector<std::size_t> probe_sizes;
+  return probe;
+}
+
+// Each buffer's element count for `config`.
+std::vector<std::size_t> buffer_counts(const KernelInstance& instance, const Config& config) {
+  const auto sizes = instance.buffer_sizes(config);
+  return std::vector<std::size_t>(sizes.begin(), sizes.end());
+}
+
+// The elements each buffer is generated to for the probe: its own counts, and at least the
+// reference configuration's where `reference` is given (it runs on the same buffers).
+std::vector<std::size_t> generated_counts(const std::vector<std::size_t>& probe_sizes,
+                                          const KernelInstance* reference,
+                                          const KernelSpec& kernel) {
+  std::vector<std::size_t> need = probe_sizes;
+  if (reference) {
+    const auto ref = reference->buffer_sizes(
+        reference->space().from_assignments(kernel.reference_assignments()));
+    for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
+      need[i] = std::max(need[i], static_cast<std::size_t>(ref[i]));
+  }
+  return need;
+}
+
+// The key of the kernel's reference configuration in the space of `instance`.
+std::string reference_config_key(const KernelInstance& instance, const KernelSpec& kernel) {
+  const SearchSpace& space = instance.space();
+  return space.key(space.from_assignments(kernel.reference_assignments()));
+}
+
+// The probe configuration as loaded for preparing the buffers (no kernel of its own).
+Loaded probe_loaded(const Config& probe, const std::vector<std::size_t>& sizes) {
+  Loaded l;
+  l.config = probe;
+  l.sizes = sizes;
+  return l;
+}
+
+// The kernel's declared space, where the reference is a configuration and a job narrowed the
+// tuned space (the reference configuration belongs to the declared one); null otherwise.
+std::unique_ptr<KernelInstance> reference_config_instance(const KernelSpec& kernel,
+                                                          const Problem& problem,
+                                                          const DeviceInfo& device,
+                                                          bool has_reference_config) {
+  if (!has_reference_config || kernel.declared_params.empty()) return nullptr;
+  return std::make_unique<KernelInstance>(kernel.declared(), problem, device.limits);
+}
+
+// Waits for the context the other thread created, makes it this thread's and returns the
+// worker's stream; a failure to create the context shows here, from the checked calls.
+cudaStream_t use_context(std::future<void>& context, int ordinal) {
+  context.get();
+  check(cudaSetDevice(ordinal), "cudaSetDevice");
+  check(cudaFree(nullptr), "context creation");
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  return stream;
+}
+
+// The GPU's PCI bus id, empty where the driver does not say.
+std::string pci_bus_id_of(int ordinal) {
+  char pci[32] = {};
+  return cudaDeviceGetPCIBusId(pci, sizeof(pci), ordinal) == cudaSuccess ? std::string(pci)
+                                                                         : std::string();
+}
+
+// The buffer that flushing the L2 cache writes: twice the L2 (at least 2 MiB), allocated where
+// the measurement may flush; `bytes` is set with it.
+void* allocate_l2_flush_buffer(const DeviceInfo& device, FlushL2 flush, std::size_t& bytes) {
+  if (flush == FlushL2::kNever) return nullptr;
+  bytes = static_cast<std::size_t>(std::max<std::int64_t>(device.l2_bytes, 1 << 20)) * 2;
+  void* buffer = nullptr;
+  check(cudaMalloc(&buffer, bytes), "cudaMalloc(L2 flush buffer)");
+  return buffer;
+}
+
+}  // namespace
+
+// The start, in the order that hides its slow steps: the threads that compile the comparison
+// kernels and the reference configuration, open NVML and create the context start first; this
+// one meanwhile makes the instance, the host inputs and the host reference; then the context's
+// resources, the reference configuration, the comparison kernels and the reference's upload.
+Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
+               const MeasureOptions& measure)
+    : measure_(measure) {
+  StartupLaps lap(startup_);
+  device_ = require_device(device);
+  buffers_ = make_buffers(kernel, measure_);
+  // The comparison kernels are loaded before the first inputs.
+  std::future<CompileResult> compare;
+  if (measure_.verify_on_device)
+    compare = compile_compare_kernels(device_.arch, comparison_needs(buffers_));
+  const bool has_reference_config = kernel.reference == nullptr && !kernel.reference_config.empty();
+  std::future<CompileResult> reference_compile;
+  if (has_reference_config)
+    reference_compile = compile_reference_config_async(kernel, problem, device_);
+  lap("device");
+  // The promise is declared after the future, so that a throw below breaks it (ending the
+  // thread) before the future's destructor waits for the thread.
+  std::future<std::unique_ptr<GpuClocks>> clocks;
+  std::promise<std::string> pci_bus_id;
+  clocks = open_clocks_async(pci_bus_id);
+  // CUDA calls below wait for the context.
+  std::future<void> context = create_context_async(device_.ordinal);
+  instance_ = std::make_unique<KernelInstance>(kernel, problem, device_.limits);
+  reference_instance_ = reference_config_instance(kernel, problem, device_, has_reference_config);
+  const KernelInstance& ref_instance = reference_instance_ ? *reference_instance_ : *instance_;
+  // Inputs (and a host reference) now, while the tuner is still compiling its first
+  // configurations.
+  const std::optional<Config> probe = probe_config(instance_->space());
+  const std::vector<std::size_t> probe_sizes =
+      probe ? buffer_counts(*instance_, *probe) : std::vector<std::size_t>();
   if (probe) {
-    const auto sizes = instance_->buffer_sizes(*probe);
-    probe_sizes.assign(sizes.begin(), sizes.end());
-    std::vector<std::size_t> need = probe_sizes;
-    if (has_reference_config) {  // the reference configuration runs on the same buffers
-      const auto ref = ref_instance.buffer_sizes(
-          ref_instance.space().from_assignments(kernel.reference_assignments()));
-      for (std::size_t i = 0; i < need.size() && i < ref.size(); ++i)
-        need[i] = std::max(need[i], static_cast<std::size_t>(ref[i]));
-    }
+    const std::vector<std::size_t> need =
+        generated_counts(probe_sizes, has_reference_config ? &ref_instance : nullptr, kernel);
     for (std::size_t i = 0; i < buffers_.size() && i < need.size(); ++i)
       if (!buffers_[i].device_fill) generate_host_input(i, need[i]);
     if (kernel.reference) {
@@ -196,46 +327,23 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
     }
   }
   lap("host_inputs_reference");
-  context.get();
-  check(cudaSetDevice(device_.ordinal), "cudaSetDevice");
-  check(cudaFree(nullptr), "context creation");
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = use_context(context, device_.ordinal);
   lap("context");
-  char pci[32] = {};
-  pci_bus_id.set_value(cudaDeviceGetPCIBusId(pci, sizeof(pci), device_.ordinal) == cudaSuccess
-                           ? std::string(pci)
-                           : std::string());
-  if (measure_.flush_l2 != FlushL2::kNever) {
-    flush_bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(device_.l2_bytes, 1 << 20)) * 2;
-    check(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)");
-  }
+  pci_bus_id.set_value(pci_bus_id_of(device_.ordinal));
+  flush_buffer_ = allocate_l2_flush_buffer(device_, measure_.flush_l2, flush_bytes_);
   lap("setup");
   if (has_reference_config) {
     // Throws where the configuration does not compile: nothing would check the outputs.
     const CompileResult compiled = reference_compile.get();
     reference_config_.emplace();
-    const SearchSpace& ref_space = ref_instance.space();
-    load(*reference_config_,
-         ref_space.key(ref_space.from_assignments(kernel.reference_assignments())),
-         compiled.lowered_name, compiled.cubin, &ref_instance);
+    load(*reference_config_, reference_config_key(ref_instance, kernel), compiled.lowered_name,
+         compiled.cubin, &ref_instance);
   }
   lap("reference_config");
-  // The comparison (and fill) kernels before the first inputs: made on the GPU or uploaded, and
-  // the reference put where the check will read it.
-  if (compare.valid()) {
-    try {
-      device_compare_ = std::make_unique<DeviceCompare>(compare.get(), stream_);
-    } catch (const Error&) {
-      device_compare_.reset();  // NVRTC could not build the comparison: the host checks
-    }
-  }
+  device_compare_ = load_compare_kernels(compare, stream_);
   lap("compare_kernels");
-  if (probe) {
-    Loaded l;
-    l.config = *probe;
-    l.sizes = probe_sizes;
-    prepare_buffers(l);
-  }
+  // The inputs made on the GPU or uploaded, and the reference put where the check will read it.
+  if (probe) prepare_buffers(probe_loaded(*probe, probe_sizes));
   lap("upload_reference");
   clocks_ = clocks.get();
   lap("clocks");
@@ -986,6 +1094,42 @@ double Worker::sustain(const std::vector<Loaded>& loaded, const std::vector<int>
   return ran;
 }
 
+namespace {
+
+// Samples per round of a re-timing, each of `batch` launches: enough for about 1 ms of GPU time
+// (5 to 20). Within a round a candidate is timed as the search times it: warm-up launches, then
+// samples queued back to back. Timing one sample per synchronisation instead measures a GPU
+// that idled before every launch, which for a 0.04 ms kernel read 4% slow, and bursts of 5 such
+// runs read 0.6% faster than the 20 of bench/peers: the stored time must be the one a search
+// trial and a client launching the kernel in a stream see.
+int samples_per_round(double first_ms, int batch) {
+  const double sample_ms = std::max(first_ms, 1e-6) * batch;
+  return static_cast<int>(std::clamp(std::ceil(1.0 / sample_ms), 5.0, 20.0));
+}
+
+// A finalist's re-timed measurement, without its clocks: the samples of its timing rounds (of
+// its ranking rounds where there were none), and the median of its ranking rounds to rank it by.
+Measurement retimed_measurement(const std::vector<double>& rank, const std::vector<double>& timed,
+                                int batch, bool flush) {
+  const std::vector<double>& samples = timed.empty() ? rank : timed;
+  const SampleStats st = sample_stats(samples);
+  Measurement m;
+  m.samples_ms = samples;
+  m.time_ms = st.median;
+  m.time_min_ms = st.min;
+  m.time_mean_ms = st.mean;
+  m.time_spread = st.spread;
+  m.rank_ms = sample_stats(rank).median;
+  m.l2_flushed = flush ? 1 : 0;
+  m.launches_per_sample = batch;
+  return m;
+}
+
+}  // namespace
+
+// The finalists loaded from the request's CUBINs, calibrated (launches per sample, samples per
+// round), run back to back until the GPU is in its sustained state, then timed in interleaved
+// rounds (a slow phase of the GPU hits them all alike).
 protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
                                      const std::string& blob) {
   protocol::RetimeReply out;
@@ -1003,13 +1147,6 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       if (!check_resources(loaded.back(), resources))
         throw Error(ErrorKind::kInternal, c.config + ": " + resources.error);
     }
-    // Rounds interleave the candidates (a slow phase of the GPU hits them all alike). Within a
-    // round a candidate is timed as the search times it: warm-up launches, then samples queued
-    // back to back (each of launches_per_sample launches), enough for about 1 ms of GPU time
-    // (5 to 20). Timing one sample per synchronisation instead measures a GPU that idled before
-    // every launch, which for a 0.04 ms kernel read 4% slow, and bursts of 5 such runs read
-    // 0.6% faster than the 20 of bench/peers: the stored time must be the one a search trial
-    // and a client launching the kernel in a stream see.
     std::vector<std::vector<double>> rank(loaded.size()), timed(loaded.size());
     std::vector<int> batch(loaded.size(), 1), per_round(loaded.size(), 5);
     const bool flush = needs_flush();
@@ -1017,8 +1154,7 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       prepare_buffers(loaded[i]);
       const double first_ms = sample_chunk(loaded[i], 1, 1, flush, out.gpu_ms)[0];
       batch[i] = launches_per_sample(first_ms, flush);
-      const double sample_ms = std::max(first_ms, 1e-6) * batch[i];
-      per_round[i] = static_cast<int>(std::clamp(std::ceil(1.0 / sample_ms), 5.0, 20.0));
+      per_round[i] = samples_per_round(first_ms, batch[i]);
     }
     const auto s0 = Clock::now();
     out.gpu_ms += sustain(loaded, per_round, batch, flush);
@@ -1041,17 +1177,7 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       }
     }
     for (std::size_t i = 0; i < loaded.size(); ++i) {
-      const std::vector<double>& samples = timed[i].empty() ? rank[i] : timed[i];
-      const SampleStats st = sample_stats(samples);
-      Measurement m;
-      m.samples_ms = samples;
-      m.time_ms = st.median;
-      m.time_min_ms = st.min;
-      m.time_mean_ms = st.mean;
-      m.time_spread = st.spread;
-      m.rank_ms = sample_stats(rank[i]).median;
-      m.l2_flushed = flush ? 1 : 0;
-      m.launches_per_sample = batch[i];
+      Measurement m = retimed_measurement(rank[i], timed[i], batch[i], flush);
       under_load_ = clocks[i];
       record_clocks(m);
       m.phases_ms["sustain"] = sustain_wall_ms;
