@@ -62,26 +62,23 @@ bool reply(const json& header, std::string blob = {}) {
   return ipc::write_message(kReplyFd, {header, std::move(blob)});
 }
 
-}  // namespace
-
-int cuda_worker_main(int early_device) {
-  // The tuner handles Ctrl-C; the worker finishes its trial.
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGPIPE, SIG_IGN);
-  exit_with_parent();
-  // The context, the slowest step of the start, is made while the tuner still queries the
-  // device and sets the run up; the start's own context step then finds it made (a failure
-  // shows there, from its checked calls).
-  std::future<void> early_context;
-  if (early_device >= 0)
-    early_context = std::async(std::launch::async, [early_device] {
-      if (cudaSetDevice(early_device) == cudaSuccess) cudaFree(nullptr);
+// The context, the slowest step of the start, is made while the tuner still queries the device
+// and sets the run up; the start's own context step then finds it made (a failure shows there,
+// from its checked calls). None where the device is not known before the init message.
+std::future<void> create_context_early(int device) {
+  std::future<void> context;
+  if (device >= 0)
+    context = std::async(std::launch::async, [device] {
+      if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);
     });
-  ipc::Message msg;
-  if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
-  std::unique_ptr<worker::Worker> w;
-  Registry registry;  // outlives the worker: plugin kernels point into its libraries
-  std::map<std::string, double> startup;
+  return context;
+}
+
+// The start: the kernel as tuned and its Worker, from the init message `msg`; `startup` gets
+// the seconds of each step. A failure is answered with a fatal reply (the tuner's error kind
+// where it is an input error) and returns false.
+bool start_worker(const ipc::Message& msg, Registry& registry, std::unique_ptr<worker::Worker>& w,
+                  std::map<std::string, double>& startup) {
   try {
     const protocol::WorkerInit init = protocol::worker_init_from_json(msg.header);
     const auto k0 = std::chrono::steady_clock::now();
@@ -93,17 +90,22 @@ int cuda_worker_main(int early_device) {
   } catch (const worker::CudaFailure& f) {
     reply(json{{"op", "fatal"},
                {"message", fmt::format("{}: {}", f.where, worker::cuda_text(f.code))}});
-    return 3;
+    return false;
   } catch (const Error& e) {
     json fatal{{"op", "fatal"}, {"message", e.what()}};
     if (e.kind() == ErrorKind::kInput) fatal["kind"] = "input";  // the tuner's error kind
     reply(fatal);
-    return 3;
+    return false;
   } catch (const std::exception& e) {
     reply(json{{"op", "fatal"}, {"message", e.what()}});
-    return 3;
+    return false;
   }
-  reply(json{{"op", "ready"}, {"startup", startup}});
+  return true;
+}
+
+// Answers evaluate and retime requests until EOF, "quit" or a poisoned context; returns the
+// process's exit code. `msg` is the buffer each request is read into.
+int serve_requests(worker::Worker& w, ipc::Message& msg) {
   // The worker's time between evaluations, reported with the next one's phases: waiting for and
   // reading its request (`wait_request`: the tuner had not sent it yet, or its CUBIN was still on
   // the way), parsing it (`parse_request`), and serialising and writing the reply before it
@@ -125,7 +127,7 @@ int cuda_worker_main(int early_device) {
     switch (request.op) {
       case protocol::Request::Op::kEvaluate: {
         Measurement m =
-            w->evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
+            w.evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
         done = Clock::now();
         m.phases_ms["wait_request"] = ms_between(r0, r1);
         m.phases_ms["parse_request"] = ms_between(r1, r2);
@@ -135,7 +137,7 @@ int cuda_worker_main(int early_device) {
         break;
       }
       case protocol::Request::Op::kRetime:
-        answer = protocol::to_json(w->retime(request.retime, msg.blob));
+        answer = protocol::to_json(w.retime(request.retime, msg.blob));
         done = Clock::now();
         break;
       case protocol::Request::Op::kQuit:
@@ -147,8 +149,26 @@ int cuda_worker_main(int early_device) {
     answer["op"] = "result";
     if (!reply(answer, std::move(blob))) return 0;
     previous_reply_ms = ms_between(done, Clock::now());
-    if (w->dead()) return 3;  // the context is poisoned; the tuner starts a new worker
+    if (w.dead()) return 3;  // the context is poisoned; the tuner starts a new worker
   }
+}
+
+}  // namespace
+
+int cuda_worker_main(int early_device) {
+  // The tuner handles Ctrl-C; the worker finishes its trial.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  exit_with_parent();
+  std::future<void> early_context = create_context_early(early_device);
+  ipc::Message msg;
+  if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
+  std::unique_ptr<worker::Worker> w;
+  Registry registry;  // outlives the worker: plugin kernels point into its libraries
+  std::map<std::string, double> startup;
+  if (!start_worker(msg, registry, w, startup)) return 3;
+  reply(json{{"op", "ready"}, {"startup", startup}});
+  return serve_requests(*w, msg);
 }
 
 }  // namespace ktune
