@@ -114,7 +114,9 @@ std::string self_executable() {
   return ec ? std::string("/proc/self/exe") : p.string();
 }
 
-po::options_description tune_options() {
+// The search: the kernel or job, the strategy and its budget, reuse and warm starts, the
+// finalists, compilation, the devices or part of a shared search, progress and the timeline.
+po::options_description search_options() {
   po::options_description own("Search");
   own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "kernel name")(
       "config", po::value<std::string>()->value_name("JOB.toml"),
@@ -161,6 +163,11 @@ po::options_description tune_options() {
       "write the run's timeline there (compile batches, the GPU's trials, the loop's waits) in "
       "the Trace Event Format, for Perfetto or chrome://tracing; with --devices one file per "
       "device, FILE.gpuN.json");
+  return own;
+}
+
+// The backend: the GPU, or a recording to replay.
+po::options_description backend_options() {
   po::options_description backend("Backend");
   backend.add_options()("backend", po::value<std::string>()->value_name("NAME"),
                         "cuda | replay (default: cuda; without a GPU, a recording shipped with "
@@ -173,6 +180,11 @@ po::options_description tune_options() {
       "database's")("replay-delay", po::value<double>()->value_name("MS"),
                     "replay: wait this long per evaluation, a simulated measurement time (to time "
                     "several workers on one study without a GPU)");
+  return backend;
+}
+
+// The measurement: samples, warm-up, L2 flushes, verification, the watchdog, sustained load.
+po::options_description measurement_options() {
   po::options_description measure("Measurement");
   measure.add_options()("samples", po::value<int>()->value_name("N"),
                         "timed runs per configuration (default 0: adaptive, until the spread is "
@@ -192,6 +204,11 @@ po::options_description tune_options() {
       "GPU milliseconds the finalists run back to back before their re-timing, and again while "
       "their times or the SM clock under load still change (at most 20 times; default 100, 0: "
       "none)");
+  return measure;
+}
+
+// The input data: how input buffers are filled and where expected outputs come from.
+po::options_description input_data_options() {
   po::options_description data("Input data");
   data.add_options()(
       "input", po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=INIT"),
@@ -201,11 +218,16 @@ po::options_description tune_options() {
       "expected",
       po::value<std::vector<std::string>>()->composing()->value_name("BUFFER=file(PATH)"),
       "take an output's expected contents from a file (raw or .npy) (repeatable)");
+  return data;
+}
+
+// `ktune tune`'s options: its own groups, then those it shares with other commands.
+po::options_description tune_options() {
   po::options_description all;
-  all.add(own)
-      .add(data)
-      .add(backend)
-      .add(measure)
+  all.add(search_options())
+      .add(input_data_options())
+      .add(backend_options())
+      .add(measurement_options())
       .add(problem_options())
       .add(device_options())
       .add(database_options())
