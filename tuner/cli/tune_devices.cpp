@@ -288,19 +288,21 @@ int summarize(std::vector<DeviceWorker>& workers, const Options& o) {
   return code;
 }
 
-}  // namespace
-
-int tune_on_devices(const std::vector<std::string>& args, const po::variables_map& vm,
-                    const std::string& exe) {
-  const std::vector<int> devices =
-      parse_devices(vm["devices"].as<std::string>(), vm.count("replay") > 0);
+// How this process speaks: -q, --json, and whether it draws the combined progress line.
+Options options_from(const po::variables_map& vm) {
   Options o;
   o.quiet = vm.count("quiet") > 0;
   o.json = json_output(vm);
   o.progress = !o.quiet && !o.json && vm["progress"].as<std::string>() != "never";
+  return o;
+}
+
+// One worker per device, labelled with the device's name where the host has it; `models` gets
+// each worker's device model ("" for replay workers, which are of one model).
+std::vector<DeviceWorker> device_workers(const std::vector<int>& devices, const DeviceQuery& q,
+                                         std::vector<std::string>& models) {
   std::vector<DeviceWorker> workers(devices.size());
-  const DeviceQuery q = vm.count("replay") ? DeviceQuery{} : list_devices();
-  std::vector<std::string> models(devices.size());  // "" for replay workers: one model
+  models.assign(devices.size(), std::string());
   for (std::size_t i = 0; i < devices.size(); ++i) {
     DeviceWorker& w = workers[i];
     w.device = devices[i];
@@ -310,6 +312,12 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
       w.label += " (" + models[i] + ")";
     }
   }
+  return workers;
+}
+
+// Options that --devices decides itself: --study-storage is for a shared study only, and each
+// worker's --part is given by --devices.
+void refuse_options_devices_decide(const po::variables_map& vm) {
   if (vm.count("study-storage") && !shares_a_study(vm))
     throw Error(ErrorKind::kUsage,
                 fmt::format("--study-storage is for the Optuna strategies, whose study the "
@@ -318,22 +326,18 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
                             strategy_of(vm)));
   if (vm.count("part"))
     throw Error(ErrorKind::kUsage, "--part and --devices: --devices gives each worker its part");
-  const auto parts = parts_of(models);
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    workers[i].argv =
-        worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()), parts[i],
-                    budget_share(vm, parts[i]));
-  // The shared results database is made here (its schema, the WAL journal) before the workers
-  // start: workers creating a fresh file at the same moment could find it locked past SQLite's
-  // busy handler, and one then ended at once ("database is locked"). Made for this run and left
-  // without a run (every worker refused it), it goes again, as a single run's does.
-  const std::string db = vm["db"].as<std::string>();
-  const bool created = !std::filesystem::exists(db);
-  (void)Store::open(db);
+}
+
+// Ctrl-C while waiting: the workers get it and stop; this process waits on for them.
+void wait_through_interrupts() {
   struct sigaction action {};
   action.sa_handler = on_interrupt_while_waiting;
   ::sigaction(SIGINT, &action, nullptr);
-  for (DeviceWorker& w : workers) start(w, o);
+}
+
+// Passes on what the workers write until every one has ended (restarting those killed by a
+// signal, see reap()), with the combined progress line every two seconds.
+void watch_workers(std::vector<DeviceWorker>& workers, const Options& o) {
   std::size_t running = workers.size();
   bool drawn = false;
   auto last = std::chrono::steady_clock::now();
@@ -358,20 +362,52 @@ int tune_on_devices(const std::vector<std::string>& args, const po::variables_ma
       last = std::chrono::steady_clock::now();
     }
   }
-  const int code = summarize(workers, o);
-  if (created) {
-    bool empty = false;
-    try {
-      empty = Store::open(db, Store::Mode::kReadOnly).runs().empty();
-    } catch (const Error&) {
-      // Unreadable now: leave it for the user to see.
-    }
-    if (empty)
-      for (const char* suffix : {"", "-wal", "-shm"}) {
-        std::error_code ec;
-        std::filesystem::remove(db + suffix, ec);
-      }
+}
+
+// The database this run created, where it was left without a run (every worker refused it),
+// goes again, as a single run's does.
+void remove_if_left_empty(const std::string& db) {
+  bool empty = false;
+  try {
+    empty = Store::open(db, Store::Mode::kReadOnly).runs().empty();
+  } catch (const Error&) {
+    // Unreadable now: leave it for the user to see.
   }
+  if (empty)
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code ec;
+      std::filesystem::remove(db + suffix, ec);
+    }
+}
+
+}  // namespace
+
+int tune_on_devices(const std::vector<std::string>& args, const po::variables_map& vm,
+                    const std::string& exe) {
+  const std::vector<int> devices =
+      parse_devices(vm["devices"].as<std::string>(), vm.count("replay") > 0);
+  const Options o = options_from(vm);
+  const DeviceQuery q = vm.count("replay") ? DeviceQuery{} : list_devices();
+  std::vector<std::string> models;
+  std::vector<DeviceWorker> workers = device_workers(devices, q, models);
+  refuse_options_devices_decide(vm);
+  const auto parts = parts_of(models);
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    workers[i].argv =
+        worker_argv(args, exe, vm, workers[i].device, static_cast<int>(devices.size()), parts[i],
+                    budget_share(vm, parts[i]));
+  // The shared results database is made here (its schema, the WAL journal) before the workers
+  // start: workers creating a fresh file at the same moment could find it locked past SQLite's
+  // busy handler, and one then ended at once ("database is locked"). Made for this run and left
+  // without a run (every worker refused it), it goes again, as a single run's does.
+  const std::string db = vm["db"].as<std::string>();
+  const bool created = !std::filesystem::exists(db);
+  (void)Store::open(db);
+  wait_through_interrupts();
+  for (DeviceWorker& w : workers) start(w, o);
+  watch_workers(workers, o);
+  const int code = summarize(workers, o);
+  if (created) remove_if_left_empty(db);
   return code;
 }
 
