@@ -11,7 +11,10 @@
 
 namespace ktune::cli {
 
-int cmd_space(const std::vector<std::string>& args) {
+namespace {
+
+// `ktune space`'s options.
+po::options_description space_options() {
   po::options_description opts;
   po::options_description own("Space");
   own.add_options()("kernel", po::value<std::string>()->value_name("KERNEL"), "kernel name")(
@@ -26,19 +29,19 @@ int cmd_space(const std::vector<std::string>& args) {
       .add(target_options())
       .add(plugin_options())
       .add(output_options());
-  po::positional_options_description pos;
-  pos.add("kernel", 1);
-  po::variables_map vm;
-  if (parse(args, "space", "KERNEL [options]", opts, pos, vm)) return 0;
+  return opts;
+}
 
-  auto registry = make_registry(vm);
-  const Target target = resolve_target(vm, false);
-  const KernelInstance instance = job_instance(vm, *registry, target);
-  const KernelSpec& kernel = instance.kernel();
-  const SearchSpace& space = instance.space();
+// The space enumerated: its counts, and a seeded sample of --sample valid configurations.
+struct Enumerated {
+  EnumerationStats stats;
+  std::vector<Config> sample;
+};
 
+Enumerated enumerate(const SearchSpace& space, const po::variables_map& vm) {
+  Enumerated out;
   std::vector<Config> valid;
-  const EnumerationStats stats = space.for_each_valid([&](const Config& c) {
+  out.stats = space.for_each_valid([&](const Config& c) {
     valid.push_back(c);
     return true;
   });
@@ -47,33 +50,39 @@ int cmd_space(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage,
                 fmt::format("--sample {}: at most 1000000 configurations", asked));
   const int want = static_cast<int>(asked);
-  std::vector<Config> sample;
   std::mt19937_64 rng(vm["seed"].as<Unsigned>().value);
-  std::sample(valid.begin(), valid.end(), std::back_inserter(sample),
+  std::sample(valid.begin(), valid.end(), std::back_inserter(out.sample),
               std::min<std::size_t>(static_cast<std::size_t>(want), valid.size()), rng);
+  return out;
+}
 
-  if (json_output(vm)) {
-    nlohmann::json j;
-    j["kernel"] = kernel.name;
-    j["problem"] = instance.problem();
-    j["target"] = {{"arch", target.arch}, {"note", target.note}};
-    j["cartesian"] = stats.cartesian;
-    j["valid"] = stats.valid;
-    j["enumeration_seconds"] = stats.seconds;
-    j["space_hash"] = space.hash();
-    j["restrictions"] = space.restrictions();
-    j["sample"] = nlohmann::json::array();
-    j["sample_launch"] = nlohmann::json::array();  // the launch geometry of each, in order
-    for (const auto& c : sample) {
-      j["sample"].push_back(space.to_json(c));
-      j["sample_launch"].push_back(geometry_json(instance, c));
-    }
-    if (stats.valid == 0) j["empty_because"] = explain_empty_space(space);
-    print_json(j);
-    return 0;
+void print_space_json(const KernelInstance& instance, const Target& target, const Enumerated& e) {
+  const SearchSpace& space = instance.space();
+  const EnumerationStats& stats = e.stats;
+  nlohmann::json j;
+  j["kernel"] = instance.kernel().name;
+  j["problem"] = instance.problem();
+  j["target"] = {{"arch", target.arch}, {"note", target.note}};
+  j["cartesian"] = stats.cartesian;
+  j["valid"] = stats.valid;
+  j["enumeration_seconds"] = stats.seconds;
+  j["space_hash"] = space.hash();
+  j["restrictions"] = space.restrictions();
+  j["sample"] = nlohmann::json::array();
+  j["sample_launch"] = nlohmann::json::array();  // the launch geometry of each, in order
+  for (const auto& c : e.sample) {
+    j["sample"].push_back(space.to_json(c));
+    j["sample_launch"].push_back(geometry_json(instance, c));
   }
-  std::cout << fmt::format("kernel      {}\nproblem     {}\ntarget      {}\n", kernel.name,
-                           instance.problem_key(), target.note);
+  if (stats.valid == 0) j["empty_because"] = explain_empty_space(space);
+  print_json(j);
+}
+
+void print_space_text(const KernelInstance& instance, const Target& target, const Enumerated& e) {
+  const SearchSpace& space = instance.space();
+  const EnumerationStats& stats = e.stats;
+  std::cout << fmt::format("kernel      {}\nproblem     {}\ntarget      {}\n",
+                           instance.kernel().name, instance.problem_key(), target.note);
   std::cout << fmt::format(
       "cartesian   {}\nvalid       {} ({:.2f}%)\nenumerated  in {:.3f} ms ({:.2f} M "
       "candidates/s)\n",
@@ -82,14 +91,35 @@ int cmd_space(const std::vector<std::string>& args) {
       stats.seconds * 1e3, stats.seconds > 0 ? double(stats.cartesian) / stats.seconds / 1e6 : 0.0);
   std::cout << "restrictions (kernel, then device limits):\n";
   for (const auto& r : space.restrictions()) std::cout << "  " << r << "\n";
-  if (!sample.empty()) {
-    std::cout << fmt::format("sample of {}:\n", sample.size());
-    for (const auto& c : sample)
+  if (!e.sample.empty()) {
+    std::cout << fmt::format("sample of {}:\n", e.sample.size());
+    for (const auto& c : e.sample)
       std::cout << "  " << space.key(c) << "\n      " << geometry_text(instance, c) << "\n";
   }
-  if (stats.valid > 0) return 0;
-  std::cerr << "error: " << kernel.name << ": the space is empty\n";
-  for (const auto& line : explain_empty_space(space)) std::cerr << "  " << line << "\n";
+}
+
+}  // namespace
+
+int cmd_space(const std::vector<std::string>& args) {
+  const po::options_description opts = space_options();
+  po::positional_options_description pos;
+  pos.add("kernel", 1);
+  po::variables_map vm;
+  if (parse(args, "space", "KERNEL [options]", opts, pos, vm)) return 0;
+
+  auto registry = make_registry(vm);
+  const Target target = resolve_target(vm, false);
+  const KernelInstance instance = job_instance(vm, *registry, target);
+  const Enumerated enumerated = enumerate(instance.space(), vm);
+  if (json_output(vm)) {
+    print_space_json(instance, target, enumerated);
+    return 0;
+  }
+  print_space_text(instance, target, enumerated);
+  if (enumerated.stats.valid > 0) return 0;
+  // The text output says why an empty space is empty, and fails.
+  std::cerr << "error: " << instance.kernel().name << ": the space is empty\n";
+  for (const auto& line : explain_empty_space(instance.space())) std::cerr << "  " << line << "\n";
   return exit_code(ErrorKind::kUsage);
 }
 
