@@ -52,6 +52,64 @@ void add_name(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
+// The columns of one row of the export query (read_bests) from its 7th on, into `r`; its first
+// six, up to the problem's id, are read before, to skip an older version's row at once. Returns
+// the kernel version's spec_json, the last column.
+std::string read_row(const detail::Query& q, Row& r) {
+  int i = 6;
+  r.trial_id = q.integer(i++);
+  r.device_name = q.text(i++);
+  r.device_arch = q.text(i++);
+  r.cc_major = static_cast<int>(q.integer(i++));
+  r.cc_minor = static_cast<int>(q.integer(i++));
+  r.sm_count = static_cast<int>(q.integer(i++));
+  r.memory_bytes = q.integer(i++);
+  r.problem = parse_or(q.text(i++), nlohmann::json::object());
+  r.config_key = q.text(i++);
+  r.config = parse_or(q.text(i++), nlohmann::json::object());
+  r.time_ms = q.real(i++);
+  r.time_spread = q.real(i++);
+  r.sample_count = static_cast<int>(q.integer(i++));
+  r.gbps = q.real(i++);
+  r.run_id = q.integer(i++);
+  r.measured_at = q.text(i++);
+  r.source_hash = q.text(i++);
+  return q.text(i++);
+}
+
+// The kernel's columns: the newest version's declaration order first (the spec_json of the
+// first row of a kernel, and of its rows of the same version; rows come newest first), then any
+// name the row's own values hold.
+void add_columns(KernelRows& k, const Row& r, const std::string& spec_json, bool newest,
+                 const std::string& where) {
+  if (newest) {
+    try {
+      const StoredSpec spec = StoredSpec::parse(spec_json, where);
+      for (const auto& p : spec.params) add_name(k.params, p.name);
+      for (const auto& p : spec.problem) add_name(k.problem, p.name);
+    } catch (const Error&) {
+      // An unreadable spec: the columns come from the rows' own values below.
+    }
+  }
+  for (const auto& [name, v] : r.config.items()) add_name(k.params, name);
+  for (const auto& [name, v] : r.problem.items()) add_name(k.problem, name);
+}
+
+// A kernel's rows in the export's order: newest architecture first, device name, problem (by the
+// kernel's problem parameters, then by key).
+void sort_rows(KernelRows& k) {
+  std::stable_sort(k.rows.begin(), k.rows.end(), [&](const Row& a, const Row& b) {
+    const int ca = a.cc_major * 10 + a.cc_minor, cb = b.cc_major * 10 + b.cc_minor;
+    if (ca != cb) return ca > cb;
+    if (a.device_name != b.device_name) return a.device_name < b.device_name;
+    for (const auto& p : k.problem) {
+      const auto va = a.problem.value(p, std::int64_t{0}), vb = b.problem.value(p, std::int64_t{0});
+      if (va != vb) return va < vb;
+    }
+    return a.problem_key < b.problem_key;
+  });
+}
+
 // Every best of the database, newest kernel version per (kernel, device, problem), ordered by
 // kernel, then newest architecture first, device name, problem.
 std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
@@ -77,61 +135,20 @@ std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
   std::map<std::string, std::int64_t> newest_version;
   while (q.step()) {
     Row r;
-    int i = 0;
-    r.kernel = q.text(i++);
-    r.problem_key = q.text(i++);
-    r.updated_at = q.text(i++);
-    r.kernel_id = q.integer(i++);
-    r.device_id = q.integer(i++);
-    r.problem_id = q.integer(i++);
+    r.kernel = q.text(0);
+    r.problem_key = q.text(1);
+    r.updated_at = q.text(2);
+    r.kernel_id = q.integer(3);
+    r.device_id = q.integer(4);
+    r.problem_id = q.integer(5);
     if (!seen.emplace(r.kernel, r.device_id, r.problem_id).second) continue;
-    r.trial_id = q.integer(i++);
-    r.device_name = q.text(i++);
-    r.device_arch = q.text(i++);
-    r.cc_major = static_cast<int>(q.integer(i++));
-    r.cc_minor = static_cast<int>(q.integer(i++));
-    r.sm_count = static_cast<int>(q.integer(i++));
-    r.memory_bytes = q.integer(i++);
-    r.problem = parse_or(q.text(i++), nlohmann::json::object());
-    r.config_key = q.text(i++);
-    r.config = parse_or(q.text(i++), nlohmann::json::object());
-    r.time_ms = q.real(i++);
-    r.time_spread = q.real(i++);
-    r.sample_count = static_cast<int>(q.integer(i++));
-    r.gbps = q.real(i++);
-    r.run_id = q.integer(i++);
-    r.measured_at = q.text(i++);
-    r.source_hash = q.text(i++);
-    const std::string spec_json = q.text(i++);
+    const std::string spec_json = read_row(q, r);
     KernelRows& k = out[r.kernel];
-    // Columns: the newest version's declaration order first (rows come newest first).
-    if (auto [it, fresh] = newest_version.emplace(r.kernel, r.kernel_id);
-        fresh || it->second == r.kernel_id) {
-      try {
-        const StoredSpec spec = StoredSpec::parse(spec_json, db.where());
-        for (const auto& p : spec.params) add_name(k.params, p.name);
-        for (const auto& p : spec.problem) add_name(k.problem, p.name);
-      } catch (const Error&) {
-        // An unreadable spec: the columns come from the rows' own values below.
-      }
-    }
-    for (const auto& [name, v] : r.config.items()) add_name(k.params, name);
-    for (const auto& [name, v] : r.problem.items()) add_name(k.problem, name);
+    const auto [it, fresh] = newest_version.emplace(r.kernel, r.kernel_id);
+    add_columns(k, r, spec_json, fresh || it->second == r.kernel_id, db.where());
     k.rows.push_back(std::move(r));
   }
-  for (auto& [name, k] : out) {
-    std::stable_sort(k.rows.begin(), k.rows.end(), [&](const Row& a, const Row& b) {
-      const int ca = a.cc_major * 10 + a.cc_minor, cb = b.cc_major * 10 + b.cc_minor;
-      if (ca != cb) return ca > cb;
-      if (a.device_name != b.device_name) return a.device_name < b.device_name;
-      for (const auto& p : k.problem) {
-        const auto va = a.problem.value(p, std::int64_t{0}),
-                   vb = b.problem.value(p, std::int64_t{0});
-        if (va != vb) return va < vb;
-      }
-      return a.problem_key < b.problem_key;
-    });
-  }
+  for (auto& [name, k] : out) sort_rows(k);
   return out;
 }
 
