@@ -299,9 +299,13 @@ bool Client::Impl::kernel_exists(const std::string& kernel) {
   return q.step();
 }
 
-std::shared_ptr<const BestConfig> Client::Impl::details(
-    const Candidate& c, const std::string& kernel, const Problem& query, DeviceMatch device_match,
-    ProblemMatch problem_match, double distance) {
+namespace {
+
+// A best as the lookup found it: what was asked, how it matched, and the candidate's device and
+// row ids; details() reads the rest.
+std::shared_ptr<BestConfig> matched_best(const Candidate& c, const std::string& kernel,
+                                         const Problem& query, DeviceMatch device_match,
+                                         ProblemMatch problem_match, double distance) {
   auto b = std::make_shared<BestConfig>();
   b->kernel = kernel;
   b->problem = c.problem;
@@ -318,6 +322,63 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
   p.kernel_id = c.kernel_id;
   p.problem_id = c.problem_id;
   p.trial_id = c.trial_id;
+  return b;
+}
+
+// The details query's columns up to the best row's date: the measurement and provenance into
+// `b`, the trial's config_json into `config_json`. Returns the index of the next column, the
+// first of the kernel version's (name, source, entry, spec_json).
+int read_trial(const detail::Query& q, BestConfig& b, std::string& config_json) {
+  int i = 0;
+  b.config_key = q.text(i++);
+  config_json = q.text(i++);
+  BestMeasurement& m = b.measurement;
+  m.time_ms = q.real(i++);
+  m.time_min_ms = q.real(i++);
+  m.time_mean_ms = q.real(i++);
+  m.time_spread = q.real(i++);
+  m.sample_count = static_cast<int>(q.integer(i++));
+  m.gbps = q.real(i++);
+  m.gflops = q.real(i++);
+  BestProvenance& p = b.provenance;
+  p.compile_arch = q.text(i++);
+  p.compile_options = q.text(i++);
+  p.binary_key = q.text(i++);
+  p.measured_at = q.text(i++);
+  p.run_id = q.integer(i++);
+  p.run_started_at = q.text(i++);
+  p.run_finished_at = q.text(i++);
+  p.strategy = q.text(i++);
+  p.host = q.text(i++);
+  p.ktune_version = q.text(i++);
+  p.nvrtc_version = q.text(i++);
+  p.driver_version = static_cast<int>(q.integer(i++));
+  p.source_hash = q.text(i++);
+  p.space_hash = q.text(i++);
+  b.problem_key = q.text(i++);
+  p.best_updated_at = q.text(i++);
+  return i;
+}
+
+// The configuration's values from the trial's config_json; an unreadable one is a database
+// error naming the trial.
+void read_config(BestConfig& b, const std::string& config_json, std::int64_t trial_id,
+                 const std::string& where) {
+  try {
+    const nlohmann::json config = nlohmann::json::parse(config_json.empty() ? "{}" : config_json);
+    for (const auto& [name, v] : config.items()) b.config[name] = value_from_json(v);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kDatabase, where + ": best: trial " + std::to_string(trial_id) +
+                                          ": unreadable config_json (" + e.what() + ")");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const BestConfig> Client::Impl::details(
+    const Candidate& c, const std::string& kernel, const Problem& query, DeviceMatch device_match,
+    ProblemMatch problem_match, double distance) {
+  auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
   // its problem's key and the best row's date.
@@ -336,33 +397,7 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
     throw Error(ErrorKind::kDatabase,
                 db.where() + ": best: trial " + std::to_string(c.trial_id) + " is missing");
   }
-  int i = 0;
-  b->config_key = q.text(i++);
-  config_json = q.text(i++);
-  BestMeasurement& m = b->measurement;
-  m.time_ms = q.real(i++);
-  m.time_min_ms = q.real(i++);
-  m.time_mean_ms = q.real(i++);
-  m.time_spread = q.real(i++);
-  m.sample_count = static_cast<int>(q.integer(i++));
-  m.gbps = q.real(i++);
-  m.gflops = q.real(i++);
-  p.compile_arch = q.text(i++);
-  p.compile_options = q.text(i++);
-  p.binary_key = q.text(i++);
-  p.measured_at = q.text(i++);
-  p.run_id = q.integer(i++);
-  p.run_started_at = q.text(i++);
-  p.run_finished_at = q.text(i++);
-  p.strategy = q.text(i++);
-  p.host = q.text(i++);
-  p.ktune_version = q.text(i++);
-  p.nvrtc_version = q.text(i++);
-  p.driver_version = static_cast<int>(q.integer(i++));
-  p.source_hash = q.text(i++);
-  p.space_hash = q.text(i++);
-  b->problem_key = q.text(i++);
-  p.best_updated_at = q.text(i++);
+  const int i = read_trial(q, *b, config_json);
   if (auto it = stored.find(c.kernel_id); it != stored.end()) {
     b->stored = it->second;
   } else {
@@ -370,13 +405,7 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
                                            q.text(i + 3), db.where());
     stored.emplace(c.kernel_id, b->stored);
   }
-  try {
-    const nlohmann::json config = nlohmann::json::parse(config_json.empty() ? "{}" : config_json);
-    for (const auto& [name, v] : config.items()) b->config[name] = value_from_json(v);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kDatabase, db.where() + ": best: trial " + std::to_string(c.trial_id) +
-                                          ": unreadable config_json (" + e.what() + ")");
-  }
+  read_config(*b, config_json, c.trial_id, db.where());
   return b;
 }
 
