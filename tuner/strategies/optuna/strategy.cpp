@@ -521,6 +521,61 @@ struct OptunaStrategy::Impl {
     check(api->claim(study, number, key.c_str(), &error), error);
   }
 
+  // The steps of ask() for one proposal of trial `number`.
+
+  // rejection=reject: a proposal outside the valid space is told invalid.
+  void reject_invalid(std::int64_t number) {
+    Outcome invalid;
+    invalid.status = TrialStatus::kInvalid;
+    tell_trial(number, invalid, nullptr);
+    ++stats.rejected;
+  }
+
+  // A new configuration another worker is measuring: the trial is failed as running elsewhere,
+  // and the nearest free configuration is enqueued next.
+  void detour_from_taken(std::int64_t number, const Config& config) {
+    tell_elsewhere(number);
+    detour = nearest(config, true);
+    if (detour->empty()) detour.reset();
+  }
+
+  // A new configuration: proposed to the loop, the trial waiting for its outcome.
+  void propose(Slot& s, std::int64_t number, bool projected, Config& config,
+               std::vector<Config>& out) {
+    s.seen = Seen::kPending;
+    s.waiting.push_back({number, projected});
+    --new_count;
+    out.push_back(std::move(config));
+    ++stats.proposed;
+  }
+
+  // A duplicate. The trial learns the configuration's own outcome: at once when it is known,
+  // with the configuration's tell when it is in flight. Then the loop gets the duplicate
+  // (duplicates=loop) or the slot goes to a neighbour.
+  void answer_duplicate(Slot& s, std::int64_t number, bool projected, Config& config,
+                        std::vector<Config>& out) {
+    if (s.seen == Seen::kKnown) {
+      tell_trial(number, s.outcome, projected ? &config : nullptr);
+      ++stats.answered;
+    } else {
+      s.waiting.push_back({number, projected});
+      ++stats.waited;
+    }
+    if (loop_duplicates) {
+      // Optuna's own behaviour: the loop answers it from the database, and counts it.
+      out.push_back(std::move(config));
+      ++stats.proposed;
+    } else if (new_count > 0) {
+      // The slot goes to the nearest configuration not yet proposed, as an enqueued trial: a
+      // step of local search around the sampler's favourite instead of a wasted evaluation.
+      detour = nearest(config, true);
+      if (detour->empty())
+        detour.reset();
+      else
+        ++stats.neighbours;
+    }
+  }
+
   // Holds the shared study's lock (nothing for a study of one worker).
   struct Locked {
     Impl& m;
@@ -602,10 +657,7 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
     bool projected = false;
     if (!m.slot(config)) {
       if (m.reject) {
-        Outcome invalid;
-        invalid.status = TrialStatus::kInvalid;
-        m.tell_trial(number, invalid, nullptr);
-        ++m.stats.rejected;
+        m.reject_invalid(number);
         if (++rejections >= m.max_rejections) break;
         --pass;  // rejections have their own cap
         continue;
@@ -619,41 +671,12 @@ std::vector<Config> OptunaStrategy::ask(std::size_t max_count) {
     if (projected && m.shared && m.is_free(*m.slot(config))) m.claim(number, config);
     Impl::Slot& s = *m.slot(config);
     if (s.seen == Impl::Seen::kNew && s.taken) {
-      m.tell_elsewhere(number);
-      m.detour = m.nearest(config, true);
-      if (m.detour->empty()) m.detour.reset();
-      continue;
-    }
-    if (s.seen == Impl::Seen::kNew) {
-      s.seen = Impl::Seen::kPending;
-      s.waiting.push_back({number, projected});
-      --m.new_count;
-      out.push_back(std::move(config));
-      ++m.stats.proposed;
+      m.detour_from_taken(number, config);
+    } else if (s.seen == Impl::Seen::kNew) {
+      m.propose(s, number, projected, config, out);
       rejections = 0;
-      continue;
-    }
-    // A duplicate. The trial learns the configuration's own outcome: at once when it is known,
-    // with the configuration's tell when it is in flight.
-    if (s.seen == Impl::Seen::kKnown) {
-      m.tell_trial(number, s.outcome, projected ? &config : nullptr);
-      ++m.stats.answered;
     } else {
-      s.waiting.push_back({number, projected});
-      ++m.stats.waited;
-    }
-    if (m.loop_duplicates) {
-      // Optuna's own behaviour: the loop answers it from the database, and counts it.
-      out.push_back(std::move(config));
-      ++m.stats.proposed;
-    } else if (m.new_count > 0) {
-      // The slot goes to the nearest configuration not yet proposed, as an enqueued trial: a
-      // step of local search around the sampler's favourite instead of a wasted evaluation.
-      m.detour = m.nearest(config, true);
-      if (m.detour->empty())
-        m.detour.reset();
-      else
-        ++m.stats.neighbours;
+      m.answer_duplicate(s, number, projected, config, out);
     }
   }
   return out;
