@@ -461,6 +461,30 @@ TEST_F(Cli, TuneWithoutGpuCreatesNoDatabase) {
   EXPECT_TRUE(contains(r.err, "no_such_strategy")) << r;
 }
 
+// -q prints only errors: the notes said before a replayed run are left out, its warnings are
+// kept. cn_pnpoly is known to ktune only from a recording, so it is replayed with or without a
+// GPU; with no replay job to give its restrictions, the replay warns.
+TEST_F(Cli, QuietTuneLeavesOutNotesButKeepsWarnings) {
+  const fs::path recordings = tmp_ / "recordings", jobs = tmp_ / "jobs";
+  fs::create_directories(recordings);
+  fs::create_directories(jobs);
+  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "replay" / "pnpoly_small.json.gz",
+                recordings / "cn_pnpoly-Laptop-problem_size=20000000.json.gz");
+  const std::map<std::string, std::optional<std::string>> env = {
+      {"KTUNE_RECORDINGS", recordings.string()}, {"KTUNE_REPLAY_JOBS", jobs.string()}};
+  const std::string warning = "warning: no restrictions known for cn_pnpoly";
+  CliResult r = run({"tune", "cn_pnpoly", "--db", "notes.db"}, env);
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "note: cn_pnpoly is known to ktune only from recorded measurements"))
+      << r;
+  EXPECT_TRUE(contains(r.err, warning)) << r;
+  r = run({"tune", "cn_pnpoly", "--db", "quiet.db", "-q"}, env);
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_FALSE(contains(r.err, "note:")) << r;
+  EXPECT_TRUE(contains(r.err, warning)) << r;
+  EXPECT_EQ(r.out, "") << r;
+}
+
 // ---------------------------------------------------------------------------------------------
 // best: database errors (5) leave files alone
 

@@ -297,18 +297,21 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   return o;
 }
 
-// What is said before the run, whatever the output options when it is about replaying: a
-// replayed result is not a measurement on this machine.
-void print_notes(const TuningSetup& s) {
+// What is said before the run when it is about replaying, whatever the output options (a
+// replayed result is not a measurement on this machine); with -q (`quiet`), which prints only
+// errors, the warnings alone.
+void print_notes(const TuningSetup& s, bool quiet) {
   const TuningJob& job = s.job;
   if (job.backend != BackendKind::kReplay) return;
-  if (!job.replay_reason.empty())
+  if (!job.replay_reason.empty() && !quiet)
     std::cerr << fmt::format(
         "note: {}; replaying recorded measurements from {}, measured on {}{}\n", job.replay_reason,
         job.recording->path, job.recording->device_name,
         job.no_gpu ? " (nothing is measured here; --backend cuda insists on a GPU)" : "");
-  for (const auto& n : job.notes)
-    std::cerr << (n.rfind("warning: ", 0) == 0 ? "" : "note: ") << n << "\n";
+  for (const auto& n : job.notes) {
+    const bool warning = n.rfind("warning: ", 0) == 0;
+    if (warning || !quiet) std::cerr << (warning ? "" : "note: ") << n << "\n";
+  }
   if (s.missing)
     std::cerr << fmt::format(
         "warning: {} of {} valid configurations of {} are not in the recording; "
@@ -459,7 +462,7 @@ int cmd_tune(const std::vector<std::string>& args) {
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
   Session session(*registry, session_options(vm, args, trace_path.has_value()));
-  print_notes(session.setup());
+  print_notes(session.setup(), vm.count("quiet") > 0);
   const bool quiet = vm.count("quiet") > 0;
   if (!quiet && !json_output(vm)) print_header(session);
   ProgressLine line(progress);
