@@ -13,6 +13,7 @@ namespace ktune::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class Lookup : public ClientTest {
  protected:
@@ -167,6 +168,38 @@ TEST_F(Lookup, ReplayedRunsNeverAnswer) {
   const LookupResult r = c.best("reduce", {{"n", 1 << 24}});
   EXPECT_FALSE(r);
   EXPECT_EQ(r.status, LookupResult::Status::kNoMatch);
+  // The message says why the device's own runs do not answer, and does not call it tuned.
+  EXPECT_THAT(r.message, HasSubstr("reduce[n=16777216]: no stored best for NVIDIA H200 (sm_90)"));
+  EXPECT_THAT(r.message, HasSubstr("the stored runs of NVIDIA H200 (sm_90) were replayed from "
+                                   "recordings, and replayed runs never answer the client"));
+  EXPECT_THAT(r.message, Not(HasSubstr("tuned on")));
+  EXPECT_THAT(r.message, Not(HasSubstr("nothing of this kernel has been tuned")));
+}
+
+TEST_F(Lookup, TheNoMatchMessageTellsMeasuredDevicesFromReplayedOnes) {
+  Store store = Store::open(db_path_);
+  BestSpec b;
+  b.kernel_id = kernel_;
+  b.device = h200();
+  b.problem = {{"n", 1 << 24}};
+  b.replayed = true;
+  add_best(store, b);
+  b.device = h100_sxm();
+  add_best(store, b);
+  add(a100(), 1 << 24);  // measured, of another major
+  // A device with a measured best and a replayed one counts as tuned.
+  add(rtx4090(), 1 << 24);
+  b.device = rtx4090();
+  b.problem = {{"n", 1 << 20}};
+  add_best(store, b);
+  const LookupResult r = client(h200()).best("reduce", {{"n", 1 << 24}});
+  EXPECT_EQ(r.status, LookupResult::Status::kNoMatch);
+  EXPECT_THAT(r.message,
+              HasSubstr("; tuned on: NVIDIA A100-SXM4-80GB (sm_80), NVIDIA GeForce RTX 4090 "
+                        "(sm_89); the stored runs of NVIDIA H100 80GB HBM3 (sm_90), NVIDIA H200 "
+                        "(sm_90) were replayed from recordings, and replayed runs never answer "
+                        "the client"))
+      << r.message;
 }
 
 TEST_F(Lookup, TheExactDeviceAtANearbyProblemBeatsAnotherDeviceAtTheExactProblem) {

@@ -413,21 +413,27 @@ std::string Client::Impl::no_match_message(const std::string& kernel, const Prob
                                            const LookupOptions& options) {
   std::string out = kernel + "[" + problem_key(query) + "]: no stored best for " + device.name +
                     " (" + device.arch + ")";
-  // Rare, so the devices of every major are read only here.
-  std::set<std::string> tuned;
-  auto q =
-      db.query("best",
-               "SELECT DISTINCT d.name, d.arch FROM best b JOIN devices d ON d.id = b.device_id "
-               "WHERE b.kernel_name = ?");
+  // Rare, so the devices of every major are read only here: those with a measured best, and
+  // those whose bests all come from replayed runs (which never answer, see entry()).
+  std::set<std::string> tuned, replayed;
+  auto q = db.query(
+      "best",
+      "SELECT d.name, d.arch, MIN(COALESCE(r.replayed, 0)) FROM best b "
+      "JOIN devices d ON d.id = b.device_id LEFT JOIN trials t ON t.id = b.trial_id "
+      "LEFT JOIN runs r ON r.id = t.run_id WHERE b.kernel_name = ? GROUP BY d.name, d.arch");
   q.bind(1, kernel);
-  while (q.step()) tuned.insert(q.text(0) + " (" + q.text(1) + ")");
-  if (tuned.empty()) return out + "; nothing of this kernel has been tuned yet";
-  out += "; tuned on:";
-  bool first = true;
-  for (const auto& t : tuned) {
-    out += (first ? " " : ", ") + t;
-    first = false;
-  }
+  while (q.step())
+    (q.integer(2) == 0 ? tuned : replayed).insert(q.text(0) + " (" + q.text(1) + ")");
+  if (tuned.empty() && replayed.empty()) return out + "; nothing of this kernel has been tuned yet";
+  const auto list = [](const std::set<std::string>& devices) {
+    std::string text;
+    for (const auto& d : devices) text += (text.empty() ? "" : ", ") + d;
+    return text;
+  };
+  if (!tuned.empty()) out += "; tuned on: " + list(tuned);
+  if (!replayed.empty())
+    out += "; the stored runs of " + list(replayed) +
+           " were replayed from recordings, and replayed runs never answer the client";
   if (!options.other_devices) out += "; other devices were not allowed";
   if (!options.nearest_problem)
     out += "; only the exact problem was allowed";
