@@ -2,7 +2,7 @@
 // Every command `ktune --help` lists has exactly one section (`## COMMAND`) on one of those pages
 // and a link to it in docs/cli.md's table of commands, and every option any command's `--help`
 // shows is written on the page of that command's section or on docs/cli.md (the option groups
-// the commands share).
+// the commands share). docs/database.md names the database file the commands use by default.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -81,6 +81,23 @@ TEST(CliDocs, EveryCommandAndOptionInHelpIsOnTheCliPages) {
           << "ktune " << command << " --help shows " << option << ", neither docs/" << page
           << " nor docs/cli.md does";
   }
+}
+
+// docs/database.md opens with the file the commands write by default: --db's default, or
+// $KTUNE_DB where it is set.
+TEST(CliDocs, TheDatabasePageNamesTheDefaultDatabaseFile) {
+  test::TempDir tmp;
+  const auto help = test::run_ktune({"tune", "--help"}, tmp.path(), tmp.path() / "cache");
+  ASSERT_EQ(help.code, 0) << help;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(help.out, m, std::regex(R"(--db FILE \(=([^)]+)\))"))) << help.out;
+  const std::string file = m[1];
+  const std::string page = test::read_file(fs::path(KTUNE_SOURCE_DIR) / "docs" / "database.md");
+  const auto first = page.find("\n\n") + 2;  // the paragraph after the title
+  const std::string opening = page.substr(first, page.find("\n\n", first) - first);
+  EXPECT_TRUE(test::contains(opening, "`./" + file + "`")) << opening;
+  EXPECT_TRUE(test::contains(opening, "`$KTUNE_DB`")) << opening;
+  EXPECT_FALSE(test::contains(opening, "results.db")) << opening;
 }
 
 }  // namespace
