@@ -9,7 +9,7 @@ pkgs=(
   python3-dev pybind11-dev python3-optuna python3-numpy python3-scipy
   postgresql python3-psycopg2 python3-sqlalchemy redis-server python3-redis
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libxxhash-dev
-  chromium clang-format clang libclang-rt-14-dev
+  chromium clang-format clang libclang-rt-14-dev universal-ctags
 )
 missing=()
 for p in "${pkgs[@]}"; do

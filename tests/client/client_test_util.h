@@ -100,9 +100,10 @@ struct BestSpec {
   std::string config_json = R"({"block_size": 256, "variant": 9, "elements_per_thread": 8})";
   std::string config_key = "block_size=256,variant=9,elements_per_thread=8";
   double time_ms = 0.05;
-  std::string binary_key;  // trial.cubin_hash
-  std::string arch;        // trial.arch; the device's when empty
-  bool replayed = false;   // a run of the replay backend
+  std::string binary_key;                                 // trial.cubin_hash
+  std::string arch;                                       // trial.arch; the device's when empty
+  bool replayed = false;                                  // a run of the replay backend
+  std::string strategy = "brute_force", strategy_chosen;  // the run's
 };
 
 // Registers everything a best needs and returns the best trial's id.
@@ -119,7 +120,8 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   run.problem_id = problem_id;
   run.backend = b.replayed ? "replay" : "cuda";
   run.replayed = b.replayed;
-  run.strategy = "brute_force";
+  run.strategy = b.strategy;
+  run.strategy_chosen = b.strategy_chosen;
   run.host = "test-host";
   run.ktune_version = "0.1.0";
   run.nvrtc_version = "13.0";

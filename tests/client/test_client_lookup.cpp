@@ -41,6 +41,21 @@ class Lookup : public ClientTest {
   std::int64_t kernel_ = 0;
 };
 
+// A run of auto says in its provenance what auto chose, as reports say it.
+TEST_F(Lookup, ProvenanceOfAnAutoRunNamesTheStrategyItChose) {
+  Store store = Store::open(db_path_);
+  BestSpec b;
+  b.kernel_id = kernel_;
+  b.device = h200();
+  b.problem = {{"n", 1 << 20}};
+  b.strategy = "auto";
+  b.strategy_chosen = "bayes";
+  add_best(store, b);
+  const LookupResult r = client(h200()).best("reduce", {{"n", 1 << 20}});
+  ASSERT_TRUE(r) << r.message;
+  EXPECT_EQ(r->provenance.strategy, "auto (bayes)");
+}
+
 TEST_F(Lookup, ExactDeviceAndProblemWithMeasurementAndProvenance) {
   const std::int64_t trial = add(h200(), 1 << 24, 0.0213);
   Client c = client(h200());

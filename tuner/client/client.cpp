@@ -360,6 +360,20 @@ int read_trial(const detail::Query& q, BestConfig& b, std::string& config_json) 
   return i;
 }
 
+// The query of a best's trial, run, kernel version, problem key and the best row's date, with
+// `strategy` as the run's strategy.
+std::string best_query(const std::string& strategy) {
+  return "SELECT t.config_key, t.config_json, t.time_ms, t.time_min_ms, t.time_mean_ms, "
+         "t.time_spread, t.sample_count, t.gbps, t.gflops, t.arch, t.compile_options, "
+         "t.cubin_hash, t.created_at, t.run_id, r.started_at, r.finished_at, " +
+         strategy +
+         ", r.host, r.ktune_version, r.nvrtc_version, r.driver_version, k.source_hash, "
+         "k.space_hash, p.key, b.updated_at, k.name, k.source, k.entry, k.spec_json "
+         "FROM trials t JOIN runs r ON r.id = t.run_id JOIN kernels k ON k.id = t.kernel_id "
+         "JOIN problems p ON p.id = t.problem_id LEFT JOIN best b ON b.kernel_id = t.kernel_id "
+         "AND b.device_id = t.device_id AND b.problem_id = t.problem_id WHERE t.id = ?";
+}
+
 // The configuration's values from the trial's config_json; an unreadable one is a database
 // error naming the trial.
 void read_config(BestConfig& b, const std::string& config_json, std::int64_t trial_id,
@@ -381,17 +395,14 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
   auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
-  // its problem's key and the best row's date.
-  auto q = db.query(
-      "best",
-      "SELECT t.config_key, t.config_json, t.time_ms, t.time_min_ms, t.time_mean_ms, "
-      "t.time_spread, t.sample_count, t.gbps, t.gflops, t.arch, t.compile_options, "
-      "t.cubin_hash, t.created_at, t.run_id, r.started_at, r.finished_at, r.strategy, r.host, "
-      "r.ktune_version, r.nvrtc_version, r.driver_version, k.source_hash, k.space_hash, "
-      "p.key, b.updated_at, k.name, k.source, k.entry, k.spec_json "
-      "FROM trials t JOIN runs r ON r.id = t.run_id JOIN kernels k ON k.id = t.kernel_id "
-      "JOIN problems p ON p.id = t.problem_id LEFT JOIN best b ON b.kernel_id = t.kernel_id "
-      "AND b.device_id = t.device_id AND b.problem_id = t.problem_id WHERE t.id = ?");
+  // its problem's key and the best row's date. The run's strategy as RunRecord::strategy_text()
+  // says it, "auto (bayes)" for auto: from schema 6 what auto chose is a column of its own,
+  // before it was in the text.
+  static const std::string kSql[2] = {best_query("r.strategy"),
+                                      best_query("CASE WHEN r.strategy_chosen != '' THEN "
+                                                 "r.strategy || ' (' || r.strategy_chosen || ')' "
+                                                 "ELSE r.strategy END")};
+  auto q = db.query("best", kSql[db.schema_version() >= 6 ? 1 : 0]);
   q.bind(1, c.trial_id);
   if (!q.step()) {
     throw Error(ErrorKind::kDatabase,
