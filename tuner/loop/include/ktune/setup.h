@@ -1,7 +1,7 @@
-// From a job to a run: the overrides a command line (or any program) puts on a job file, and
-// their resolution into what one tuning run needs: the kernel, the problem, the options, the
-// backend (with its recording) and the kernel bound to the device. A program that links
-// ktune::tuner gets from resolve_job() and set_up_tuning() exactly what `ktune tune` does.
+// From a job to a run: a job file and its overrides resolved into what one tuning run needs
+// (the kernel, the problem, the options, the backend with its recording, the kernel bound to the
+// device, the strategy `auto` chose). The session (ktune/session.h) calls these; programs tune
+// through the session, and the front ends of ktune's tree read what they resolved.
 #pragma once
 
 #include <cstdint>
