@@ -63,6 +63,29 @@ step_hopper_limits() {
   log "hopper-limits: rc=$?"; tee -a "$out/summary.txt" <"$out/hopper-limits.txt"
 }
 
+# step sizes: reduce, transpose and convolution2d brute-forced over their job files' spaces at several sizes each (7 samples), exported as recordings
+# param reduce=18,20,22,24,26,28: reduce's sizes n, as powers of two
+# param transpose=1024,2048,4096,8192,12288,16384: transpose's square sizes (rows = cols)
+# param convolution2d=512,768,1024,2048,3072,4096: convolution2d's square images (h = w, the 15 x 15 filter)
+step_sizes() {
+  local sdb=/tmp/sizes.db k v problem label
+  rm -f $sdb $sdb-wal $sdb-shm
+  for k in reduce transpose convolution2d; do
+    for v in ${P[$k]//,/ }; do
+      case $k in
+        reduce) problem="n=2**$v" ;;
+        transpose) problem="rows=$v,cols=$v" ;;
+        convolution2d) problem="h=$v,w=$v" ;;
+      esac
+      label=$k-${problem//[*=,]/_}
+      timeout -s INT -k 20 "$limit" "$ktune" tune --config "configs/$k.toml" --problem "$problem" \
+        --strategy brute_force --samples 7 --db $sdb --json >"$out/sizes-$label.json" 2>"$out/sizes-$label.err"
+      log "sizes $k $problem: rc=$? $(python3 bench/summarize_tune.py "$label=$out/sizes-$label.json" 2>&1 | tail -1)"
+      export_rec "$k" $sdb --problem "$problem"
+    done
+  done
+}
+
 # step recordings: soa_aos, streams and reduce_f32 brute-forced at their default sizes and exported as recordings
 step_recordings() {
   local rdb=/tmp/rec.db job
