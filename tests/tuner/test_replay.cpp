@@ -813,6 +813,17 @@ TEST(ReplayData, ShippedRecordingsFollowTheNamingAndAreListed) {
     EXPECT_EQ(name, recording_file_name(r.kernel_name, r.device_name, r.problem_key()));
   }
   EXPECT_GE(files, 1u);
+  // The recordings of several sizes of one kernel (sizes/, described by a table) are read and
+  // named alike.
+  std::size_t sized = 0;
+  for (const auto& e : fs::directory_iterator(dir / "sizes")) {
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    const Recording r = read_kt_cache(e.path().string());
+    EXPECT_EQ(name, recording_file_name(r.kernel_name, r.device_name, r.problem_key()));
+    ++sized;
+  }
+  EXPECT_EQ(sized, 18u);
 }
 
 }  // namespace
