@@ -47,6 +47,9 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       {"[measure]\nflush_l2 = 1\n", "measure.flush_l2 must be a string, not a integer"},
       {"[space]\nblock_size = [32, nan]\n", "space.block_size: values must be finite"},
       {"[compile]\nthread = 2\n", "unknown key 'thread' in [compile]; did you mean 'threads'?"},
+      {"[problem]\nn = 1.5\n",
+       "problem.n must be an integer, a list of integers or a string, not a float"},
+      {"[problem]\nn = [1, 'a']\n", "problem.n: a list holds integers, not a string"},
       {"[compile]\nthreads = 0\n", "compile.threads = 0 is out of range: 1 to 1024"},
       {"[compile]\nin_process = 1\n", "compile.in_process must be true or false, not a integer"},
   };
@@ -63,6 +66,19 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
             "warmup = 0\ntarget_spread = 0\ntimeout = 3\nflush_l2 = 'never'\nsustain_ms = 250\n"));
   EXPECT_EQ(ok.budget_evaluations, 10u);
   EXPECT_FALSE(ok.compile_threads.has_value());
+  // A family: a list, a range or an expression of the others, each kept as text.
+  const JobFile family = load_job(
+      write("[problem]\nrows = [1024, 2048]\ncols = 'rows'\nn = '2**18..2**20'\nf = 15\n"));
+  EXPECT_EQ(family.problem, (Problem{{"f", 15}}));
+  EXPECT_EQ(family.problem_sets.at("rows"), "[1024, 2048]");
+  EXPECT_EQ(family.problem_sets.at("cols"), "rows");
+  EXPECT_EQ(job_problems(family).problems().size(), 6u);
+  // Narrowed to one problem by the overrides, as each problem of a family is; else refused.
+  EXPECT_EQ(job_problem(family, {{"rows", 1024}, {"n", 1 << 19}}),
+            (Problem{{"cols", 1024}, {"f", 15}, {"n", 1 << 19}, {"rows", 1024}}));
+  const std::string refused =
+      expect_error(ErrorKind::kUsage, "a family of 6 problems", [&] { (void)job_problem(family); });
+  EXPECT_TRUE(contains(refused, "job")) << refused;
   const JobFile compile = load_job(write("[compile]\nthreads = 3\nin_process = true\n"));
   EXPECT_EQ(compile.compile_threads, 3u);
   EXPECT_EQ(compile.compile_in_process, true);

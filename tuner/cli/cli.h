@@ -14,6 +14,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/instance.h"
+#include "ktune/problem_set.h"
 #include "ktune/registry.h"
 #include "ktune/store.h"
 
@@ -55,8 +56,12 @@ po::options_description database_options();  // --db
 
 // Registry with built-ins, KTUNE_PLUGIN_PATH and every --plugin.
 std::unique_ptr<Registry> make_registry(const po::variables_map& vm);
-// "n=2**28,m=4" (repeatable) -> values; integers or constant expressions.
+// "n=2**28,m=4" (repeatable) -> values; integers or constant expressions. A set (a list, a range:
+// ktune/problem_set.h) is refused here: only `tune` takes one, through parse_problem_set.
 std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items);
+ProblemSet parse_problem_set(const std::vector<std::string>& items);
+// Gives `set` the values of --problem's items, over what it held, by name.
+void add_problem_items(ProblemSet& set, const std::vector<std::string>& items);
 // "NAME=VALUE" -> (NAME, VALUE); Error(kUsage) naming --option otherwise.
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* option);
 // "block_size=256,variant=7" (repeatable) -> name -> text.

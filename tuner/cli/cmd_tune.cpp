@@ -25,6 +25,8 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/job.h"
+#include "ktune/replay.h"
 #include "ktune/session.h"
 #include "ktune/setup.h"
 #include "ktune/trace.h"
@@ -172,9 +174,10 @@ po::options_description backend_options() {
   backend.add_options()("backend", po::value<std::string>()->value_name("NAME"),
                         "cuda | replay (default: cuda; without a GPU, a recording shipped with "
                         "ktune for this kernel and problem is replayed)")(
-      "replay", po::value<std::string>()->value_name("FILE"),
+      "replay", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
       "recorded measurements to replay: a Kernel Tuner cache (.json, .json.gz) or a ktune "
-      "database (implies --backend replay)")(
+      "database (implies --backend replay); for a family of problems, one per problem "
+      "(repeatable)")(
       "replay-device", po::value<std::string>()->value_name("NAME"),
       "device name of the recording: names a Kernel Tuner cache's device, picks one of a "
       "database's")("replay-delay", po::value<double>()->value_name("MS"),
@@ -253,10 +256,11 @@ std::pair<std::uint32_t, std::uint32_t> parse_part(const std::string& text) {
   return {i - 1, k};
 }
 
+// The command line's overrides of the job, but the problem, which the caller gives: one, or each
+// of a family's.
 JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::string>& args) {
   JobOverrides o;
   if (vm.count("kernel")) o.kernel = vm["kernel"].as<std::string>();
-  if (vm.count("problem")) o.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
   // One buffer per option: an init's arguments hold commas.
   for (const char* option : {"input", "expected"}) {
     if (!vm.count(option)) continue;
@@ -289,7 +293,9 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.flush_l2 = optional_value<std::string>(vm, "flush-l2");
   o.verify = optional_value<std::string>(vm, "verify");
   o.backend = optional_value<std::string>(vm, "backend");
-  o.replay = optional_value<std::string>(vm, "replay");
+  // Several recordings are a family's, one per problem (tune_family picks them).
+  if (vm.count("replay") && vm["replay"].as<std::vector<std::string>>().size() == 1)
+    o.replay = vm["replay"].as<std::vector<std::string>>().front();
   if (vm.count("replay-device")) o.replay_device = vm["replay-device"].as<std::string>();
   o.replay_delay_ms = optional_value<double>(vm, "replay-delay");
   o.command_line = "ktune tune";
@@ -392,9 +398,9 @@ std::optional<std::filesystem::path> checked_trace_path(const po::variables_map&
 
 // What `ktune tune`'s options give the session.
 SessionOptions session_options(const po::variables_map& vm, const std::vector<std::string>& args,
-                               bool timeline) {
+                               const JobFile& job, bool timeline) {
   SessionOptions o;
-  if (vm.count("config")) o.job = load_job(vm["config"].as<std::string>());
+  o.job = job;
   o.overrides = overrides_from(vm, args);
   o.database = vm["db"].as<std::string>();
   o.executable = self_executable();
@@ -432,6 +438,105 @@ void print_header(Session& session) {
                              session.store().path().string());
 }
 
+// The problems to tune: the job file's (a value, or a family) with --problem's over them by name.
+std::vector<Problem> problems_of(const po::variables_map& vm, const JobFile& job) {
+  ProblemSet set = job_problems(job);
+  if (vm.count("problem")) add_problem_items(set, vm["problem"].as<std::vector<std::string>>());
+  return set.problems();
+}
+
+// For each problem of a family, the recording of --replay whose problem it is (compared on the
+// family's parameters, so a recording's defaults such as a filter size need not be named).
+std::vector<std::string> recordings_for(const po::variables_map& vm, const std::string& kernel,
+                                        const std::vector<Problem>& problems) {
+  std::vector<std::string> out(problems.size());
+  if (!vm.count("replay")) return out;
+  std::vector<std::pair<std::string, Problem>> recorded;
+  for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
+    RecordingQuery q;
+    q.kernel = kernel;
+    recorded.emplace_back(path, read_recording(path, q).problem);
+  }
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    for (const auto& [path, problem] : recorded) {
+      bool same = true;
+      for (const auto& [name, value] : problems[i]) {
+        const auto it = problem.find(name);
+        same = same && it != problem.end() && it->second == value;
+      }
+      if (same) out[i] = path;
+    }
+    if (out[i].empty())
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--replay: none of the {} recordings holds the problem [{}]",
+                              recorded.size(), problem_key(problems[i])));
+  }
+  return out;
+}
+
+// `ktune tune` over several problems, as a family: in family_order, each problem after the first
+// opening with a transfer from what the problems tuned before found (--warm-start), one run each;
+// progress and a line per problem, then the family's table (or one JSON object, "family").
+int tune_family(const po::variables_map& vm, const std::vector<std::string>& args,
+                const Registry& registry, const JobFile& job, const std::vector<Problem>& problems,
+                ProgressLine::Mode progress) {
+  if (vm.count("trace"))
+    throw Error(ErrorKind::kUsage, "--trace takes one problem; a family of problems writes none");
+  const std::vector<std::size_t> order = family_order(problems);
+  const std::string kernel = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
+  const std::vector<std::string> recordings = recordings_for(vm, kernel, problems);
+  const bool quiet = vm.count("quiet") > 0, json = json_output(vm);
+  nlohmann::json members = nlohmann::json::array();
+  std::vector<std::string> lines;
+  int code = 0;
+  std::signal(SIGINT, on_interrupt);
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    const std::size_t i = order[n];
+    SessionOptions options = session_options(vm, args, job, false);
+    options.overrides.problem = problems[i];
+    options.overrides.warm_start = options.overrides.warm_start || n > 0;
+    if (!recordings[i].empty()) options.overrides.replay = recordings[i];
+    Session session(registry, std::move(options));
+    print_notes(session.setup(), quiet);
+    if (!quiet && !json) {
+      std::cerr << fmt::format("family {}/{}: ", n + 1, order.size());
+      print_header(session);
+    }
+    ProgressLine line(progress);
+    TuneSummary s;
+    try {
+      s = session.run(&line, &g_stop);
+    } catch (...) {
+      std::signal(SIGINT, SIG_DFL);
+      line.finish();
+      throw;
+    }
+    line.finish();
+    nlohmann::json j = tune_json(s, session);
+    j["problem"] = session.instance().problem_key();
+    members.push_back(std::move(j));
+    lines.push_back(fmt::format(
+        "  {:<28} {:>6} trials  {}", "[" + session.instance().problem_key() + "]", s.trials,
+        s.best ? fmt::format("{:.4g} ms  {}", s.best->time_ms, s.best->config_key)
+               : std::string("no configuration ran and verified")));
+    if (!s.best) code = 1;
+    if (s.status == RunStatus::kInterrupted) {
+      code = 130;
+      break;
+    }
+  }
+  std::signal(SIGINT, SIG_DFL);
+  if (json) {
+    print_json({{"family", std::move(members)}});
+  } else if (!quiet) {
+    std::cout << fmt::format("family of {} problems of {}, tuned in this order{}:\n", order.size(),
+                             kernel.empty() ? "the job's kernel" : kernel,
+                             code == 130 ? " (interrupted)" : "");
+    for (const auto& l : lines) std::cout << l << "\n";
+  }
+  return code;
+}
+
 }  // namespace
 
 po::options_description database_options() {
@@ -461,7 +566,17 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (vm.count("devices")) return tune_on_devices(args, vm, self_executable());
   const ProgressLine::Mode progress = progress_mode(vm);
   auto registry = make_registry(vm);
-  Session session(*registry, session_options(vm, args, trace_path.has_value()));
+  const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
+  const std::vector<Problem> problems = problems_of(vm, job);
+  if (problems.size() > 1) return tune_family(vm, args, *registry, job, problems, progress);
+  if (vm.count("replay") && vm["replay"].as<std::vector<std::string>>().size() > 1)
+    throw Error(ErrorKind::kUsage,
+                "--replay given several times: several recordings are for a family of problems, "
+                "one each (--problem with a list or a range)");
+  SessionOptions options = session_options(vm, args, job, trace_path.has_value());
+  if (vm.count("problem"))
+    options.overrides.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
+  Session session(*registry, std::move(options));
   print_notes(session.setup(), vm.count("quiet") > 0);
   const bool quiet = vm.count("quiet") > 0;
   if (!quiet && !json_output(vm)) print_header(session);

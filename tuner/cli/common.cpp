@@ -57,7 +57,9 @@ po::options_description problem_options() {
   o.add_options()("problem,p",
                   po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
                   "problem parameters, e.g. n=268435456 or n=2**28 (repeatable or comma-separated;"
-                  " others take the kernel's defaults)");
+                  " others take the kernel's defaults); tune also takes a family: a list "
+                  "'n=[2**18,2**20]', a range 'n=2**18..2**28[..FACTOR]', an expression of "
+                  "another parameter 'cols=rows'");
   return o;
 }
 
@@ -120,27 +122,53 @@ std::pair<std::string, std::string> split_assignment(const std::string& item, co
   return {item.substr(0, eq), item.substr(eq + 1)};
 }
 
-std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items) {
-  std::map<std::string, std::int64_t> out;
-  for (const auto& item : split_items(items)) {
-    auto [name, text] = split_assignment(item, "problem");
-    Scope none;
-    Value v;
-    try {
-      v = Expr::parse(text, none).eval({});
-    } catch (const Error& e) {
-      throw Error(ErrorKind::kUsage, fmt::format("--problem {}: {}", name, e.what()));
+namespace {
+
+// "NAME=TEXT,NAME=TEXT" split at the commas outside brackets and parentheses, so that a list
+// ("n=[2**18,2**20]") stays one item.
+std::vector<std::string> split_problem_items(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    int depth = 0;
+    std::string part;
+    for (const char c : item) {
+      if (c == '[' || c == '(') ++depth;
+      if (c == ']' || c == ')') --depth;
+      if (c == ',' && depth <= 0) {
+        if (!part.empty()) out.push_back(part);
+        part.clear();
+      } else {
+        part += c;
+      }
     }
-    // An integer, or a float with an integral value that a 64-bit integer holds.
-    const bool integral = v.is_int() || (v.is_double() && std::isfinite(v.as_double()) &&
-                                         std::floor(v.as_double()) == v.as_double() &&
-                                         std::abs(v.as_double()) < 9223372036854775808.0);
-    if (!integral)
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--problem {}: {} is not a 64-bit integer", name, v.to_string()));
-    out[name] = v.as_int();
+    if (!part.empty()) out.push_back(part);
   }
   return out;
+}
+
+}  // namespace
+
+void add_problem_items(ProblemSet& set, const std::vector<std::string>& items) {
+  for (const auto& item : split_problem_items(items)) {
+    auto [name, text] = split_assignment(item, "problem");
+    set.set(name, text, "--problem");
+  }
+}
+
+ProblemSet parse_problem_set(const std::vector<std::string>& items) {
+  ProblemSet set;
+  add_problem_items(set, items);
+  return set;
+}
+
+std::map<std::string, std::int64_t> parse_problem(const std::vector<std::string>& items) {
+  const std::vector<Problem> problems = parse_problem_set(items).problems();
+  if (problems.size() != 1)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--problem: {} problems given; several are for `ktune tune`, which "
+                            "tunes them as a family, and this command takes one",
+                            problems.size()));
+  return problems.front();
 }
 
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
@@ -250,10 +278,9 @@ KernelInstance job_instance(const po::variables_map& vm, const Registry& registr
   if (kernel_name.empty())
     throw Error(ErrorKind::kUsage, "no kernel: name one, or give a job file with --config");
   const KernelSpec kernel = apply_job(registry.get(kernel_name), job);
-  auto given = job.problem;
-  if (vm.count("problem"))
-    for (const auto& [k, v] : parse_problem(vm["problem"].as<std::vector<std::string>>()))
-      given[k] = v;
+  const Problem given = job_problem(
+      job, vm.count("problem") ? parse_problem(vm["problem"].as<std::vector<std::string>>())
+                               : Problem{});
   return KernelInstance(kernel, kernel.make_problem(given), target.limits);
 }
 

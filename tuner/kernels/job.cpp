@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "ktune/error.h"
+#include "ktune/problem_set.h"
 #include "ktune/suggest.h"
 
 namespace ktune {
@@ -114,14 +115,30 @@ class JobReader {
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
+// [problem]: an integer, or several (a list of integers, or a string: a list, a range or an
+// expression of the other parameters, ktune/problem_set.h), kept as text for the problem set.
 void read_problem(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
   for (const auto& [name, v] : *t) {
-    const auto i = v.value_exact<std::int64_t>();
-    if (!i)
-      r.fail(fmt::format("problem.{} must be an integer, not a {}", name.str(),
-                         JobReader::type_name(v)));
-    job.problem[std::string(name.str())] = *i;
+    const std::string key(name.str());
+    if (const auto i = v.value_exact<std::int64_t>()) {
+      job.problem[key] = *i;
+    } else if (const auto text = v.value_exact<std::string>()) {
+      job.problem_sets[key] = *text;
+    } else if (const toml::array* a = v.as_array()) {
+      std::string list;
+      for (const toml::node& item : *a) {
+        const auto i = item.value_exact<std::int64_t>();
+        if (!i)
+          r.fail(fmt::format("problem.{}: a list holds integers, not a {}", key,
+                             JobReader::type_name(item)));
+        list += (list.empty() ? "" : ", ") + std::to_string(*i);
+      }
+      job.problem_sets[key] = "[" + list + "]";
+    } else {
+      r.fail(fmt::format("problem.{} must be an integer, a list of integers or a string, not a {}",
+                         key, JobReader::type_name(v)));
+    }
   }
 }
 
@@ -252,6 +269,30 @@ JobFile load_job(const std::string& path) {
   read_buffer_texts(r, r.table(root, "inputs"), "inputs", job.inputs);
   read_buffer_texts(r, r.table(root, "expected"), "expected", job.expected);
   return job;
+}
+
+ProblemSet job_problems(const JobFile& job) {
+  ProblemSet set;
+  for (const auto& [k, v] : job.problem) set.set(k, v);
+  for (const auto& [k, text] : job.problem_sets) set.set(k, text, job.path + ": problem");
+  return set;
+}
+
+Problem job_problem(const JobFile& job, const Problem& overrides) {
+  if (job.problem_sets.empty()) {
+    Problem given = job.problem;
+    for (const auto& [k, v] : overrides) given[k] = v;
+    return given;
+  }
+  ProblemSet set = job_problems(job);
+  for (const auto& [k, v] : overrides) set.set(k, v);
+  const std::vector<Problem> problems = set.problems();
+  if (problems.size() != 1)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{}: the job's problem is a family of {} problems; tune them with "
+                            "`ktune tune`, or one session each",
+                            job.path, problems.size()));
+  return problems.front();
 }
 
 void apply_inputs(KernelSpec& kernel, const std::map<std::string, std::string>& inputs,

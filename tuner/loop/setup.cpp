@@ -149,8 +149,7 @@ TuningJob resolve_job(const Registry& registry, const JobFile& job_file, const J
   const std::optional<BackendKind> requested = requested_backend(o);
   t.explicit_backend = requested.has_value();
   t.backend = requested.value_or(BackendKind::kCuda);
-  Problem given = job.problem;
-  for (const auto& [k, v] : o.problem) given[k] = v;
+  Problem given = job_problem(job, o.problem);
 
   std::string kernel_name = o.kernel.empty() ? job.kernel : o.kernel;
   if (t.backend == BackendKind::kReplay) {

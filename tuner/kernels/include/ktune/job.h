@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ktune/kernel.h"
+#include "ktune/problem_set.h"
 
 namespace ktune {
 
@@ -18,6 +19,9 @@ struct JobFile {
   std::string path;
   std::string kernel;  // may be empty: the command line names it
   std::map<std::string, std::int64_t> problem;
+  // [problem] parameters given several values, or an expression of the others, as text
+  // (ktune/problem_set.h): "[262144, 1048576]", "2**18..2**28", "rows". The job is then a family.
+  std::map<std::string, std::string> problem_sets;
   std::vector<std::pair<std::string, std::vector<Value>>> space;  // parameter -> its values
   std::vector<std::string> restrictions;                          // added to the kernel's
   std::optional<std::string> strategy;
@@ -68,6 +72,14 @@ struct JobOverrides {
 // Reads a job file; throws Error(kInput) naming the file and the field for anything malformed.
 // The strategy's name is checked where the job is resolved (ktune/setup.h), which knows them.
 JobFile load_job(const std::string& path);
+
+// The job file's problem with `overrides` over it, by name. A job whose problem is a family
+// (problem_sets) must be narrowed to one problem by the overrides, as `ktune tune` does for each
+// problem of a family: Error(kUsage) naming the file otherwise.
+Problem job_problem(const JobFile& job, const Problem& overrides = {});
+// Every problem of the job file's family (one where it names single values), the overrides'
+// values over it (a value, or a set's text: "--problem"'s ProblemSet).
+ProblemSet job_problems(const JobFile& job);
 
 // Replaces buffers' init (`inputs`) and expected contents (`expected`), file paths taken relative
 // to `base`; throws Error(kUsage) naming `where` for a buffer the kernel does not have, and
