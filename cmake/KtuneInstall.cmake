@@ -20,7 +20,7 @@ set(ktune_api_headers
 set(ktune_api_dependencies
   tuner/core/include/ktune/device_identity.h tuner/core/include/ktune/device_limits.h
   tuner/core/include/ktune/expr.h tuner/core/include/ktune/problem.h
-  tuner/core/include/ktune/problem_set.h
+  tuner/core/include/ktune/problem_set.h tuner/core/include/ktune/selector.h
   tuner/core/include/ktune/space.h tuner/core/include/ktune/status.h
   tuner/core/include/ktune/value.h tuner/compile/include/ktune/compiler.h
   tuner/compile/include/ktune/render.h tuner/store/include/ktune/store.h

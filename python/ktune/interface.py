@@ -9,7 +9,6 @@ trial), verification, the SQLite database. The run's trials come back as Kernel 
 (results, env).
 """
 
-import contextlib
 import inspect
 import itertools
 import json
@@ -83,49 +82,6 @@ def ktune_executable():
     if os.path.exists(installed):
         return installed
     raise KtuneError("ktune: the ktune executable was not found; set KTUNE_EXECUTABLE")
-
-
-# The shipped data ktune finds beside an installed binary, <prefix>/bin/ktune: the environment
-# variable that names each instead, and its folder under <prefix>/share/ktune (docs/replay.md).
-SHIPPED_DATA = {
-    "KTUNE_RECORDINGS": "recordings",
-    "KTUNE_REPLAY_JOBS": os.path.join("configs", "replay"),
-}
-
-
-def _shipped_data_dirs(executable):
-    """The shipped recordings and replay jobs of the ktune program `executable`, where it is an
-    installed one (<prefix>/bin/ktune beside <prefix>/share/ktune): {variable: folder}, empty
-    for a build tree's program (which, like this package's engine, uses its source tree's)."""
-    prefix = os.path.dirname(os.path.dirname(os.path.realpath(executable)))
-    dirs = {}
-    for variable, folder in SHIPPED_DATA.items():
-        path = os.path.join(prefix, "share", "ktune", folder)
-        if os.path.isdir(path):
-            dirs[variable] = path
-    return dirs
-
-
-@contextlib.contextmanager
-def _shipped_data_of(executable):
-    """While the engine tunes in this process: it looks for shipped recordings (the replay
-    without a GPU) and replay jobs beside the running executable, which here is Python's, and
-    then in the source tree it was built from. This points it at the data of `executable`, the
-    ktune program the package runs, through $KTUNE_RECORDINGS and $KTUNE_REPLAY_JOBS, each
-    where the caller has not set it; both are as they were afterwards."""
-    previous = {}
-    for variable, path in _shipped_data_dirs(executable).items():
-        if not os.environ.get(variable):
-            previous[variable] = os.environ.get(variable)
-            os.environ[variable] = path
-    try:
-        yield
-    finally:
-        for variable, value in previous.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
 
 
 def default_db():
@@ -619,8 +575,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         if kernel["fetched"]:
             request.fetch_outputs = list(kernel["fetched"])
             check = _verify_check(verify, answer, arguments, kernel["fetched"], atol)
-        with _shipped_data_of(request.ktune):
-            summary = _ktune.tune(request, check)
+        summary = _ktune.tune(request, check)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)

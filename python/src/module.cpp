@@ -17,6 +17,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/registry.h"
+#include "ktune/replay.h"
 #include "ktune/session.h"
 #include "ktune/store.h"
 #include "ktune/tuner.h"
@@ -128,6 +129,9 @@ std::function<std::optional<std::string>(const std::map<std::string, std::string
 py::dict tune(const TuneRequest& r, py::object check) {
   ktune::Registry registry;
   load_kernel(registry, r);
+  // The engine runs inside python3: the shipped recordings are those of the ktune program the
+  // package runs, installed beside it.
+  ktune::use_shipped_data_of(r.ktune);
   ktune::SessionOptions options;
   options.overrides = overrides_of(r);
   options.database = r.db;
@@ -197,6 +201,8 @@ py::dict best_dict(const ktune::BestConfig& b) {
   out["problem"] = b.problem;
   out["problem_key"] = b.problem_key;
   out["match"] = b.describe();
+  out["problem_match"] = std::string(ktune::to_string(b.problem_match));
+  out["device_match"] = std::string(ktune::to_string(b.device_match));
   out["time_ms"] = b.measurement.time_ms;
   out["time_min_ms"] = b.measurement.time_min_ms;
   out["samples"] = b.measurement.sample_count;

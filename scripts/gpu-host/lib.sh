@@ -6,7 +6,7 @@
 gh_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 gh_root=$(cd "$gh_dir/../.." && pwd)
 # The step files, in the order --list shows them; any other file of steps/ comes after these.
-gh_groups=(build-test throughput start peers python scale examples)
+gh_groups=(build-test throughput start peers family python scale examples)
 
 # The call-wide settings (run.sh's options).
 gh_deadline=540                              # a step starts only before this many seconds

@@ -88,9 +88,10 @@ TEST_F(Open, AnotherApplicationsDatabase) {
 
 TEST_F(Open, NewerSchemaIsRefused) {
   fill();
-  exec("UPDATE ktune_meta SET value = '7' WHERE key = 'schema_version'");
+  const std::string newer = std::to_string(Client::kSchemaVersion + 1);
+  exec("UPDATE ktune_meta SET value = '" + newer + "' WHERE key = 'schema_version'");
   const std::string before = read_bytes(db_path_);
-  open_error("was written by a newer ktune (schema 7, this client reads up to " +
+  open_error("was written by a newer ktune (schema " + newer + ", this client reads up to " +
              std::to_string(Client::kSchemaVersion) +
              "); upgrade the ktune "
              "client");

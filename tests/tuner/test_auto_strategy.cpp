@@ -195,6 +195,29 @@ TEST(StrategyParts, ListStrategiesTakeTheirStripeFirstThenTheOthers) {
   }
 }
 
+TEST(ListedStrategy, ProposesTheValidConfigurationsItWasGivenOnceEachThenNothing) {
+  std::vector<Parameter> params(2);
+  params[0].name = "a";
+  params[1].name = "b";
+  for (std::int64_t v : {1, 2, 3}) params[0].values.emplace_back(v);
+  for (std::int64_t v : {1, 2}) params[1].values.emplace_back(v);
+  const SearchSpace space(params, {"a != 2"});
+  const Config a1 = space.from_assignments({{"a", "1"}}), a3 = space.from_assignments({{"a", "3"}});
+  const Config a2 = space.from_assignments({{"a", "2"}});
+  ASSERT_FALSE(space.is_valid(a2));
+  auto s = make_listed_strategy({a3, a1, a3, a2});
+  EXPECT_EQ(s->name(), "listed");
+  StrategyContext context;
+  context.space = &space;
+  s->start(context);
+  EXPECT_TRUE(s->fixed_order());
+  EXPECT_EQ(s->ask(10), (std::vector<Config>{a3, a1}));  // in order, once each, valid only
+  EXPECT_TRUE(s->exhausted());
+  EXPECT_TRUE(s->ask(10).empty());
+  context.options["x"] = "1";
+  EXPECT_THROW(s->start(context), Error);
+}
+
 TEST(StrategyParts, ASearchIsSeededApartPerPart) {
   const auto a = proposals(kAutoSearchStrategy, 0, 2, 30);
   EXPECT_EQ(a, proposals(kAutoSearchStrategy, 0, 1, 30));  // part 1 keeps the seed's search

@@ -3,6 +3,8 @@
 // JSON, and the refusals of what a family cannot take.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -68,7 +70,9 @@ TEST_F(Family, EachProblemIsTunedOnceInFamilyOrderWithTheOthersAsItsOpening) {
   // One run each; the first has nothing to transfer from, the others open with what the runs
   // before them found.
   Store store = Store::open(dir_ / "family.db", Store::Mode::kReadOnly);
-  const std::vector<RunRecord> runs = store.runs();
+  std::vector<RunRecord> runs;
+  for (RunRecord& run : store.runs())
+    if (run.strategy != "listed") runs.push_back(std::move(run));  // the cross-measurement's
   ASSERT_EQ(runs.size(), 3u);
   std::vector<std::size_t> warm;
   for (const RunRecord& run : runs) {
@@ -115,6 +119,91 @@ TEST_F(Family, WhatAFamilyCannotTakeIsRefusedBeforeAnythingIsWritten) {
   EXPECT_TRUE(contains(r.err, "--problem n: the range 1048576..262144 does not increase")) << r;
   EXPECT_FALSE(fs::exists(dir_ / "family.db"));
   EXPECT_FALSE(fs::exists(dir_ / "x.db"));
+}
+
+TEST_F(Family, ItsCandidatesAreMeasuredAtEveryProblemAndItsSelectorAnswersTheOthers) {
+  std::vector<std::string> args = reduce_family("n=2**18..2**22..4");
+  args.push_back("--json");
+  const test::CliResult r = run(args);
+  ASSERT_EQ(r.code, 0) << r;
+  const nlohmann::json sel = nlohmann::json::parse(r.out).at("selector");
+  EXPECT_EQ(sel.at("problems"), 3);
+  EXPECT_GE(sel.at("candidates").get<int>(), 3);
+  EXPECT_LE(sel.at("candidates").get<int>(), 24);  // at most 8 of each problem
+  EXPECT_GT(sel.at("held_out_mean").get<double>(), 0.0);
+  EXPECT_LE(sel.at("held_out_mean").get<double>(), 1.0);
+
+  // One run of the listed strategy per problem, proposing every candidate valid there.
+  Store store = Store::open(dir_ / "family.db", Store::Mode::kReadOnly);
+  const auto selector = store.selector("reduce", store.devices().at(0).id);
+  ASSERT_TRUE(selector);
+  EXPECT_TRUE(selector->replayed);
+  std::size_t listed = 0;
+  for (const RunRecord& run : store.runs()) {
+    if (run.strategy != "listed") continue;
+    ++listed;
+    EXPECT_EQ(run.status, RunStatus::kFinished);
+  }
+  EXPECT_EQ(listed, 3u);
+  for (const SelectorRow& row : selector->selector.rows)
+    for (double t : row.time_ms) EXPECT_TRUE(std::isfinite(t)) << row.key;
+
+  // An untuned problem within the range: the selector's pick; beyond it, nothing.
+  const test::CliResult inside =
+      run({"best", "reduce", "--problem", "n=2**19", "--db", "family.db", "--json"});
+  ASSERT_EQ(inside.code, 0) << inside;
+  const nlohmann::json answer = nlohmann::json::parse(inside.out).at("results").at(0);
+  EXPECT_EQ(answer.at("match"), "selector");
+  const auto& candidates = selector->selector.candidates;
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), answer.at("key").get<std::string>()),
+            candidates.end());
+  const test::CliResult text = run({"best", "reduce", "--problem", "n=2**21", "--db", "family.db"});
+  ASSERT_EQ(text.code, 0) << text;
+  EXPECT_TRUE(contains(text.out, "not tuned; the selector of the 3 tuned problems picks")) << text;
+  EXPECT_EQ(run({"best", "reduce", "--problem", "n=2**23", "--db", "family.db"}).code, 1);
+
+  // A merged database answers the same.
+  ASSERT_EQ(run({"merge", "family.db", "-o", "fleet.db"}).code, 0);
+  const test::CliResult merged =
+      run({"best", "reduce", "--problem", "n=2**19", "--db", "fleet.db", "--json"});
+  ASSERT_EQ(merged.code, 0) << merged;
+  EXPECT_EQ(nlohmann::json::parse(merged.out).at("results").at(0).at("key"), answer.at("key"));
+}
+
+TEST_F(Family, TheReportShowsEachSizesBestAndThePickWithItLeftOut) {
+  ASSERT_EQ(run(reduce_family("n=2**18..2**22..4")).code, 0);
+  const test::CliResult r = run({"report", "--db", "family.db", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const nlohmann::json families = nlohmann::json::parse(r.out).at("families");
+  ASSERT_EQ(families.size(), 1u) << r.out;
+  EXPECT_EQ(families[0].at("kernel"), "reduce");
+  EXPECT_EQ(families[0].at("size"), "n");
+  const nlohmann::json& sizes = families[0].at("sizes");
+  ASSERT_EQ(sizes.size(), 3u);
+  EXPECT_EQ(sizes[0].at("problem"), "n=262144");  // by size
+  EXPECT_EQ(sizes[2].at("problem"), "n=4194304");
+  for (const auto& s : sizes) {
+    EXPECT_GT(s.at("best_ms").get<double>(), 0.0);
+    EXPECT_GT(s.at("held_out_performance").get<double>(), 0.0);
+    EXPECT_LE(s.at("held_out_performance").get<double>(), 1.0);
+  }
+  const test::CliResult html = run({"report", "--db", "family.db", "-o", "report.html"});
+  ASSERT_EQ(html.code, 0) << html;
+  const std::string page = test::read_file(dir_ / "report.html");
+  EXPECT_TRUE(contains(page, "data-kind=\"family-times\"")) << "the plot of the best times";
+  EXPECT_TRUE(contains(page, "data-kind=\"family-held-out\"")) << "the plot of the held-out picks";
+}
+
+TEST_F(Family, NoSelectorTunesTheProblemsAlone) {
+  std::vector<std::string> args = reduce_family("n=2**18..2**22..4");
+  args.insert(args.end(), {"--no-selector", "--json"});
+  const test::CliResult r = run(args);
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("selector"));
+  Store store = Store::open(dir_ / "family.db", Store::Mode::kReadOnly);
+  EXPECT_EQ(store.runs().size(), 3u);
+  EXPECT_FALSE(store.selector("reduce", store.devices().at(0).id));
+  EXPECT_EQ(run({"best", "reduce", "--problem", "n=2**19", "--db", "family.db"}).code, 1);
 }
 
 TEST_F(Family, AJobFileMayHoldTheFamily) {

@@ -61,8 +61,55 @@ std::string run_status(const Store& store, std::int64_t run_id) {
   return run ? std::string(to_string(run->status)) : "unknown";
 }
 
+// A selector's answer for a device without a best of the problem asked.
+struct Picked {
+  DeviceRecord device;
+  SelectorRecord record;
+  std::size_t candidate = 0;
+  std::size_t row = 0;  // the family's problem nearest to the one asked where it was measured
+};
+
+std::optional<Picked> selector_pick(const Store& store, const std::string& kernel,
+                                    const Problem& problem, const DeviceRecord& device) {
+  auto record = store.selector(kernel, device.id);
+  if (!record || !record->selector.covers(problem)) return std::nullopt;
+  Picked p;
+  p.device = device;
+  p.candidate = record->selector.pick(problem);
+  p.row = record->selector.nearest_row(problem, p.candidate);
+  if (p.row >= record->selector.rows.size()) return std::nullopt;
+  p.record = std::move(*record);
+  return p;
+}
+
+nlohmann::json picked_json(const Picked& p) {
+  const Selector& s = p.record.selector;
+  const std::string& config = s.configs[p.candidate];
+  nlohmann::json j = {
+      {"device", p.device.name},
+      {"arch", p.device.arch},
+      {"match", "selector"},
+      {"config", nlohmann::json::parse(config.empty() ? "{}" : config, nullptr, false)},
+      {"key", s.candidates[p.candidate]},
+      {"measured_at", s.rows[p.row].key},
+      {"time_ms", s.rows[p.row].time_ms[p.candidate]},
+      {"selector",
+       {{"id", p.record.id},
+        {"method", s.method},
+        {"problems", s.rows.size()},
+        {"candidates", s.candidates.size()},
+        {"replayed", p.record.replayed},
+        {"created_at", p.record.created_at}}}};
+  if (!s.held_out.empty()) {
+    j["selector"]["held_out_mean"] = s.held_out_mean();
+    j["selector"]["held_out_worst"] = s.held_out_worst();
+  }
+  return j;
+}
+
 void print_best_json(const Store& store, const std::string& kernel, const std::string& key,
-                     const std::string& scope, const std::vector<BestRecord>& found) {
+                     const std::string& scope, const std::vector<BestRecord>& found,
+                     const std::vector<Picked>& picked) {
   nlohmann::json out;
   out["kernel"] = kernel;
   out["problem"] = key;
@@ -72,6 +119,7 @@ void print_best_json(const Store& store, const std::string& kernel, const std::s
     out["results"].push_back(
         {{"device", b.device.name},
          {"arch", b.device.arch},
+         {"match", "exact"},
          {"config",
           nlohmann::json::parse(b.trial.config_json.empty() ? "{}" : b.trial.config_json)},
          {"key", b.trial.config_key},
@@ -85,6 +133,7 @@ void print_best_json(const Store& store, const std::string& kernel, const std::s
          {"updated_at", b.updated_at},
          {"source_hash", b.kernel.source_hash}});
   }
+  for (const Picked& p : picked) out["results"].push_back(picked_json(p));
   print_json(out);
 }
 
@@ -99,6 +148,22 @@ void print_best_text(const Store& store, const std::string& kernel, const std::s
     std::cout << fmt::format("\n  run {} ({}), trial {}, {}\n", b.trial.run_id,
                              run_status(store, b.trial.run_id), b.trial_id, b.updated_at);
   }
+}
+
+void print_picked_text(const std::string& kernel, const std::string& key, const Picked& p) {
+  const Selector& s = p.record.selector;
+  std::cout << fmt::format(
+      "{} [{}] on {} ({}): not tuned; the selector of the {} tuned problems picks\n  {}\n"
+      "  {:.4f} ms measured at [{}]\n  selector {} ({}{}), {} candidates",
+      kernel, key, p.device.name, p.device.arch, s.rows.size(), s.candidates[p.candidate],
+      s.rows[p.row].time_ms[p.candidate], s.rows[p.row].key, p.record.id, s.method,
+      p.record.replayed ? ", from replayed runs" : "", s.candidates.size());
+  if (!s.held_out.empty())
+    std::cout << fmt::format(
+        "; each tuned problem left out, its pick reached {:.3f} of the best on average, "
+        "{:.3f} at worst",
+        s.held_out_mean(), s.held_out_worst());
+  std::cout << "\n";
 }
 
 }  // namespace
@@ -133,14 +198,22 @@ int cmd_best(const std::vector<std::string>& args) {
 
   const Scope scope = query_scope(vm, store);
   std::vector<BestRecord> found;
-  for (const auto& d : scope.devices)
-    if (auto b = store.best(kernel.name, key, d.id)) found.push_back(std::move(*b));
+  std::vector<Picked> picked;  // devices without a best of the problem, whose selector answers
+  const Problem problem = kernel.make_problem(given);
+  for (const auto& d : scope.devices) {
+    if (auto b = store.best(kernel.name, key, d.id))
+      found.push_back(std::move(*b));
+    else if (auto p = selector_pick(store, kernel.name, problem, d))
+      picked.push_back(std::move(*p));
+  }
 
-  if (json_output(vm))
-    print_best_json(store, kernel.name, key, scope.name, found);
-  else if (!found.empty())
+  if (json_output(vm)) {
+    print_best_json(store, kernel.name, key, scope.name, found, picked);
+  } else {
     print_best_text(store, kernel.name, key, found);
-  if (found.empty()) {
+    for (const Picked& p : picked) print_picked_text(kernel.name, key, p);
+  }
+  if (found.empty() && picked.empty()) {
     if (!json_output(vm))
       std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name,
                                key, scope.name, db);

@@ -13,17 +13,19 @@ namespace ktune::cli {
 namespace {
 
 nlohmann::json to_json(const std::string& source, const MergeReport& r) {
-  return {{"source", source},       {"devices", r.devices},   {"kernels", r.kernels},
-          {"problems", r.problems}, {"runs", r.runs},         {"runs_updated", r.runs_updated},
-          {"trials", r.trials},     {"binaries", r.binaries}, {"bests", r.bests}};
+  return {{"source", source},        {"devices", r.devices},   {"kernels", r.kernels},
+          {"problems", r.problems},  {"runs", r.runs},         {"runs_updated", r.runs_updated},
+          {"trials", r.trials},      {"binaries", r.binaries}, {"bests", r.bests},
+          {"selectors", r.selectors}};
 }
 
 std::string to_text(const std::string& source, const MergeReport& r) {
   return fmt::format(
-      "{}: {} new run(s), {} updated, {} trial(s), {} binary(ies), {} best(s) changed; "
-      "{} new device(s), {} kernel version(s), {} problem(s)",
-      source, r.runs, r.runs_updated, r.trials, r.binaries, r.bests, r.devices, r.kernels,
-      r.problems);
+             "{}: {} new run(s), {} updated, {} trial(s), {} binary(ies), {} best(s) changed; "
+             "{} new device(s), {} kernel version(s), {} problem(s)",
+             source, r.runs, r.runs_updated, r.trials, r.binaries, r.bests, r.devices, r.kernels,
+             r.problems) +
+         (r.selectors ? fmt::format("; {} selector(s)", r.selectors) : std::string());
 }
 
 }  // namespace

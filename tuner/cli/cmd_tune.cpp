@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/family.h"
 #include "ktune/job.h"
 #include "ktune/replay.h"
 #include "ktune/session.h"
@@ -140,6 +142,9 @@ po::options_description search_options() {
       "seed of the strategy and of the input data")(
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
+      "no-selector",
+      "for a family of problems: tune each, but measure no candidates across them and make no "
+      "selector (ktune best answers only the tuned problems)")(
       "warm-start",
       "open the search with a transfer from this kernel's trials stored for other "
       "devices/problems")(
@@ -306,23 +311,11 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
 // What is said before the run when it is about replaying, whatever the output options (a
 // replayed result is not a measurement on this machine); with -q (`quiet`), which prints only
 // errors, the warnings alone.
-void print_notes(const TuningSetup& s, bool quiet) {
-  const TuningJob& job = s.job;
-  if (job.backend != BackendKind::kReplay) return;
-  if (!job.replay_reason.empty() && !quiet)
-    std::cerr << fmt::format(
-        "note: {}; replaying recorded measurements from {}, measured on {}{}\n", job.replay_reason,
-        job.recording->path, job.recording->device_name,
-        job.no_gpu ? " (nothing is measured here; --backend cuda insists on a GPU)" : "");
-  for (const auto& n : job.notes) {
+void print_notes(const Session& session, bool quiet) {
+  for (const std::string& n : session.notes()) {
     const bool warning = n.rfind("warning: ", 0) == 0;
     if (warning || !quiet) std::cerr << (warning ? "" : "note: ") << n << "\n";
   }
-  if (s.missing)
-    std::cerr << fmt::format(
-        "warning: {} of {} valid configurations of {} are not in the recording; "
-        "they are answered invalid\n",
-        s.missing, s.valid, job.kernel.name);
 }
 
 // The run's summary (ktune/tuner.h) with what the session chose: the strategy, the backend, the
@@ -438,6 +431,24 @@ void print_header(Session& session) {
                              session.store().path().string());
 }
 
+// Runs the session with a progress line, Ctrl-C (the caller's handler) ending it after the trial
+// in flight. On a failure the handler goes, the line ends and `failed` (may be empty) runs before
+// the error is rethrown.
+TuneSummary run_session(Session& session, ProgressLine::Mode progress,
+                        const std::function<void()>& failed = {}) {
+  ProgressLine line(progress);
+  try {
+    TuneSummary s = session.run(&line, &g_stop);
+    line.finish();
+    return s;
+  } catch (...) {
+    std::signal(SIGINT, SIG_DFL);
+    line.finish();
+    if (failed) failed();
+    throw;
+  }
+}
+
 // The problems to tune: the job file's (a value, or a family) with --problem's over them by name.
 std::vector<Problem> problems_of(const po::variables_map& vm, const JobFile& job) {
   ProblemSet set = job_problems(job);
@@ -474,9 +485,85 @@ std::vector<std::string> recordings_for(const po::variables_map& vm, const std::
   return out;
 }
 
+// The family's table: each problem's line (`lines`, in tuning order) with its best as stored now
+// (a candidate of another problem, measured there by the cross-measurement, may have won).
+void print_family_bests(const std::string& db, const std::vector<std::int64_t>& run_ids,
+                        const std::vector<std::string>& tuned,
+                        const std::vector<std::string>& lines) {
+  const Store store = Store::open(db, Store::Mode::kReadOnly);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string line = lines[i];
+    if (i < run_ids.size()) {
+      const FamilyMember m = family_member(store, run_ids[i]);
+      const auto kernel = store.kernel(m.kernel_id);
+      if (const auto b = kernel ? store.best(kernel->name, m.key, m.device_id) : std::nullopt)
+        line +=
+            fmt::format("{:.4g} ms  {}{}", b->trial.time_ms, b->trial.config_key,
+                        b->trial.config_key != tuned[i] ? "  (another problem's candidate)" : "");
+    }
+    std::cout << line << "\n";
+  }
+}
+
+// After a family's runs (`run_ids`, in `order`): each candidate measured at each problem, then
+// the selector made and stored. Its summary for the JSON output (null when Ctrl-C ended a
+// cross-measurement: no selector is made); lines for people on stderr.
+nlohmann::json make_family_selector(const po::variables_map& vm,
+                                    const std::vector<std::string>& args, const Registry& registry,
+                                    const JobFile& job, const std::vector<Problem>& problems,
+                                    const std::vector<std::size_t>& order,
+                                    const std::vector<std::string>& recordings,
+                                    const std::vector<std::int64_t>& run_ids,
+                                    ProgressLine::Mode progress, bool talk) {
+  const std::string db = vm["db"].as<std::string>();
+  std::vector<FamilyMember> members;
+  {
+    const Store store = Store::open(db, Store::Mode::kReadOnly);
+    for (std::int64_t id : run_ids) members.push_back(family_member(store, id));
+  }
+  std::vector<std::string> candidates;
+  {
+    const Store store = Store::open(db, Store::Mode::kReadOnly);
+    candidates = family_candidates(store, members);
+  }
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    const std::size_t i = order[n];
+    SessionOptions options = session_options(vm, args, job, false);
+    options.overrides.problem = problems[i];
+    options.overrides.warm_start = false;
+    if (!recordings[i].empty()) options.overrides.replay = recordings[i];
+    options.listed = candidates;
+    Session session(registry, std::move(options));
+    if (talk)
+      std::cerr << fmt::format("cross-measurement {}/{}: {} candidates at [{}]\n", n + 1,
+                               order.size(), candidates.size(), session.instance().problem_key());
+    const TuneSummary s = run_session(session, progress);
+    if (s.status == RunStatus::kInterrupted) return nullptr;
+  }
+  Store store = Store::open(db);
+  SelectorRecord record;
+  record.selector = family_selector(store, members, candidates);
+  record.kernel_name = store.kernel(members.front().kernel_id)->name;
+  record.kernel_id = members.front().kernel_id;
+  record.device_id = members.front().device_id;
+  record.replayed = members.front().replayed;
+  const std::int64_t id = store.add_selector(record);
+  const Selector& sel = record.selector;
+  nlohmann::json j = {{"id", id},
+                      {"method", sel.method},
+                      {"problems", sel.rows.size()},
+                      {"candidates", sel.candidates.size()}};
+  if (!sel.held_out.empty()) {
+    j["held_out_mean"] = sel.held_out_mean();
+    j["held_out_worst"] = sel.held_out_worst();
+  }
+  return j;
+}
+
 // `ktune tune` over several problems, as a family: in family_order, each problem after the first
-// opening with a transfer from what the problems tuned before found (--warm-start), one run each;
-// progress and a line per problem, then the family's table (or one JSON object, "family").
+// seeded with the best configurations of its nearest tuned neighbours (family_seeds), one run each;
+// then, unless --no-selector, the family's candidates measured at every problem and its selector
+// stored; progress and a line per problem, then the family's table (or one JSON object, "family").
 int tune_family(const po::variables_map& vm, const std::vector<std::string>& args,
                 const Registry& registry, const JobFile& job, const std::vector<Problem>& problems,
                 ProgressLine::Mode progress) {
@@ -488,51 +575,68 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
   const bool quiet = vm.count("quiet") > 0, json = json_output(vm);
   nlohmann::json members = nlohmann::json::array();
   std::vector<std::string> lines;
+  std::vector<std::int64_t> run_ids;
+  std::vector<std::string> tuned;  // each run's best
   int code = 0;
   std::signal(SIGINT, on_interrupt);
   for (std::size_t n = 0; n < order.size(); ++n) {
     const std::size_t i = order[n];
     SessionOptions options = session_options(vm, args, job, false);
     options.overrides.problem = problems[i];
-    options.overrides.warm_start = options.overrides.warm_start || n > 0;
     if (!recordings[i].empty()) options.overrides.replay = recordings[i];
+    if (n > 0) {
+      const Store store = Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly);
+      std::vector<FamilyMember> tuned;
+      for (std::int64_t id : run_ids) tuned.push_back(family_member(store, id));
+      options.seeds = family_seeds(store, problems[i], tuned);
+    }
     Session session(registry, std::move(options));
-    print_notes(session.setup(), quiet);
+    print_notes(session, quiet);
     if (!quiet && !json) {
       std::cerr << fmt::format("family {}/{}: ", n + 1, order.size());
       print_header(session);
     }
-    ProgressLine line(progress);
-    TuneSummary s;
-    try {
-      s = session.run(&line, &g_stop);
-    } catch (...) {
-      std::signal(SIGINT, SIG_DFL);
-      line.finish();
-      throw;
-    }
-    line.finish();
+    const TuneSummary s = run_session(session, progress);
     nlohmann::json j = tune_json(s, session);
     j["problem"] = session.instance().problem_key();
     members.push_back(std::move(j));
-    lines.push_back(fmt::format(
-        "  {:<28} {:>6} trials  {}", "[" + session.instance().problem_key() + "]", s.trials,
-        s.best ? fmt::format("{:.4g} ms  {}", s.best->time_ms, s.best->config_key)
-               : std::string("no configuration ran and verified")));
+    run_ids.push_back(s.run_id);
+    tuned.push_back(s.best ? s.best->config_key : std::string());
+    lines.push_back(fmt::format("  {:<28} {:>6} trials  ",
+                                "[" + session.instance().problem_key() + "]", s.trials));
+    if (!s.best) lines.back() += "no configuration ran and verified";
     if (!s.best) code = 1;
     if (s.status == RunStatus::kInterrupted) {
       code = 130;
       break;
     }
   }
+  nlohmann::json selector;
+  if (code == 0 && !vm.count("no-selector"))
+    selector = make_family_selector(vm, args, registry, job, problems, order, recordings, run_ids,
+                                    progress, !quiet && !json);
+  if (code == 0 && !vm.count("no-selector") && selector.is_null()) code = 130;
   std::signal(SIGINT, SIG_DFL);
   if (json) {
-    print_json({{"family", std::move(members)}});
+    nlohmann::json out = {{"family", std::move(members)}};
+    if (!selector.is_null()) out["selector"] = selector;
+    print_json(out);
   } else if (!quiet) {
     std::cout << fmt::format("family of {} problems of {}, tuned in this order{}:\n", order.size(),
                              kernel.empty() ? "the job's kernel" : kernel,
                              code == 130 ? " (interrupted)" : "");
-    for (const auto& l : lines) std::cout << l << "\n";
+    print_family_bests(vm["db"].as<std::string>(), run_ids, tuned, lines);
+    if (!selector.is_null()) {
+      std::cout << fmt::format("selector: {} candidates measured at each of the {} problems",
+                               selector["candidates"].get<std::size_t>(),
+                               selector["problems"].get<std::size_t>());
+      if (selector.contains("held_out_mean"))
+        std::cout << fmt::format(
+            "; each problem left out, its pick there reaches {:.3f} of the best on average, "
+            "{:.3f} at worst",
+            selector["held_out_mean"].get<double>(), selector["held_out_worst"].get<double>());
+      std::cout << "\n";
+    }
   }
   return code;
 }
@@ -577,10 +681,9 @@ int cmd_tune(const std::vector<std::string>& args) {
   if (vm.count("problem"))
     options.overrides.problem = parse_problem(vm["problem"].as<std::vector<std::string>>());
   Session session(*registry, std::move(options));
-  print_notes(session.setup(), vm.count("quiet") > 0);
+  print_notes(session, vm.count("quiet") > 0);
   const bool quiet = vm.count("quiet") > 0;
   if (!quiet && !json_output(vm)) print_header(session);
-  ProgressLine line(progress);
   std::signal(SIGINT, on_interrupt);
   const auto write_trace = [&] {
     if (!trace_path) return;
@@ -588,22 +691,15 @@ int cmd_tune(const std::vector<std::string>& args) {
     if (!quiet && !json_output(vm))
       std::cerr << fmt::format("timeline written to {}\n", trace_path->string());
   };
-  TuneSummary s;
-  try {
-    s = session.run(&line, &g_stop);
-  } catch (...) {
-    // What the run did until it failed is what explains the failure.
-    std::signal(SIGINT, SIG_DFL);
-    line.finish();
+  // What the run did until it failed is what explains the failure.
+  const TuneSummary s = run_session(session, progress, [&] {
     try {
       write_trace();
     } catch (const Error& e) {
       std::cerr << "warning: " << e.what() << "\n";
     }
-    throw;
-  }
+  });
   std::signal(SIGINT, SIG_DFL);
-  line.finish();
   write_trace();
   if (json_output(vm))
     print_json(tune_json(s, session));

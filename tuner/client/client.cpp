@@ -16,6 +16,7 @@
 
 #include "client/client_impl.h"
 #include "ktune/error.h"
+#include "ktune/store.h"
 #include "ktune/stored_spec.h"
 
 namespace ktune {
@@ -23,6 +24,7 @@ namespace ktune {
 using detail::Candidate;
 using detail::DeviceRow;
 using detail::KernelEntry;
+using detail::SelectorEntry;
 
 namespace {
 
@@ -88,6 +90,7 @@ std::string answer_key(std::string_view kernel, const Problem& problem, const Lo
   }
   key += o.other_devices ? 'D' : 'd';
   key += o.nearest_problem ? 'P' : 'p';
+  key += o.selector ? 'S' : 's';
   if (std::isfinite(o.max_problem_distance)) {
     key.append(number, std::to_chars(number, number + sizeof number, o.max_problem_distance).ptr);
   }
@@ -112,6 +115,8 @@ std::string_view to_string(ProblemMatch match) {
   switch (match) {
     case ProblemMatch::kExact:
       return "exact problem";
+    case ProblemMatch::kSelector:
+      return "selector";
     case ProblemMatch::kNearest:
       return "nearest problem";
   }
@@ -166,6 +171,15 @@ std::string BestConfig::describe() const {
     char d[32];
     std::snprintf(d, sizeof d, "%.3g", problem_distance);
     out += " (" + problem_key + ", log2 distance " + d + ")";
+  } else if (problem_match == ProblemMatch::kSelector) {
+    char figures[96];
+    std::snprintf(figures, sizeof figures, "held out %.3f on average, %.3f at worst",
+                  selector.held_out_mean, selector.held_out_worst);
+    out += " (one of " + std::to_string(selector.candidates) + " candidates over " +
+           std::to_string(selector.problems) + " tuned problems, " +
+           (std::isfinite(selector.held_out_mean) ? std::string(figures)
+                                                  : std::string("too few to hold one out")) +
+           "; measured at " + problem_key + ")";
   }
   return out;
 }
@@ -271,7 +285,67 @@ KernelEntry& Client::Impl::entry(const std::string& kernel) {
       c.problem.clear();  // an unreadable problem never matches
     }
   }
+  if (db.schema_version() >= 7) load_selectors(kernel, e);
   return kernels.emplace(kernel, std::move(e)).first->second;
+}
+
+void Client::Impl::load_selectors(const std::string& kernel, KernelEntry& e) {
+  // Measured families only, as for bests; the newest selector of each device.
+  auto q = db.query("best",
+                    "SELECT s.id, s.kernel_id, s.device_id, s.json FROM selectors s "
+                    "JOIN devices d ON d.id = s.device_id WHERE s.kernel_name = ? "
+                    "AND d.cc_major = ? AND s.replayed = 0 ORDER BY s.created_at DESC, s.id DESC");
+  q.bind(1, kernel);
+  q.bind(2, std::int64_t{device.cc_major});
+  std::unordered_set<std::int64_t> seen;
+  while (q.step()) {
+    SelectorEntry sel;
+    sel.id = q.integer(0);
+    sel.kernel_id = q.integer(1);
+    sel.device_id = q.integer(2);
+    const auto d = e.devices.find(sel.device_id);
+    if (d == e.devices.end() || !seen.insert(sel.device_id).second) continue;
+    sel.device = &d->second;
+    const std::string where = db.where() + ": selector " + std::to_string(sel.id);
+    try {
+      sel.selector = Selector::from_json(nlohmann::json::parse(q.text_view(3)), where);
+    } catch (const nlohmann::json::exception& x) {
+      throw Error(ErrorKind::kDatabase, where + ": unreadable json (" + x.what() + ")");
+    } catch (const Error& x) {
+      throw Error(ErrorKind::kDatabase, x.what());
+    }
+    e.selectors.push_back(std::move(sel));
+  }
+}
+
+std::optional<Candidate> Client::Impl::selector_answer(const std::string& kernel,
+                                                       const SelectorEntry& s, const Problem& query,
+                                                       std::size_t& candidate) {
+  if (!s.selector.covers(query)) return std::nullopt;
+  candidate = s.selector.pick(query);
+  const std::size_t row = s.selector.nearest_row(query, candidate);
+  if (row >= s.selector.rows.size()) return std::nullopt;
+  auto q =
+      db.query("best",
+               "SELECT t.id, t.problem_id FROM trials t JOIN problems p ON p.id = t.problem_id "
+               "WHERE t.kernel_id = ? AND t.device_id = ? AND p.kernel_name = ? AND p.key = ? "
+               "AND t.config_key = ? AND t.status = 0 AND t.kind IN (0, 2) "
+               "ORDER BY t.id DESC LIMIT 1");
+  q.bind(1, s.kernel_id);
+  q.bind(2, s.device_id);
+  q.bind(3, kernel);
+  q.bind(4, s.selector.rows[row].key);
+  q.bind(5, s.selector.candidates[candidate]);
+  if (!q.step()) return std::nullopt;
+  Candidate c;
+  c.kernel_id = s.kernel_id;
+  c.device_id = s.device_id;
+  c.trial_id = q.integer(0);
+  c.problem_id = q.integer(1);
+  c.device = s.device;
+  c.problem = s.selector.rows[row].problem;
+  c.problem_ok = true;
+  return c;
 }
 
 const std::vector<std::pair<std::string, std::int64_t>>& Client::Impl::problem_defaults(
@@ -348,7 +422,8 @@ int read_trial(const detail::Query& q, BestConfig& b, std::string& config_json) 
   p.run_id = q.integer(i++);
   p.run_started_at = q.text(i++);
   p.run_finished_at = q.text(i++);
-  p.strategy = q.text(i++);
+  const std::string strategy = q.text(i++);
+  p.strategy = strategy_text(strategy, q.text(i++));  // "auto (bayes)" for a run of auto
   p.host = q.text(i++);
   p.ktune_version = q.text(i++);
   p.nvrtc_version = q.text(i++);
@@ -361,12 +436,12 @@ int read_trial(const detail::Query& q, BestConfig& b, std::string& config_json) 
 }
 
 // The query of a best's trial, run, kernel version, problem key and the best row's date, with
-// `strategy` as the run's strategy.
-std::string best_query(const std::string& strategy) {
+// `chosen` as the strategy auto chose.
+std::string best_query(const std::string& chosen) {
   return "SELECT t.config_key, t.config_json, t.time_ms, t.time_min_ms, t.time_mean_ms, "
          "t.time_spread, t.sample_count, t.gbps, t.gflops, t.arch, t.compile_options, "
-         "t.cubin_hash, t.created_at, t.run_id, r.started_at, r.finished_at, " +
-         strategy +
+         "t.cubin_hash, t.created_at, t.run_id, r.started_at, r.finished_at, r.strategy, " +
+         chosen +
          ", r.host, r.ktune_version, r.nvrtc_version, r.driver_version, k.source_hash, "
          "k.space_hash, p.key, b.updated_at, k.name, k.source, k.entry, k.spec_json "
          "FROM trials t JOIN runs r ON r.id = t.run_id JOIN kernels k ON k.id = t.kernel_id "
@@ -395,13 +470,8 @@ std::shared_ptr<const BestConfig> Client::Impl::details(
   auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
-  // its problem's key and the best row's date. The run's strategy as RunRecord::strategy_text()
-  // says it, "auto (bayes)" for auto: from schema 6 what auto chose is a column of its own,
-  // before it was in the text.
-  static const std::string kSql[2] = {best_query("r.strategy"),
-                                      best_query("CASE WHEN r.strategy_chosen != '' THEN "
-                                                 "r.strategy || ' (' || r.strategy_chosen || ')' "
-                                                 "ELSE r.strategy END")};
+  // its problem's key and the best row's date. What auto chose is a column from schema 6 on.
+  static const std::string kSql[2] = {best_query("''"), best_query("r.strategy_chosen")};
   auto q = db.query("best", kSql[db.schema_version() >= 6 ? 1 : 0]);
   q.bind(1, c.trial_id);
   if (!q.step()) {
@@ -458,32 +528,35 @@ std::string Client::Impl::no_match_message(const std::string& kernel, const Prob
 
 namespace {
 
-// The candidates of one device level.
+// The candidates and selectors of one device level.
 struct Level {
   DeviceMatch match;
   std::vector<const Candidate*> members;
+  std::vector<const SelectorEntry*> selectors;
 };
 
 // Device levels, most specific first; the same-major level goes down from the newest minor.
-std::vector<Level> device_levels(const std::vector<Candidate>& candidates,
-                                 const ClientDevice& device) {
+std::vector<Level> device_levels(const KernelEntry& e, const ClientDevice& device) {
   std::vector<Level> levels;
-  levels.push_back({DeviceMatch::kExactDevice, {}});
-  levels.push_back({DeviceMatch::kSameArch, {}});
-  std::map<int, std::vector<const Candidate*>, std::greater<>> by_minor;
-  for (const Candidate& c : candidates) {
-    const DeviceRow& d = *c.device;
-    const bool same_arch = d.arch == device.arch;
-    if (d.same_device(device)) {
-      levels[0].members.push_back(&c);
-    } else if (same_arch) {
-      levels[1].members.push_back(&c);
-    } else if (d.cc_major == device.cc_major && d.cc_minor <= device.cc_minor) {
-      by_minor[d.cc_minor].push_back(&c);
+  levels.push_back({DeviceMatch::kExactDevice, {}, {}});
+  levels.push_back({DeviceMatch::kSameArch, {}, {}});
+  std::map<int, Level, std::greater<>> by_minor;
+  // The level of a device: 0, 1, or its minor's (nullptr: none).
+  const auto level_of = [&](const DeviceRow& d) -> Level* {
+    if (d.same_device(device)) return &levels[0];
+    if (d.arch == device.arch) return &levels[1];
+    if (d.cc_major == device.cc_major && d.cc_minor <= device.cc_minor) {
+      Level& l = by_minor[d.cc_minor];
+      l.match = DeviceMatch::kSameMajor;
+      return &l;
     }
-  }
-  for (auto& [minor, members] : by_minor)
-    levels.push_back({DeviceMatch::kSameMajor, std::move(members)});
+    return nullptr;
+  };
+  for (const Candidate& c : e.candidates)
+    if (Level* l = level_of(*c.device)) l->members.push_back(&c);
+  for (const SelectorEntry& s : e.selectors)
+    if (Level* l = level_of(*s.device)) l->selectors.push_back(&s);
+  for (auto& [minor, level] : by_minor) levels.push_back(std::move(level));
   return levels;
 }
 
@@ -550,7 +623,7 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
     for (const auto& [name, fallback] : problem_defaults(kernel, e)) query.emplace(name, fallback);
   }
 
-  for (const Level& level : device_levels(e.candidates, device)) {
+  for (const Level& level : device_levels(e, device)) {
     if (level.match != DeviceMatch::kExactDevice && !options.other_devices) break;
     if (const Candidate* exact = exact_match(level, query, device)) {
       result.status = LookupResult::Status::kFound;
@@ -558,6 +631,23 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
       return result;
     }
     if (!options.nearest_problem) continue;
+    if (options.selector) {
+      for (const SelectorEntry* sel : level.selectors) {
+        std::size_t pick = 0;
+        const auto c = selector_answer(kernel, *sel, query, pick);
+        if (!c) continue;
+        auto best = details(*c, kernel, query, level.match, ProblemMatch::kSelector,
+                            problem_distance(c->problem, query));
+        auto with_selector = std::make_shared<BestConfig>(*best);
+        with_selector->selector.problems = sel->selector.rows.size();
+        with_selector->selector.candidates = sel->selector.candidates.size();
+        with_selector->selector.held_out_mean = sel->selector.held_out_mean();
+        with_selector->selector.held_out_worst = sel->selector.held_out_worst();
+        result.status = LookupResult::Status::kFound;
+        result.best = std::move(with_selector);
+        return result;
+      }
+    }
     double nearest_distance = 0;
     if (const Candidate* nearest = nearest_match(level, query, device, options, nearest_distance)) {
       result.status = LookupResult::Status::kFound;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "client/stored_kernel.h"
 #include "ktune/client.h"
 #include "ktune/compiler.h"
+#include "ktune/selector.h"
 
 namespace ktune {
 
@@ -29,8 +31,16 @@ struct Candidate {
   bool problem_ok = false;  // its problem could be read
 };
 
+// The newest selector of one device (ktune/selector.h).
+struct SelectorEntry {
+  std::int64_t id = 0, kernel_id = 0, device_id = 0;
+  const DeviceRow* device = nullptr;
+  Selector selector;
+};
+
 // Everything the lookup needs about one kernel name, read once.
 struct KernelEntry {
+  std::vector<SelectorEntry> selectors;  // of this device's major, newest per device
   std::vector<Candidate>
       candidates;  // of this device's major; newest version per (device, problem)
   std::unordered_map<std::int64_t, DeviceRow> devices;
@@ -52,6 +62,13 @@ struct Client::Impl {
   const std::vector<std::pair<std::string, std::int64_t>>& problem_defaults(
       const std::string& kernel, detail::KernelEntry& e);
   bool kernel_exists(const std::string& kernel);
+  void load_selectors(const std::string& kernel, detail::KernelEntry& e);
+  // The selector's pick for `query` as a best row: its trial at the family's problem nearest to
+  // the query where it was measured; `candidate` its index. nullopt where the selector does not
+  // cover the query or the trial is not there.
+  std::optional<detail::Candidate> selector_answer(const std::string& kernel,
+                                                   const detail::SelectorEntry& s,
+                                                   const Problem& query, std::size_t& candidate);
   LookupResult lookup(const std::string& kernel, const Problem& asked,
                       const LookupOptions& options);
   std::shared_ptr<const BestConfig> details(const detail::Candidate& c, const std::string& kernel,

@@ -76,6 +76,24 @@ struct Session::Impl {
   RunClock::time_point started;  // the end of the start
   std::shared_ptr<Trace> trace;
 
+  // SessionOptions::listed: the listed strategy instead of the job's search.
+  void list_configs() {
+    std::vector<Config> configs;
+    for (const std::string& key : options.listed)
+      configs.push_back(setup.instance->space().parse_key(key));
+    TuneOptions& o = setup.job.options;
+    o.budget = Budget{};
+    o.budget.evaluations = configs.size();
+    o.strategy = "listed";
+    o.strategy_chosen.clear();
+    o.strategy_options.clear();
+    o.warm_start = false;
+    o.seeds.clear();
+    setup.auto_choice.reset();
+    setup.strategy = make_listed_strategy(std::move(configs));
+    setup.strategy_text = "listed";
+  }
+
   void step_done(const char* what) { steps.emplace_back(what, RunClock::now()); }
 
   void start_pool() {
@@ -141,6 +159,8 @@ Session::Session(const Registry& registry, SessionOptions options)
   s.setup = set_up_tuning(std::move(job), s.cuda_options());
   driver.reset();
   s.setup.job.options.measure.fetch_outputs = s.options.fetch_outputs;
+  s.setup.job.options.seeds = s.options.seeds;
+  if (!s.options.listed.empty()) s.list_configs();
   s.step_done("the device and the kernel's space");
   if (!s.setup.backend->needs_compilation()) s.pool.reset();  // fell back to a recording
   s.database.emplace(s.options.database);
@@ -163,8 +183,10 @@ std::vector<std::string> Session::notes() const {
   const TuningJob& job = impl_->setup.job;
   std::vector<std::string> out;
   if (!job.replay_reason.empty())
-    out.push_back(fmt::format("{}; replaying recorded measurements from {}, measured on {}",
-                              job.replay_reason, job.recording->path, job.recording->device_name));
+    out.push_back(fmt::format(
+        "{}; replaying recorded measurements from {}, measured on {}{}", job.replay_reason,
+        job.recording->path, job.recording->device_name,
+        job.no_gpu ? " (nothing is measured here; --backend cuda insists on a GPU)" : ""));
   out.insert(out.end(), job.notes.begin(), job.notes.end());
   if (impl_->setup.missing)
     out.push_back(fmt::format(

@@ -207,6 +207,15 @@ class TuningRun {
     context.options = options_.strategy_options;
     context.part = options_.part;
     context.parts = options_.parts;
+    for (const std::string& key : options_.seeds) {
+      try {
+        Config c = space_.parse_key(key);
+        if (space_.is_valid(c) && seed_keys_.insert(space_.key(c)).second)
+          context.warm_start.push_back(std::move(c));
+      } catch (const Error&) {
+        // A key of another space: not a seed here.
+      }
+    }
     if (options_.warm_start) {
       std::vector<TransferSource> sources = options_.transfer;
       for (auto& s : stored_sources()) sources.push_back(std::move(s));
@@ -532,9 +541,9 @@ class TuningRun {
       ++summary_.from_database;
     } else {
       t = measured_trial(instance_, p.config, device_.arch, *m, c);
-      t.kind = transfer_ && transfer_->from_opening(p.config) && !told_keys_.count(p.key)
-                   ? TrialKind::kWarmStart
-                   : TrialKind::kSearch;
+      const bool opening =
+          (transfer_ && transfer_->from_opening(p.config)) || seed_keys_.count(p.key);
+      t.kind = opening && !told_keys_.count(p.key) ? TrialKind::kWarmStart : TrialKind::kSearch;
       ensure_registered();
       ids_.stamp(t);
       t.id = timed(Activity::kStore, [&] { return store_.add_trial(t); });
@@ -709,6 +718,7 @@ class TuningRun {
   std::deque<Pending> queue_;      // asked; compiling or compiled
   std::deque<Pending> in_flight_;  // submitted to the backend, result not yet collected
   std::set<std::string> told_keys_;
+  std::set<std::string> seed_keys_;  // TuneOptions::seeds valid here
   std::uint64_t repeats_ = 0;
   static constexpr int kSilentAsks = 4;
   int silent_asks_ = 0;  // asks in a row that proposed nothing and were followed by no tell

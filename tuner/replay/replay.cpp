@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -305,6 +306,19 @@ KernelSpec kernel_from_recording(const Recording& r) {
 
 namespace {
 
+std::mutex data_program_mutex;
+fs::path data_program;  // use_shipped_data_of(); empty: the running executable
+
+fs::path shipped_data_program() {
+  {
+    std::lock_guard lock(data_program_mutex);
+    if (!data_program.empty()) return data_program;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe;
+}
+
 std::vector<fs::path> data_dirs(const char* env, const char* installed_subdir,
                                 const char* source_dir) {
   std::vector<fs::path> out;
@@ -320,11 +334,10 @@ std::vector<fs::path> data_dirs(const char* env, const char* installed_subdir,
   }
   // Installed: <prefix>/bin/ktune next to <prefix>/share/ktune/...; otherwise the source tree
   // this binary was built from.
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  if (const fs::path program = shipped_data_program(); !program.empty()) {
+    std::error_code ec;
     const fs::path installed =
-        exe.parent_path().parent_path() / KTUNE_INSTALL_DATADIR / "ktune" / installed_subdir;
+        program.parent_path().parent_path() / KTUNE_INSTALL_DATADIR / "ktune" / installed_subdir;
     if (fs::is_directory(installed, ec)) return {installed};
   }
   return {fs::path(source_dir)};
@@ -335,6 +348,13 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }
 
 }  // namespace
+
+void use_shipped_data_of(const fs::path& program) {
+  std::error_code ec;
+  fs::path resolved = fs::canonical(program, ec);
+  std::lock_guard lock(data_program_mutex);
+  data_program = ec ? program : std::move(resolved);
+}
 
 std::vector<fs::path> recording_dirs() {
   return data_dirs("KTUNE_RECORDINGS", "recordings", KTUNE_SHIPPED_RECORDINGS_DIR);

@@ -636,6 +636,56 @@ std::optional<CrossDevice> cross_device(const Store& store, Cache& cache,
 
 }  // namespace
 
+namespace {
+
+// The family section of each (kernel, device) among the runs that has a selector.
+std::vector<ReportFamily> families_of(const Store& store, const std::vector<RunRecord>& runs,
+                                      Cache& cache) {
+  std::set<std::pair<std::string, std::int64_t>> seen;
+  std::vector<ReportFamily> out;
+  for (const RunRecord& r : runs) {
+    const std::string& kernel = cache.kernel(r.kernel_id).name;
+    if (!seen.insert({kernel, r.device_id}).second) continue;
+    auto record = store.selector(kernel, r.device_id);
+    if (!record || record->selector.rows.empty()) continue;
+    ReportFamily f;
+    f.kernel_name = kernel;
+    f.device = cache.device(r.device_id);
+    const Selector& sel = record->selector;
+    for (const auto& [name, value] : sel.rows.front().problem)
+      for (const SelectorRow& row : sel.rows)
+        if (f.size_name.empty() && row.problem.at(name) != value) f.size_name = name;
+    if (f.size_name.empty()) f.size_name = sel.rows.front().problem.begin()->first;
+    for (std::size_t i = 0; i < sel.rows.size(); ++i) {
+      const SelectorRow& row = sel.rows[i];
+      ReportFamily::Row fr;
+      fr.problem_key = row.key;
+      fr.size = static_cast<double>(row.problem.at(f.size_name));
+      fr.best_ms = std::numeric_limits<double>::quiet_NaN();
+      for (std::size_t c = 0; c < row.time_ms.size(); ++c)
+        if (std::isfinite(row.time_ms[c]) && !(row.time_ms[c] >= fr.best_ms)) {
+          fr.best_ms = row.time_ms[c];
+          fr.best_key = sel.candidates[c];
+        }
+      fr.held_out_performance = std::numeric_limits<double>::quiet_NaN();
+      for (const HeldOutPick& h : sel.held_out)
+        if (h.problem_key == row.key) {
+          fr.held_out_key = sel.candidates[h.pick];
+          fr.held_out_performance = h.performance;
+        }
+      f.rows.push_back(std::move(fr));
+    }
+    std::sort(
+        f.rows.begin(), f.rows.end(),
+        [](const ReportFamily::Row& a, const ReportFamily::Row& b) { return a.size < b.size; });
+    f.selector = std::move(*record);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
 Report build_report(const Store& store, const ReportSelection& selection,
                     const ReportOptions& options) {
   Cache cache(store);
@@ -673,6 +723,7 @@ Report build_report(const Store& store, const ReportSelection& selection,
     for (const auto& r : s.runs) report.trials += r.search.size() + r.retimed.size();
     report.studies.push_back(std::move(s));
   }
+  report.families = families_of(store, runs, cache);
   return report;
 }
 

@@ -568,6 +568,40 @@ void study_section(std::string& o, const ReportStudy& s, const std::string& id,
   o += "</section>\n";
 }
 
+// A family: its selector's figures, the two plots and a row per tuned size.
+void family_section(std::string& o, const ReportFamily& f, const std::string& id) {
+  const Selector& sel = f.selector.selector;
+  o += fmt::format(
+      "<section class=\"study\" id=\"{}\">\n<h2>{}<span class=\"problem\">family of {} "
+      "sizes on {}</span></h2>\n",
+      id, html_escape(f.kernel_name), f.rows.size(), html_escape(f.device.name));
+  o += "<p class=\"note\">" +
+       html_escape(fmt::format(
+           "Selector {} ({}{}): {} candidates measured at every size.", f.selector.id, sel.method,
+           f.selector.replayed ? ", from replayed runs" : "", sel.candidates.size()));
+  if (!sel.held_out.empty())
+    o += html_escape(fmt::format(
+        " Each size left out, its pick there reached {:.3f} of the best on average, {:.3f} at "
+        "worst.",
+        sel.held_out_mean(), sel.held_out_worst()));
+  o += " Untuned sizes within the range are answered by its pick (docs/many-sizes.md).</p>\n";
+  o += "<div class=\"plots\">" + svg_family(f) + "</div>\n";
+  double typical = NAN;
+  for (const auto& r : f.rows)
+    if (std::isfinite(r.best_ms)) typical = r.best_ms;
+  const TimeUnit unit = time_unit_for(typical);
+  o += "<table>\n<tr>" + th("problem") + th(std::string("best (") + unit.name + ")", true) +
+       th("its configuration") + th("pick held out") + th("its speed / best", true) + "</tr>\n";
+  for (const auto& r : f.rows)
+    o += "<tr>" + td(r.problem_key) + td(format_time(r.best_ms, unit), true) + td(r.best_key) +
+         td(r.held_out_key.empty() ? "-" : r.held_out_key) +
+         td(std::isfinite(r.held_out_performance) ? fmt::format("{:.3f}", r.held_out_performance)
+                                                  : "-",
+            true) +
+         "</tr>\n";
+  o += "</table>\n</section>\n";
+}
+
 void page_footer(std::string& o, const Report& report) {
   const ReportOptions& opt = report.options;
   o += "</main>\n<footer>" +
@@ -588,6 +622,8 @@ std::string render_html(const Report& report) {
   page_header(o, report);
   for (std::size_t si = 0; si < report.studies.size(); ++si)
     study_section(o, report.studies[si], fmt::format("study-{}", si + 1), report.options);
+  for (std::size_t fi = 0; fi < report.families.size(); ++fi)
+    family_section(o, report.families[fi], fmt::format("family-{}", fi + 1));
   page_footer(o, report);
   return o;
 }

@@ -87,6 +87,23 @@ std::string render_json(const Report& report) {
     for (const DeviceAnalysis& a : s.devices) study["devices"].push_back(device_json(a));
     j["studies"].push_back(std::move(study));
   }
+  j["families"] = json::array();
+  for (const ReportFamily& f : report.families) {
+    json family = {{"kernel", f.kernel_name},
+                   {"device", f.device.name},
+                   {"selector", f.selector.id},
+                   {"size", f.size_name},
+                   {"sizes", json::array()}};
+    for (const auto& r : f.rows)
+      family["sizes"].push_back(
+          {{"problem", r.problem_key},
+           {"best_ms", std::isfinite(r.best_ms) ? json(r.best_ms) : json()},
+           {"best", r.best_key},
+           {"held_out_pick", r.held_out_key},
+           {"held_out_performance",
+            std::isfinite(r.held_out_performance) ? json(r.held_out_performance) : json()}});
+    j["families"].push_back(std::move(family));
+  }
   return j.dump(2) + "\n";
 }
 

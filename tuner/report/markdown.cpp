@@ -269,6 +269,28 @@ void provenance(std::string& o, const ReportStudy& s) {
   o += "\n";
 }
 
+void family(std::string& o, const ReportFamily& f) {
+  const Selector& sel = f.selector.selector;
+  o += fmt::format("\n## {}: family of {} sizes on {}\n\n", f.kernel_name, f.rows.size(),
+                   f.device.name);
+  o += fmt::format("Selector {} ({}{}): {} candidates measured at every size.", f.selector.id,
+                   sel.method, f.selector.replayed ? ", from replayed runs" : "",
+                   sel.candidates.size());
+  if (!sel.held_out.empty())
+    o += fmt::format(
+        " Each size left out, its pick there reached {:.3f} of the best on average, {:.3f} at "
+        "worst.",
+        sel.held_out_mean(), sel.held_out_worst());
+  o += "\n\n| problem | best | its configuration | pick held out | its speed / best |\n"
+       "|---|---|---|---|---|\n";
+  for (const auto& r : f.rows)
+    o += fmt::format(
+        "| {} | {} | {} | {} | {} |\n", md_escape(r.problem_key), format_time_auto(r.best_ms),
+        code(r.best_key), r.held_out_key.empty() ? "-" : code(r.held_out_key),
+        std::isfinite(r.held_out_performance) ? fmt::format("{:.3f}", r.held_out_performance)
+                                              : "-");
+}
+
 }  // namespace
 
 std::string render_markdown(const Report& report) {
@@ -308,6 +330,7 @@ std::string render_markdown(const Report& report) {
     if (s.cross) cross(o, *s.cross);
     provenance(o, s);
   }
+  for (const ReportFamily& f : report.families) family(o, f);
   return o;
 }
 

@@ -502,6 +502,53 @@ std::string svg_importance(const std::vector<ParameterEffect>& effects, double e
   return o;
 }
 
+std::string svg_family(const ReportFamily& f) {
+  const double W = 460, H = 250, left = 64, right = 16, top = 24, bottom = 48;
+  double lo_x = std::numeric_limits<double>::infinity(), hi_x = 0;
+  double lo_t = lo_x, hi_t = 0;
+  for (const auto& r : f.rows) {
+    lo_x = std::min(lo_x, r.size), hi_x = std::max(hi_x, r.size);
+    if (std::isfinite(r.best_ms))
+      lo_t = std::min(lo_t, r.best_ms), hi_t = std::max(hi_t, r.best_ms);
+  }
+  std::string o;
+  // The best time per size.
+  {
+    const Scale x = make_scale(lo_x, hi_x, left, W - right, true);
+    const Scale y = make_scale(lo_t, hi_t, H - bottom, top, true);
+    o += svg_open(W, H, f.kernel_name + ": the best time at each tuned size", "family-times");
+    o += axes(x, y, ticks_of(x, 5), ticks_of(y, 5), f.size_name, "best time (ms)");
+    std::vector<std::pair<double, double>> pts;
+    std::string line;
+    for (const auto& r : f.rows) {
+      if (!std::isfinite(r.best_ms)) continue;
+      pts.emplace_back(x(r.size), y(r.best_ms));
+      line += fmt::format("{}{} {}", line.empty() ? "M" : "L", num(x(r.size)), num(y(r.best_ms)));
+    }
+    o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\"/>\n", line, series_color(0));
+    o += dots(pts, series_color(0), 7, 1);
+    o += "</svg>\n";
+  }
+  // The selector's pick at each size left out, against that size's best.
+  {
+    const Scale x = make_scale(lo_x, hi_x, left, W - right, true);
+    const Scale y = make_scale(0.5, 1.0, H - bottom, top, false);
+    o += svg_open(W, H, f.kernel_name + ": the selector's pick at each size left out",
+                  "family-held-out");
+    o += axes(x, y, ticks_of(x, 5), ticks_of(y, 5), f.size_name, "pick's speed / best (held out)");
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& r : f.rows)
+      if (std::isfinite(r.held_out_performance))
+        pts.emplace_back(x(r.size), y(std::max(0.5, r.held_out_performance)));
+    o += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-dasharray=\"4 3\"/>\n",
+        num(left), num(W - right), num(y(0.97)), num(y(0.97)), kAxisColor);
+    o += dots(pts, series_color(1), 7, 1);
+    o += "</svg>\n";
+  }
+  return o;
+}
+
 std::string svg_status(const std::map<TrialStatus, std::size_t>& by_status) {
   std::size_t total = 0;
   for (const auto& [s, n] : by_status) total += n;

@@ -241,6 +241,22 @@ struct Merger {
     report.binaries = count(db, "binaries") - before;
   }
 
+  // Selectors name problems and configurations by key: only their kernel and device ids map.
+  void selectors() {
+    if (db.execAndGet("SELECT count(*) FROM src.sqlite_master WHERE name = 'selectors'")
+            .getInt64() == 0)
+      return;
+    const std::int64_t before = count(db, "selectors");
+    db.exec(
+        "INSERT OR IGNORE INTO main.selectors (kernel_name, kernel_id, device_id, replayed, "
+        "created_at, method, problems, candidates, held_out_mean, held_out_worst, json) "
+        "SELECT s.kernel_name, k.dst, d.dst, s.replayed, s.created_at, s.method, s.problems, "
+        "s.candidates, s.held_out_mean, s.held_out_worst, s.json FROM src.selectors s "
+        "JOIN temp.merge_kernels k ON k.src = s.kernel_id "
+        "JOIN temp.merge_devices d ON d.src = s.device_id ORDER BY s.id");
+    report.selectors = count(db, "selectors") - before;
+  }
+
   std::vector<Evidence> evidence(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
     SQLite::Statement q(db,
                         "SELECT t.id, t.config_key, t.status, t.time_ms, t.kind, t.created_at, "
@@ -341,6 +357,7 @@ MergeReport merge_database(SQLite::Database& db, const std::filesystem::path& so
   m.runs();
   m.trials();
   m.bests();
+  m.selectors();
   m.drop_temporaries();
   tx.commit();
   return m.report;

@@ -1050,6 +1050,69 @@ std::vector<BestRecord> Store::bests(std::optional<std::string> kernel_name) con
   });
 }
 
+std::int64_t Store::add_selector(const SelectorRecord& selector) {
+  impl_->require_writable("add_selector");
+  return impl_->guard("add_selector", [&] {
+    const Selector& s = selector.selector;
+    Cached q = impl_->statement(
+        "INSERT INTO selectors (kernel_name, kernel_id, device_id, replayed, created_at, method, "
+        "problems, candidates, held_out_mean, held_out_worst, json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int c = 1;
+    q->bind(c++, selector.kernel_name);
+    q->bind(c++, selector.kernel_id);
+    q->bind(c++, selector.device_id);
+    q->bind(c++, selector.replayed ? 1 : 0);
+    q->bind(c++, selector.created_at.empty() ? utc_now() : selector.created_at);
+    q->bind(c++, s.method);
+    q->bind(c++, static_cast<std::int64_t>(s.rows.size()));
+    q->bind(c++, static_cast<std::int64_t>(s.candidates.size()));
+    if (s.held_out.empty()) {
+      q->bind(c++);
+      q->bind(c++);
+    } else {
+      q->bind(c++, s.held_out_mean());
+      q->bind(c++, s.held_out_worst());
+    }
+    q->bind(c++, s.to_json().dump());
+    q->exec();
+    return impl_->db.getLastInsertRowid();
+  });
+}
+
+std::optional<SelectorRecord> Store::selector(const std::string& kernel_name,
+                                              std::int64_t device_id) const {
+  if (impl_->schema_version < 7) return std::nullopt;
+  return impl_->guard("selector", [&]() -> std::optional<SelectorRecord> {
+    Cached q = impl_->statement(
+        "SELECT id, kernel_id, device_id, kernel_name, replayed, created_at, json FROM selectors "
+        "WHERE kernel_name = ? AND device_id = ? ORDER BY created_at DESC, id DESC LIMIT 1");
+    q->bind(1, kernel_name);
+    q->bind(2, device_id);
+    if (!q->executeStep()) return std::nullopt;
+    SelectorRecord r;
+    r.id = q->getColumn(0).getInt64();
+    r.kernel_id = q->getColumn(1).getInt64();
+    r.device_id = q->getColumn(2).getInt64();
+    r.kernel_name = q->getColumn(3).getString();
+    r.replayed = q->getColumn(4).getInt() != 0;
+    r.created_at = q->getColumn(5).getString();
+    const std::string where = impl_->where + ": selector " + std::to_string(r.id);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(q->getColumn(6).getString());
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorKind::kDatabase, where + ": unreadable json (" + e.what() + ")");
+    }
+    try {
+      r.selector = Selector::from_json(j, where);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kDatabase, e.what());
+    }
+    return r;
+  });
+}
+
 std::vector<DeviceRecord> Store::devices() const {
   return impl_->guard("devices", [&] {
     Cached q = impl_->statement(select_from(kDeviceColumns, "devices", "ORDER BY id"));

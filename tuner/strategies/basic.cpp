@@ -37,14 +37,7 @@ class ListStrategy : public Strategy {
   void start(const StrategyContext& context) override {
     for (const auto& [key, value] : context.options)
       throw Error(ErrorKind::kUsage, fmt::format("strategy '{}' has no option '{}'", name(), key));
-    order_ = context.warm_start;
-    std::vector<Config> rest = context.space->enumerate();
-    arrange(rest, context.seed);
-    if (context.parts > 1) rest = part_order(std::move(rest), context.part, context.parts);
-    for (auto& c : rest)
-      if (std::find(context.warm_start.begin(), context.warm_start.end(), c) ==
-          context.warm_start.end())
-        order_.push_back(std::move(c));
+    order_ = make_order(context);
     next_ = 0;
   }
   std::vector<Config> ask(std::size_t max_count) override {
@@ -57,7 +50,19 @@ class ListStrategy : public Strategy {
   bool fixed_order() const override { return true; }
 
  protected:
-  virtual void arrange(std::vector<Config>& configs, std::uint64_t seed) = 0;
+  // The order of the proposals: the warm start, then the valid space arranged.
+  virtual std::vector<Config> make_order(const StrategyContext& context) {
+    std::vector<Config> order = context.warm_start;
+    std::vector<Config> rest = context.space->enumerate();
+    arrange(rest, context.seed);
+    if (context.parts > 1) rest = part_order(std::move(rest), context.part, context.parts);
+    for (auto& c : rest)
+      if (std::find(context.warm_start.begin(), context.warm_start.end(), c) ==
+          context.warm_start.end())
+        order.push_back(std::move(c));
+    return order;
+  }
+  virtual void arrange(std::vector<Config>&, std::uint64_t) {}
 
  private:
   std::vector<Config> order_;
@@ -148,6 +153,27 @@ AutoChoice choose_auto_strategy(const SearchSpace& space, std::uint64_t budget_e
   return {kAutoSearchStrategy,
           fmt::format("a budget of {} evaluations, fewer than the space's valid configurations",
                       budget_evaluations)};
+}
+
+std::unique_ptr<Strategy> make_listed_strategy(std::vector<Config> configs) {
+  class Listed final : public ListStrategy {
+   public:
+    explicit Listed(std::vector<Config> c) : given_(std::move(c)) {}
+    std::string name() const override { return "listed"; }
+
+   protected:
+    std::vector<Config> make_order(const StrategyContext& context) override {
+      std::vector<Config> order;
+      for (const Config& c : given_)
+        if (context.space->is_valid(c) && std::find(order.begin(), order.end(), c) == order.end())
+          order.push_back(c);
+      return order;
+    }
+
+   private:
+    std::vector<Config> given_;
+  };
+  return std::make_unique<Listed>(std::move(configs));
 }
 
 void add_basic_strategies(std::vector<StrategyEntry>& table) {

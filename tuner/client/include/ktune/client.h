@@ -12,8 +12,11 @@
 //   device:  exact device (name, arch, SMs, memory) -> same architecture (sm_90) -> same major
 //            architecture, newest minor at or below the device's (sm_9x), as CUB's policies
 //            fall through
-//   problem: at each device level, the exact problem, then the nearest problem of the same
-//            kernel with the same parameter names, by log distance
+//   problem: at each device level, the exact problem, then the selector of a family tuned on
+//            that level's device whose range holds the problem (ktune/selector.h: one of the
+//            candidates measured at every problem of the family, answered with its trial at
+//            the family's problem nearest to the one asked), then the nearest problem of the
+//            same kernel with the same parameter names, by log distance
 //            d(a, b) = sum over parameters of |log2(a_i / b_i)|
 //            (a zero or negative value compares on sign(v) log2(1 + |v|) instead); ties go to
 //            the device most like this one, then to the larger problem.
@@ -64,9 +67,9 @@ struct ClientDevice : DeviceIdentity {
 };
 
 enum class DeviceMatch { kExactDevice, kSameArch, kSameMajor };
-enum class ProblemMatch { kExact, kNearest };
+enum class ProblemMatch { kExact, kSelector, kNearest };
 std::string_view to_string(DeviceMatch match);   // "exact device", "same architecture" ...
-std::string_view to_string(ProblemMatch match);  // "exact problem", "nearest problem"
+std::string_view to_string(ProblemMatch match);  // "exact problem", "selector", "nearest problem"
 
 // The log distance of two problems with the same parameter names (see the top of this file);
 // infinity when the names differ.
@@ -125,7 +128,16 @@ struct BestConfig {
   DeviceMatch device_match = DeviceMatch::kExactDevice;
   ProblemMatch problem_match = ProblemMatch::kExact;
   double problem_distance = 0;  // 0 for an exact problem
-  BestMeasurement measurement;
+  // For a selector's answer: how many problems its family tuned, and how fast its pick was at
+  // each of them left out of the others, on average and at worst (1: that problem's best).
+  struct SelectorInfo {
+    std::size_t problems = 0;
+    std::size_t candidates = 0;
+    double held_out_mean = std::numeric_limits<double>::quiet_NaN();
+    double held_out_worst = std::numeric_limits<double>::quiet_NaN();
+  };
+  SelectorInfo selector;
+  BestMeasurement measurement;  // of the answer's trial (a selector's: at `problem`)
   BestProvenance provenance;
   std::shared_ptr<const detail::StoredKernel> stored;
 
@@ -138,6 +150,7 @@ struct BestConfig {
 struct LookupOptions {
   bool other_devices = true;    // allow same-architecture and same-major fallbacks
   bool nearest_problem = true;  // allow a problem other than the one asked for
+  bool selector = true;         // allow a family's selector (with nearest_problem)
   double max_problem_distance = std::numeric_limits<double>::infinity();
 };
 
@@ -229,8 +242,8 @@ class Client {
  public:
   // The newest schema this client reads (a newer database is refused) and the oldest: schemas 3,
   // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
-  // which the client does not read.
-  static constexpr int kSchemaVersion = 6;
+  // which the client does not read; 7 added the families' selectors (read where present).
+  static constexpr int kSchemaVersion = 7;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a

@@ -49,6 +49,12 @@ struct SessionOptions {
   // the buffers it is given (MeasureOptions::fetch_outputs).
   std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check;
   std::vector<std::string> fetch_outputs;
+  // Config keys to measure instead of searching: the run proposes exactly these (those valid
+  // for its problem; one already measured there is answered from the database), with no other
+  // budget. A family's cross-measurement (ktune/family.h).
+  std::vector<std::string> listed;
+  // Config keys the search proposes first (TuneOptions::seeds): a family's neighbours' best.
+  std::vector<std::string> seeds;
   // Keep a timeline of the start and the run (timeline()), with times from `origin` (default:
   // when the session is made; the command line gives the process's start).
   bool timeline = false;

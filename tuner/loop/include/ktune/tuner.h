@@ -46,6 +46,10 @@ struct TuneOptions {
   bool warm_start = false;
   std::vector<TransferSource> transfer;  // recordings given with --warm-start-from
   std::size_t warm_start_top = kTransferTopK;
+  // Config keys the strategy proposes first (StrategyContext::warm_start): in a family, the best
+  // configurations of the problems tuned before it. Keys of other spaces or invalid here are
+  // left out. Their trials are stored as warm-start trials.
+  std::vector<std::string> seeds;
   std::uint32_t part = 0, parts = 1;  // StrategyContext::part
   int retime_top = 5;  // finalists re-timed at the end (0: keep the search's ranking)
   int retime_rounds = 10;

@@ -134,6 +134,10 @@ std::string arch_from_device_name(std::string_view name);
 // replay jobs (configs/replay) that hold the restrictions of known recorded spaces.
 std::vector<std::filesystem::path> recording_dirs();
 std::vector<std::filesystem::path> replay_job_dirs();
+// The ktune program whose installed data (<prefix>/share/ktune beside <prefix>/bin/ktune) these
+// look for, instead of the running executable's: for an engine inside another program, such as
+// the Python package's inside python3.
+void use_shipped_data_of(const std::filesystem::path& program);
 // The canonical file name of a shipped recording: <kernel>-<device>-<problem key>.json.gz, the
 // device name with characters other than letters, digits and ._=,+ replaced by '_'.
 std::string recording_file_name(const std::string& kernel, const std::string& device,

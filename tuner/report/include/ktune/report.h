@@ -141,11 +141,31 @@ struct ReportStudy {
   std::vector<KernelRecord> kernels;  // versions (source/space hash) among the runs
 };
 
+// A family of problems tuned on one device and its selector (ktune/selector.h): per tuned
+// problem, the fastest candidate's time there and the selector's pick with that problem left
+// out, and how fast the pick is there.
+struct ReportFamily {
+  std::string kernel_name;
+  DeviceRecord device;
+  SelectorRecord selector;
+  struct Row {
+    std::string problem_key;
+    double size = 0;                  // the problem's first varying parameter (the plot's x)
+    double best_ms = 0;               // the fastest candidate there (NaN: none ran)
+    std::string best_key;             // its config key
+    std::string held_out_key;         // the pick with this problem left out ('' below 3 problems)
+    double held_out_performance = 0;  // best_ms over the pick's time there (NaN: none)
+  };
+  std::string size_name;  // the first parameter that varies across the family
+  std::vector<Row> rows;  // by size
+};
+
 struct Report {
   ReportOptions options;
   std::string generated_at;
-  std::vector<ReportStudy> studies;  // by kernel name, then problem key
-  std::size_t trials = 0;            // trials of the selected runs
+  std::vector<ReportStudy> studies;    // by kernel name, then problem key
+  std::vector<ReportFamily> families;  // of the selected runs' kernels and devices
+  std::size_t trials = 0;              // trials of the selected runs
 };
 
 // Reads the selected runs and analyses them. Throws Error(kUsage) when nothing matches,

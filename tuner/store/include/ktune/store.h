@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ktune/device_identity.h"
+#include "ktune/selector.h"
 #include "ktune/status.h"
 
 namespace ktune {
@@ -116,11 +117,16 @@ struct RunRecord {
   std::uint64_t seed = 0;
   std::string summary;  // JSON written when the run finishes
 
-  // For people: "auto (bayes)" for a run of auto, else the strategy's name.
-  std::string strategy_text() const {
-    return strategy_chosen.empty() ? strategy : strategy + " (" + strategy_chosen + ")";
-  }
+  std::string strategy_text() const;  // ktune::strategy_text of the two
 };
+
+// A run's strategy for people: "auto (bayes)" for a run of auto, else the strategy's name.
+inline std::string strategy_text(const std::string& strategy, const std::string& chosen) {
+  return chosen.empty() ? strategy : strategy + " (" + chosen + ")";
+}
+inline std::string RunRecord::strategy_text() const {
+  return ktune::strategy_text(strategy, strategy_chosen);
+}
 
 // A re-timing trial ranks by the median of its ranking rounds (schema 5) where it has one, else
 // by its time.
@@ -186,6 +192,18 @@ struct BestRecord {
   KernelRecord kernel;
 };
 
+// A selector as stored (ktune/selector.h): made when a family of problems of one kernel was
+// tuned on one device.
+struct SelectorRecord {
+  std::int64_t id = 0;
+  std::int64_t kernel_id = 0;
+  std::int64_t device_id = 0;
+  std::string kernel_name;
+  bool replayed = false;  // made from replayed runs
+  std::string created_at;
+  Selector selector;
+};
+
 // What Store::merge_from copied: rows new to the database, runs whose status moved on, and the
 // bests that changed. Merging the same source again reports zeros everywhere.
 struct MergeReport {
@@ -197,6 +215,7 @@ struct MergeReport {
   std::int64_t trials = 0;
   std::int64_t binaries = 0;
   std::int64_t bests = 0;  // best rows set, moved to another trial or removed
+  std::int64_t selectors = 0;
 };
 
 class Store {
@@ -296,6 +315,13 @@ class Store {
                                  std::int64_t device_id) const;
   // Every best row, optionally for one kernel name.
   std::vector<BestRecord> bests(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  // Stores a family's selector; returns its id.
+  std::int64_t add_selector(const SelectorRecord& selector);
+  // The newest selector of a kernel on a device (any kernel version), nullopt where none (or
+  // the database is older than schema 7). Error(kDatabase) for one that does not read.
+  std::optional<SelectorRecord> selector(const std::string& kernel_name,
+                                         std::int64_t device_id) const;
 
   std::vector<DeviceRecord> devices() const;
   std::optional<DeviceRecord> device(std::int64_t id) const;

@@ -70,6 +70,10 @@ class Strategy {
 // known names. Options are validated by the strategy's start().
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
+// Proposes exactly `configs` (each valid in the space it starts on; others are left out), in
+// order, then nothing: the cross-measurement of a family's candidates. Named "listed"; not a
+// --strategy name.
+std::unique_ptr<Strategy> make_listed_strategy(std::vector<Config> configs);
 
 // What the registry knows of a strategy besides its name.
 struct StrategyTraits {

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The acceptance of families (docs/many-sizes.md#measured): from the databases of the GPU host's
+`family` step and the recordings brute-forced at the tuned and the untuned sizes.
+
+For each kernel: the mean quality at the tuned sizes (the recorded optimum over the recorded
+time of the configuration each database stores as best) of the family and of each cold budget,
+with their wall times; and at each untuned size what `ktune best` answers from the family's
+database (the selector) beside the nearest tuned size's best, against that size's brute force.
+
+    bench/selector/acceptance.py OUT [--ktune build/tuner/ktune]
+        [--tuned db/recordings/sizes] [--untuned OUT/recordings]
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+
+def recordings(folder, kernel):
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(kernel + "-") and name.endswith(".json.gz"):
+            d = json.load(gzip.open(os.path.join(folder, name)))
+            times = {k: v["time"] for k, v in d["cache"].items() if isinstance(v["time"], float)}
+            problem = d["ktune"]["problem"]
+            out[tuple(sorted(problem.items()))] = (problem, times)
+    return out
+
+
+def kt_key(key, order):
+    """A ktune config key "a=1,b=2" as the recording's "1,2" in its parameter order."""
+    values = dict(item.split("=", 1) for item in key.split(","))
+    return ",".join(values[p] for p in order)
+
+
+def quality(rec, key):
+    problem, times = rec
+    t = times.get(key)
+    return min(times.values()) / t if t else 0.0
+
+
+def best(ktune, db, kernel, problem):
+    args = [ktune, "best", kernel, "--db", db, "--json"]
+    for name, value in problem.items():
+        if name != "f":
+            args += ["--problem", f"{name}={value}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout)["results"][0]
+
+
+def walls(summary):
+    out = {}
+    for line in open(summary):
+        m = re.match(r"== (family-tuning|family|cold) (\S+) budget=(\d+) wall_s=([\d.]+)", line)
+        if m:
+            out[(m.group(2), m.group(1), int(m.group(3)))] = float(m.group(4))
+    return out
+
+
+def log2dist(a, b):
+    return sum(abs(math.log2(a[k]) - math.log2(b[k])) for k in a if k != "f")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--ktune", default="build/tuner/ktune")
+    ap.add_argument("--tuned", default="db/recordings/sizes")
+    ap.add_argument("--untuned")
+    a = ap.parse_args()
+    untuned_dir = a.untuned or os.path.join(a.out, "recordings")
+    wall = walls(os.path.join(a.out, "summary.txt"))
+    fam_dir = os.path.join(a.out, "family")
+    print(f"{'kernel':14} {'run':10} {'wall s':>7} {'mean':>6} {'worst':>6}")
+    picks = []
+    for kernel in ["reduce", "transpose", "convolution2d"]:
+        tuned = recordings(a.tuned, kernel)
+        if not tuned:
+            continue
+        order = json.load(gzip.open(os.path.join(
+            a.tuned, next(n for n in os.listdir(a.tuned) if n.startswith(kernel + "-")))))["tune_params_keys"]
+        runs = [(kind, b) for (k, kind, b) in wall if k == kernel and kind.startswith("family")]
+        runs += sorted(("cold", b) for (k, kind, b) in wall if k == kernel and kind == "cold")
+        family_bests = {}
+        for kind, budget in runs:
+            db = os.path.join(fam_dir, f"{kernel}-{kind}{'-' + str(budget) if kind == 'cold' else ''}.db")
+            q = []
+            for rec in tuned.values():
+                b = best(a.ktune, db, kernel, rec[0])
+                key = kt_key(b["key"], order) if b else ""
+                q.append(quality(rec, key))
+                if kind == "family":
+                    family_bests[tuple(sorted(rec[0].items()))] = key
+            print(f"{kernel:14} {kind + ' ' + str(budget):10} {wall[(kernel, kind, budget)]:7.1f} "
+                  f"{sum(q) / len(q):6.3f} {min(q):6.3f}")
+        db = os.path.join(fam_dir, f"{kernel}-family.db")
+        for rec in recordings(untuned_dir, kernel).values():
+            b = best(a.ktune, db, kernel, rec[0])
+            chosen = quality(rec, kt_key(b["key"], order)) if b else 0.0
+            near = min(tuned.values(), key=lambda t: log2dist(t[0], rec[0]))
+            nearest = quality(rec, family_bests[tuple(sorted(near[0].items()))])
+            picks.append((kernel, rec[0], b["match"] if b else "none", chosen, nearest))
+    print()
+    print(f"{'kernel':14} {'untuned problem':24} {'answer':9} {'pick':>6} {'nearest':>8}")
+    for kernel, problem, match, chosen, nearest in picks:
+        text = ",".join(f"{k}={v}" for k, v in problem.items() if k != "f")
+        print(f"{kernel:14} {text:24} {match:9} {chosen:6.3f} {nearest:8.3f}")
+    for kernel in sorted({p[0] for p in picks}, key=[p[0] for p in picks].index):
+        c = [p[3] for p in picks if p[0] == kernel]
+        n = [p[4] for p in picks if p[0] == kernel]
+        print(f"{kernel:14} selector mean {sum(c) / len(c):.3f} worst {min(c):.3f}; "
+              f"nearest mean {sum(n) / len(n):.3f} worst {min(n):.3f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

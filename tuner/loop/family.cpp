@@ -1,0 +1,82 @@
+#include "ktune/family.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ktune/error.h"
+#include "ktune/problem_set.h"
+
+namespace ktune {
+
+FamilyMember family_member(const Store& store, std::int64_t run_id) {
+  const auto run = store.run(run_id);
+  if (!run) throw Error(ErrorKind::kInternal, "family: no run " + std::to_string(run_id));
+  FamilyMember m;
+  m.kernel_id = run->kernel_id;
+  m.device_id = run->device_id;
+  m.problem_id = run->problem_id;
+  m.replayed = run->replayed;
+  const auto problem = store.problem(run->problem_id);
+  if (!problem) throw Error(ErrorKind::kInternal, "family: run without its problem");
+  m.key = problem->key;
+  if (auto p = parse_problem_key(problem->key)) m.problem = std::move(*p);
+  return m;
+}
+
+std::vector<std::string> family_candidates(const Store& store,
+                                           const std::vector<FamilyMember>& members) {
+  std::vector<std::vector<std::string>> ranked;
+  for (const FamilyMember& m : members) {
+    std::vector<std::string> keys;
+    for (const TrialRecord& t :
+         store.leaders(m.kernel_id, m.device_id, m.problem_id, m.replayed, kSelectorPerSize))
+      keys.push_back(t.config_key);
+    ranked.push_back(std::move(keys));
+  }
+  return selector_candidates(ranked);
+}
+
+std::vector<std::string> family_seeds(const Store& store, const Problem& next,
+                                      const std::vector<FamilyMember>& tuned) {
+  std::vector<Problem> problems;
+  for (const FamilyMember& m : tuned) problems.push_back(m.problem);
+  std::vector<std::vector<std::string>> ranked;
+  for (int k = 0; k < 2 && !problems.empty(); ++k) {
+    const std::size_t i = nearest_problem(next, problems);
+    if (i >= problems.size()) break;
+    const FamilyMember* m = nullptr;
+    for (const FamilyMember& t : tuned)
+      if (t.problem == problems[i]) m = &t;
+    std::vector<std::string> keys;
+    for (const TrialRecord& t :
+         store.leaders(m->kernel_id, m->device_id, m->problem_id, m->replayed, kFamilySeeds))
+      keys.push_back(t.config_key);
+    ranked.push_back(std::move(keys));
+    problems.erase(problems.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return selector_candidates(ranked, kFamilySeeds, kFamilySeeds);
+}
+
+Selector family_selector(const Store& store, const std::vector<FamilyMember>& members,
+                         const std::vector<std::string>& candidates) {
+  Selector s;
+  s.candidates = candidates;
+  s.configs.assign(candidates.size(), "{}");
+  for (const FamilyMember& m : members) {
+    SelectorRow row;
+    row.problem = m.problem;
+    row.key = m.key;
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      const auto t =
+          store.find_trial(m.kernel_id, m.device_id, m.problem_id, candidates[c], m.replayed);
+      const bool ok = t && is_ok(t->status) && std::isfinite(t->time_ms) && t->time_ms > 0;
+      row.time_ms.push_back(ok ? t->time_ms : std::numeric_limits<double>::quiet_NaN());
+      if (t && s.configs[c] == "{}") s.configs[c] = t->config_json;
+    }
+    s.rows.push_back(std::move(row));
+  }
+  s.held_out = s.leave_one_out();
+  return s;
+}
+
+}  // namespace ktune
