@@ -160,7 +160,12 @@ TEST_F(Family, ItsCandidatesAreMeasuredAtEveryProblemAndItsSelectorAnswersTheOth
   const test::CliResult text = run({"best", "reduce", "--problem", "n=2**21", "--db", "family.db"});
   ASSERT_EQ(text.code, 0) << text;
   EXPECT_TRUE(contains(text.out, "not tuned; the selector of the 3 tuned problems picks")) << text;
-  EXPECT_EQ(run({"best", "reduce", "--problem", "n=2**23", "--db", "family.db"}).code, 1);
+  const test::CliResult beyond =
+      run({"best", "reduce", "--problem", "n=2**23", "--db", "family.db"});
+  EXPECT_EQ(beyond.code, 1) << beyond;
+  EXPECT_TRUE(contains(beyond.err, "no best configuration of reduce for [n=8388608]")) << beyond;
+  EXPECT_TRUE(contains(beyond.err, "; its family on NVIDIA H200 covers n=262144..4194304"))
+      << beyond;
 
   // A merged database answers the same.
   ASSERT_EQ(run({"merge", "family.db", "-o", "fleet.db"}).code, 0);

@@ -2,6 +2,7 @@
 // architecture, or on every device the database knows.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -150,6 +151,33 @@ void print_best_text(const Store& store, const std::string& kernel, const std::s
   }
 }
 
+// What the kernel's families cover on the scope's devices, for a problem none of them holds:
+// "; its family on NVIDIA H200 covers n=262144..4194304 (the run-time client answers the nearest
+// tuned problem beyond it)" (that last only for a measured family), or "" without a family.
+std::string family_ranges(const Store& store, const std::string& kernel, const Scope& scope) {
+  std::string out;
+  bool measured = false;
+  for (const DeviceRecord& d : scope.devices) {
+    const auto record = store.selector(kernel, d.id);
+    if (!record || record->selector.rows.empty()) continue;
+    measured = measured || !record->replayed;
+    const auto& rows = record->selector.rows;
+    std::string range;
+    for (const auto& [name, value] : rows.front().problem) {
+      std::int64_t lo = value, hi = value;
+      for (const SelectorRow& r : rows) {
+        lo = std::min(lo, r.problem.at(name));
+        hi = std::max(hi, r.problem.at(name));
+      }
+      range += fmt::format("{}{}={}", range.empty() ? "" : ",", name,
+                           lo == hi ? std::to_string(lo) : fmt::format("{}..{}", lo, hi));
+    }
+    out += fmt::format("; its family on {} covers {}", d.name, range);
+  }
+  if (measured) out += " (the run-time client answers the nearest tuned problem beyond it)";
+  return out;
+}
+
 void print_picked_text(const std::string& kernel, const std::string& key, const Picked& p) {
   const Selector& s = p.record.selector;
   std::cout << fmt::format(
@@ -215,8 +243,8 @@ int cmd_best(const std::vector<std::string>& args) {
   }
   if (found.empty() && picked.empty()) {
     if (!json_output(vm))
-      std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}\n", kernel.name,
-                               key, scope.name, db);
+      std::cerr << fmt::format("no best configuration of {} for [{}] on {} in {}{}\n", kernel.name,
+                               key, scope.name, db, family_ranges(store, kernel.name, scope));
     return 1;
   }
   return 0;
