@@ -31,6 +31,18 @@ def recordings(folder, kernel):
     return out
 
 
+def recording_files(folder, kernel):
+    """The kernel's recordings in `folder`: {problem as a sorted tuple: path}, and the names of
+    its tuning parameters in the recordings' order."""
+    files, params = {}, []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(kernel + "-") and name.endswith(".json.gz"):
+            d = json.load(gzip.open(os.path.join(folder, name)))
+            files[tuple(sorted(d["ktune"]["problem"].items()))] = os.path.join(folder, name)
+            params = d["tune_params_keys"]
+    return files, params
+
+
 def kt_key(key, order):
     """A ktune config key "a=1,b=2" as the recording's "1,2" in its parameter order."""
     values = dict(item.split("=", 1) for item in key.split(","))
@@ -83,8 +95,7 @@ def main():
         tuned = recordings(a.tuned, kernel)
         if not tuned:
             continue
-        order = json.load(gzip.open(os.path.join(
-            a.tuned, next(n for n in os.listdir(a.tuned) if n.startswith(kernel + "-")))))["tune_params_keys"]
+        order = recording_files(a.tuned, kernel)[1]
         runs = [(kind, b) for (k, kind, b) in wall if k == kernel and kind.startswith("family")]
         runs += sorted(("cold", b) for (k, kind, b) in wall if k == kernel and kind == "cold")
         family_bests = {}

@@ -41,11 +41,7 @@ def main():
     print(f"{'kernel':14} {'budget':>6} {'cold':>6} {'transfer':>8} {'seeded':>6}")
     for kernel, family in FAMILIES.items():
         recs = acceptance.recordings(a.folder, kernel)
-        files = {key: os.path.join(a.folder, n) for n in os.listdir(a.folder) if n.startswith(kernel + "-")
-                 for key in [tuple(sorted(acceptance.json.load(acceptance.gzip.open(os.path.join(a.folder, n)))["ktune"]["problem"].items()))]}
-        order_keys = next(iter(recs.values()))
-        any_file = next(iter(files.values()))
-        params = json.load(acceptance.gzip.open(any_file))["tune_params_keys"]
+        files, params = acceptance.recording_files(a.folder, kernel)
         for budget in [int(b) for b in a.budgets.split(",")]:
             scores = {"cold": [], "transfer": [], "seeded": []}
             for seed in range(1, a.seeds + 1):

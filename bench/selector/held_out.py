@@ -9,7 +9,6 @@ size's best.
     bench/selector/held_out.py [--ktune build/tuner/ktune] [--budget 30] [--seeds 3]
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -29,12 +28,7 @@ def main():
     a = ap.parse_args()
     print(f"{'kernel':14} {'selector mean':>13} {'worst':>6} {'nearest mean':>12} {'worst':>6}")
     for kernel in ["reduce", "transpose", "convolution2d"]:
-        files = {}
-        for n in sorted(os.listdir(a.folder)):
-            if n.startswith(kernel + "-"):
-                d = json.load(acceptance.gzip.open(os.path.join(a.folder, n)))
-                files[tuple(sorted(d["ktune"]["problem"].items()))] = os.path.join(a.folder, n)
-                params = d["tune_params_keys"]
+        files, params = acceptance.recording_files(a.folder, kernel)
         recs = acceptance.recordings(a.folder, kernel)
         picks, nearest = [], []
         for left in recs:

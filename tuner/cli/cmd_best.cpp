@@ -161,17 +161,12 @@ std::string family_ranges(const Store& store, const std::string& kernel, const S
     const auto record = store.selector(kernel, d.id);
     if (!record || record->selector.rows.empty()) continue;
     measured = measured || !record->replayed;
-    const auto& rows = record->selector.rows;
     std::string range;
-    for (const auto& [name, value] : rows.front().problem) {
-      std::int64_t lo = value, hi = value;
-      for (const SelectorRow& r : rows) {
-        lo = std::min(lo, r.problem.at(name));
-        hi = std::max(hi, r.problem.at(name));
-      }
+    for (const auto& [name, lo_hi] : record->selector.range())
       range += fmt::format("{}{}={}", range.empty() ? "" : ",", name,
-                           lo == hi ? std::to_string(lo) : fmt::format("{}..{}", lo, hi));
-    }
+                           lo_hi.first == lo_hi.second
+                               ? std::to_string(lo_hi.first)
+                               : fmt::format("{}..{}", lo_hi.first, lo_hi.second));
     out += fmt::format("; its family on {} covers {}", d.name, range);
   }
   if (measured) out += " (the run-time client answers the nearest tuned problem beyond it)";

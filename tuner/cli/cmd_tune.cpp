@@ -486,46 +486,33 @@ std::vector<std::string> recordings_for(const po::variables_map& vm, const std::
 }
 
 // The family's table: each problem's line (`lines`, in tuning order) with its best as stored now
-// (a candidate of another problem, measured there by the cross-measurement, may have won).
-void print_family_bests(const std::string& db, const std::vector<std::int64_t>& run_ids,
+// (a candidate of another problem, measured there by the cross-measurement, may have won over
+// `tuned`, the best of its own run).
+void print_family_bests(const Store& store, const std::string& kernel,
+                        const std::vector<FamilyMember>& members,
                         const std::vector<std::string>& tuned,
                         const std::vector<std::string>& lines) {
-  const Store store = Store::open(db, Store::Mode::kReadOnly);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string line = lines[i];
-    if (i < run_ids.size()) {
-      const FamilyMember m = family_member(store, run_ids[i]);
-      const auto kernel = store.kernel(m.kernel_id);
-      if (const auto b = kernel ? store.best(kernel->name, m.key, m.device_id) : std::nullopt)
+    if (i < members.size() && !tuned[i].empty())
+      if (const auto b = store.best(kernel, members[i].key, members[i].device_id))
         line +=
             fmt::format("{:.4g} ms  {}{}", b->trial.time_ms, b->trial.config_key,
                         b->trial.config_key != tuned[i] ? "  (another problem's candidate)" : "");
-    }
     std::cout << line << "\n";
   }
 }
 
-// After a family's runs (`run_ids`, in `order`): each candidate measured at each problem, then
+// After a family's runs (`members`, in `order`): each candidate measured at each problem, then
 // the selector made and stored. Its summary for the JSON output (null when Ctrl-C ended a
 // cross-measurement: no selector is made); lines for people on stderr.
-nlohmann::json make_family_selector(const po::variables_map& vm,
-                                    const std::vector<std::string>& args, const Registry& registry,
-                                    const JobFile& job, const std::vector<Problem>& problems,
-                                    const std::vector<std::size_t>& order,
-                                    const std::vector<std::string>& recordings,
-                                    const std::vector<std::int64_t>& run_ids,
-                                    ProgressLine::Mode progress, bool talk) {
-  const std::string db = vm["db"].as<std::string>();
-  std::vector<FamilyMember> members;
-  {
-    const Store store = Store::open(db, Store::Mode::kReadOnly);
-    for (std::int64_t id : run_ids) members.push_back(family_member(store, id));
-  }
-  std::vector<std::string> candidates;
-  {
-    const Store store = Store::open(db, Store::Mode::kReadOnly);
-    candidates = family_candidates(store, members);
-  }
+nlohmann::json make_family_selector(
+    const po::variables_map& vm, const std::vector<std::string>& args, const Registry& registry,
+    const JobFile& job, const std::vector<Problem>& problems, const std::vector<std::size_t>& order,
+    const std::vector<std::string>& recordings, const std::string& kernel,
+    const std::vector<FamilyMember>& members, ProgressLine::Mode progress, bool talk) {
+  Store store = Store::open(vm["db"].as<std::string>());
+  const std::vector<std::string> candidates = family_candidates(store, members);
   for (std::size_t n = 0; n < order.size(); ++n) {
     const std::size_t i = order[n];
     SessionOptions options = session_options(vm, args, job, false);
@@ -540,10 +527,9 @@ nlohmann::json make_family_selector(const po::variables_map& vm,
     const TuneSummary s = run_session(session, progress);
     if (s.status == RunStatus::kInterrupted) return nullptr;
   }
-  Store store = Store::open(db);
   SelectorRecord record;
   record.selector = family_selector(store, members, candidates);
-  record.kernel_name = store.kernel(members.front().kernel_id)->name;
+  record.kernel_name = kernel;
   record.kernel_id = members.front().kernel_id;
   record.device_id = members.front().device_id;
   record.replayed = members.front().replayed;
@@ -573,10 +559,11 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
   const std::string kernel = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
   const std::vector<std::string> recordings = recordings_for(vm, kernel, problems);
   const bool quiet = vm.count("quiet") > 0, json = json_output(vm);
-  nlohmann::json members = nlohmann::json::array();
+  nlohmann::json summaries = nlohmann::json::array();
   std::vector<std::string> lines;
-  std::vector<std::int64_t> run_ids;
-  std::vector<std::string> tuned;  // each run's best
+  std::vector<FamilyMember> members;  // the runs so far, in order
+  std::vector<std::string> tuned;     // each run's best
+  std::string kernel_name;            // as the runs stored it
   int code = 0;
   std::signal(SIGINT, on_interrupt);
   for (std::size_t n = 0; n < order.size(); ++n) {
@@ -586,9 +573,7 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
     if (!recordings[i].empty()) options.overrides.replay = recordings[i];
     if (n > 0) {
       const Store store = Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly);
-      std::vector<FamilyMember> tuned;
-      for (std::int64_t id : run_ids) tuned.push_back(family_member(store, id));
-      options.seeds = family_seeds(store, problems[i], tuned);
+      options.seeds = family_seeds(store, problems[i], members);
     }
     Session session(registry, std::move(options));
     print_notes(session, quiet);
@@ -599,12 +584,14 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
     const TuneSummary s = run_session(session, progress);
     nlohmann::json j = tune_json(s, session);
     j["problem"] = session.instance().problem_key();
-    members.push_back(std::move(j));
-    run_ids.push_back(s.run_id);
+    summaries.push_back(std::move(j));
+    // A run refused before its first trial has no row: a member without ids, which seeds none.
+    members.push_back(s.run_id ? family_member(session.store(), s.run_id) : FamilyMember{});
+    kernel_name = session.instance().kernel().name;
     tuned.push_back(s.best ? s.best->config_key : std::string());
-    lines.push_back(fmt::format("  {:<28} {:>6} trials  ",
-                                "[" + session.instance().problem_key() + "]", s.trials));
-    if (!s.best) lines.back() += "no configuration ran and verified";
+    lines.push_back(fmt::format("  {:<28} {:>6} trials  {}",
+                                "[" + session.instance().problem_key() + "]", s.trials,
+                                s.best ? "" : "no configuration ran and verified"));
     if (!s.best) code = 1;
     if (s.status == RunStatus::kInterrupted) {
       code = 130;
@@ -612,20 +599,22 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
     }
   }
   nlohmann::json selector;
-  if (code == 0 && !vm.count("no-selector"))
-    selector = make_family_selector(vm, args, registry, job, problems, order, recordings, run_ids,
-                                    progress, !quiet && !json);
-  if (code == 0 && !vm.count("no-selector") && selector.is_null()) code = 130;
+  if (code == 0 && !vm.count("no-selector")) {
+    selector = make_family_selector(vm, args, registry, job, problems, order, recordings,
+                                    kernel_name, members, progress, !quiet && !json);
+    if (selector.is_null()) code = 130;
+  }
   std::signal(SIGINT, SIG_DFL);
   if (json) {
-    nlohmann::json out = {{"family", std::move(members)}};
+    nlohmann::json out = {{"family", std::move(summaries)}};
     if (!selector.is_null()) out["selector"] = selector;
     print_json(out);
   } else if (!quiet) {
     std::cout << fmt::format("family of {} problems of {}, tuned in this order{}:\n", order.size(),
                              kernel.empty() ? "the job's kernel" : kernel,
                              code == 130 ? " (interrupted)" : "");
-    print_family_bests(vm["db"].as<std::string>(), run_ids, tuned, lines);
+    print_family_bests(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly), kernel_name,
+                       members, tuned, lines);
     if (!selector.is_null()) {
       std::cout << fmt::format("selector: {} candidates measured at each of the {} problems",
                                selector["candidates"].get<std::size_t>(),

@@ -306,23 +306,21 @@ void Client::Impl::load_selectors(const std::string& kernel, KernelEntry& e) {
     const auto d = e.devices.find(sel.device_id);
     if (d == e.devices.end() || !seen.insert(sel.device_id).second) continue;
     sel.device = &d->second;
-    const std::string where = db.where() + ": selector " + std::to_string(sel.id);
     try {
-      sel.selector = Selector::from_json(nlohmann::json::parse(q.text_view(3)), where);
-    } catch (const nlohmann::json::exception& x) {
-      throw Error(ErrorKind::kDatabase, where + ": unreadable json (" + x.what() + ")");
+      sel.selector =
+          Selector::parse(q.text_view(3), db.where() + ": selector " + std::to_string(sel.id));
     } catch (const Error& x) {
-      throw Error(ErrorKind::kDatabase, x.what());
+      throw Error(ErrorKind::kDatabase, x.what());  // a selector the database holds
     }
     e.selectors.push_back(std::move(sel));
   }
 }
 
 std::optional<Candidate> Client::Impl::selector_answer(const std::string& kernel,
-                                                       const SelectorEntry& s, const Problem& query,
-                                                       std::size_t& candidate) {
+                                                       const SelectorEntry& s,
+                                                       const Problem& query) {
   if (!s.selector.covers(query)) return std::nullopt;
-  candidate = s.selector.pick(query);
+  const std::size_t candidate = s.selector.pick(query);
   const std::size_t row = s.selector.nearest_row(query, candidate);
   if (row >= s.selector.rows.size()) return std::nullopt;
   auto q =
@@ -464,9 +462,9 @@ void read_config(BestConfig& b, const std::string& config_json, std::int64_t tri
 
 }  // namespace
 
-std::shared_ptr<const BestConfig> Client::Impl::details(
-    const Candidate& c, const std::string& kernel, const Problem& query, DeviceMatch device_match,
-    ProblemMatch problem_match, double distance) {
+std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& c, const std::string& kernel,
+                                                  const Problem& query, DeviceMatch device_match,
+                                                  ProblemMatch problem_match, double distance) {
   auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
@@ -633,18 +631,16 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
     if (!options.nearest_problem) continue;
     if (options.selector) {
       for (const SelectorEntry* sel : level.selectors) {
-        std::size_t pick = 0;
-        const auto c = selector_answer(kernel, *sel, query, pick);
+        const auto c = selector_answer(kernel, *sel, query);
         if (!c) continue;
         auto best = details(*c, kernel, query, level.match, ProblemMatch::kSelector,
                             problem_distance(c->problem, query));
-        auto with_selector = std::make_shared<BestConfig>(*best);
-        with_selector->selector.problems = sel->selector.rows.size();
-        with_selector->selector.candidates = sel->selector.candidates.size();
-        with_selector->selector.held_out_mean = sel->selector.held_out_mean();
-        with_selector->selector.held_out_worst = sel->selector.held_out_worst();
+        best->selector.problems = sel->selector.rows.size();
+        best->selector.candidates = sel->selector.candidates.size();
+        best->selector.held_out_mean = sel->selector.held_out_mean();
+        best->selector.held_out_worst = sel->selector.held_out_worst();
         result.status = LookupResult::Status::kFound;
-        result.best = std::move(with_selector);
+        result.best = std::move(best);
         return result;
       }
     }

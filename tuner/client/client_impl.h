@@ -64,16 +64,16 @@ struct Client::Impl {
   bool kernel_exists(const std::string& kernel);
   void load_selectors(const std::string& kernel, detail::KernelEntry& e);
   // The selector's pick for `query` as a best row: its trial at the family's problem nearest to
-  // the query where it was measured; `candidate` its index. nullopt where the selector does not
-  // cover the query or the trial is not there.
+  // the query where it was measured. nullopt where the selector does not cover the query or
+  // the trial is not there.
   std::optional<detail::Candidate> selector_answer(const std::string& kernel,
                                                    const detail::SelectorEntry& s,
-                                                   const Problem& query, std::size_t& candidate);
+                                                   const Problem& query);
   LookupResult lookup(const std::string& kernel, const Problem& asked,
                       const LookupOptions& options);
-  std::shared_ptr<const BestConfig> details(const detail::Candidate& c, const std::string& kernel,
-                                            const Problem& query, DeviceMatch device_match,
-                                            ProblemMatch problem_match, double distance);
+  std::shared_ptr<BestConfig> details(const detail::Candidate& c, const std::string& kernel,
+                                      const Problem& query, DeviceMatch device_match,
+                                      ProblemMatch problem_match, double distance);
   std::string no_match_message(const std::string& kernel, const Problem& query,
                                const LookupOptions& options);
 

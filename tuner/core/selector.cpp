@@ -131,24 +131,28 @@ std::size_t pick_among(const std::vector<SelectorRow>& rows,
 
 }  // namespace
 
+std::vector<std::string> Selector::varying() const { return ktune::varying(rows); }
+
+std::map<std::string, std::pair<std::int64_t, std::int64_t>> Selector::range() const {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> out;
+  for (const SelectorRow& r : rows)
+    for (const auto& [name, value] : r.problem) {
+      auto [it, fresh] = out.try_emplace(name, value, value);
+      it->second.first = std::min(it->second.first, value);
+      it->second.second = std::max(it->second.second, value);
+    }
+  return out;
+}
+
 bool Selector::covers(const Problem& problem) const {
   if (rows.size() < 2 || candidates.empty()) return false;
-  const std::vector<std::string> names = varying(rows);
-  for (const auto& [name, value] : rows.front().problem) {
+  const auto bounds = range();
+  if (problem.size() != bounds.size()) return false;
+  for (const auto& [name, lo_hi] : bounds) {
     const auto it = problem.find(name);
-    if (it == problem.end()) return false;
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      if (it->second != value) return false;
-      continue;
-    }
-    std::int64_t lo = value, hi = value;
-    for (const SelectorRow& r : rows) {
-      lo = std::min(lo, r.problem.at(name));
-      hi = std::max(hi, r.problem.at(name));
-    }
-    if (it->second < lo || it->second > hi) return false;
+    if (it == problem.end() || it->second < lo_hi.first || it->second > lo_hi.second) return false;
   }
-  return problem.size() == rows.front().problem.size();
+  return true;
 }
 
 std::size_t Selector::pick(const Problem& problem) const {
@@ -157,7 +161,7 @@ std::size_t Selector::pick(const Problem& problem) const {
 }
 
 std::size_t Selector::nearest_row(const Problem& problem, std::size_t candidate) const {
-  const std::vector<std::string> names = varying(rows);
+  const std::vector<std::string> names = varying();
   std::size_t best = rows.size();
   double best_d = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -220,6 +224,16 @@ nlohmann::json Selector::to_json() const {
     j["held_out"].push_back(
         {{"problem", h.problem_key}, {"pick", h.pick}, {"performance", h.performance}});
   return j;
+}
+
+Selector Selector::parse(std::string_view text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInput, where + ": unreadable json (" + e.what() + ")");
+  }
+  return from_json(j, where);
 }
 
 Selector Selector::from_json(const nlohmann::json& j, const std::string& where) {

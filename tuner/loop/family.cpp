@@ -38,20 +38,21 @@ std::vector<std::string> family_candidates(const Store& store,
 
 std::vector<std::string> family_seeds(const Store& store, const Problem& next,
                                       const std::vector<FamilyMember>& tuned) {
+  std::vector<const FamilyMember*> left;  // the members not taken yet, with their problems
   std::vector<Problem> problems;
-  for (const FamilyMember& m : tuned) problems.push_back(m.problem);
+  for (const FamilyMember& m : tuned)
+    if (m.kernel_id != 0) left.push_back(&m), problems.push_back(m.problem);
   std::vector<std::vector<std::string>> ranked;
-  for (int k = 0; k < 2 && !problems.empty(); ++k) {
+  for (int k = 0; k < 2 && !left.empty(); ++k) {
     const std::size_t i = nearest_problem(next, problems);
-    if (i >= problems.size()) break;
-    const FamilyMember* m = nullptr;
-    for (const FamilyMember& t : tuned)
-      if (t.problem == problems[i]) m = &t;
+    if (i >= left.size()) break;
+    const FamilyMember& m = *left[i];
     std::vector<std::string> keys;
     for (const TrialRecord& t :
-         store.leaders(m->kernel_id, m->device_id, m->problem_id, m->replayed, kFamilySeeds))
+         store.leaders(m.kernel_id, m.device_id, m.problem_id, m.replayed, kFamilySeeds))
       keys.push_back(t.config_key);
     ranked.push_back(std::move(keys));
+    left.erase(left.begin() + static_cast<std::ptrdiff_t>(i));
     problems.erase(problems.begin() + static_cast<std::ptrdiff_t>(i));
   }
   return selector_candidates(ranked, kFamilySeeds, kFamilySeeds);

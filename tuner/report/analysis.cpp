@@ -652,10 +652,8 @@ std::vector<ReportFamily> families_of(const Store& store, const std::vector<RunR
     f.kernel_name = kernel;
     f.device = cache.device(r.device_id);
     const Selector& sel = record->selector;
-    for (const auto& [name, value] : sel.rows.front().problem)
-      for (const SelectorRow& row : sel.rows)
-        if (f.size_name.empty() && row.problem.at(name) != value) f.size_name = name;
-    if (f.size_name.empty()) f.size_name = sel.rows.front().problem.begin()->first;
+    const std::vector<std::string> varying = sel.varying();
+    f.size_name = varying.empty() ? sel.rows.front().problem.begin()->first : varying.front();
     for (std::size_t i = 0; i < sel.rows.size(); ++i) {
       const SelectorRow& row = sel.rows[i];
       ReportFamily::Row fr;

@@ -1097,17 +1097,11 @@ std::optional<SelectorRecord> Store::selector(const std::string& kernel_name,
     r.kernel_name = q->getColumn(3).getString();
     r.replayed = q->getColumn(4).getInt() != 0;
     r.created_at = q->getColumn(5).getString();
-    const std::string where = impl_->where + ": selector " + std::to_string(r.id);
-    nlohmann::json j;
     try {
-      j = nlohmann::json::parse(q->getColumn(6).getString());
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(ErrorKind::kDatabase, where + ": unreadable json (" + e.what() + ")");
-    }
-    try {
-      r.selector = Selector::from_json(j, where);
+      r.selector = Selector::parse(q->getColumn(6).getString(),
+                                   impl_->where + ": selector " + std::to_string(r.id));
     } catch (const Error& e) {
-      throw Error(ErrorKind::kDatabase, e.what());
+      throw Error(ErrorKind::kDatabase, e.what());  // a selector the database holds
     }
     return r;
   });

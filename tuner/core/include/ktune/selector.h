@@ -8,13 +8,16 @@
 // the problem asked (width kSelectorWidth); the candidate whose line is highest there is the
 // pick. A candidate not valid or not measured at a tuned problem counts as 1000x slower there.
 // Chosen over the nearest tuned problem's best, a distance-weighted mean and a one-split tree by
-// leaving one size out of recordings at six sizes (docs/many-sizes.md#how-the-selector-was-chosen).
+// leaving one size out of recordings at six sizes (docs/many-sizes.md#measured).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ktune/problem.h"
@@ -49,8 +52,12 @@ struct Selector {
   std::vector<SelectorRow> rows;
   std::vector<HeldOutPick> held_out;  // leave_one_out() when it was made
 
-  // Whether `problem` is within the family: the parameters that vary across the rows within
-  // their range, the others equal to the rows'. Needs two rows or more.
+  // The parameters that vary across the rows (by name), and each parameter's least and
+  // greatest value over the rows (equal for one that does not vary).
+  std::vector<std::string> varying() const;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> range() const;
+  // Whether `problem` is within the family: every parameter within range(), and no other
+  // parameter. Needs two rows or more.
   bool covers(const Problem& problem) const;
   // The candidate for `problem` (an index into candidates).
   std::size_t pick(const Problem& problem) const;
@@ -65,6 +72,8 @@ struct Selector {
   nlohmann::json to_json() const;
   // Error(kInput) naming `where` for a document that is not a selector.
   static Selector from_json(const nlohmann::json& j, const std::string& where);
+  // from_json of a text, Error(kInput) as well for one that is not JSON.
+  static Selector parse(std::string_view text, const std::string& where);
 };
 
 // The candidates of a family: the best `per_size` distinct configurations of each problem

@@ -25,7 +25,7 @@ struct FamilyMember {
 // What a family's next problem is seeded with (SessionOptions::seeds): the best configurations
 // of its two nearest tuned members (log2 distance), a rank of each at a time, kFamilySeeds in
 // all. Measured against the transfer opening (ktune/transfer.h) on the GPU and on recordings
-// (docs/many-sizes.md#how-a-family-is-tuned).
+// (docs/many-sizes.md#measured).
 inline constexpr std::size_t kFamilySeeds = 8;
 std::vector<std::string> family_seeds(const Store& store, const Problem& next,
                                       const std::vector<FamilyMember>& tuned);
