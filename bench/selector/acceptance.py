@@ -66,6 +66,13 @@ def best(ktune, db, kernel, problem):
     return json.loads(r.stdout)["results"][0]
 
 
+def client_answers(path):
+    """The run-time client's answers (bench/selector/client_picks.cpp) by the problem asked."""
+    if not os.path.exists(path):
+        return {}
+    return {j["problem"]: j for j in map(json.loads, open(path)) if "problem" in j}
+
+
 def walls(summary):
     out = {}
     for line in open(summary):
@@ -89,44 +96,60 @@ def main():
     untuned_dir = a.untuned or os.path.join(a.out, "recordings")
     wall = walls(os.path.join(a.out, "summary.txt"))
     fam_dir = os.path.join(a.out, "family")
-    print(f"{'kernel':14} {'run':10} {'wall s':>7} {'mean':>6} {'worst':>6}")
+    print(f"{'kernel':14} {'run':18} {'wall s':>7} {'mean':>6} {'worst':>6}")
     picks = []
     for kernel in ["reduce", "transpose", "convolution2d"]:
         tuned = recordings(a.tuned, kernel)
         if not tuned:
             continue
         order = recording_files(a.tuned, kernel)[1]
-        runs = [(kind, b) for (k, kind, b) in wall if k == kernel and kind.startswith("family")]
-        runs += sorted(("cold", b) for (k, kind, b) in wall if k == kernel and kind == "cold")
+        runs = sorted((kind, b) for (k, kind, b) in wall if k == kernel)
         family_bests = {}
         for kind, budget in runs:
-            db = os.path.join(fam_dir, f"{kernel}-{kind}{'-' + str(budget) if kind == 'cold' else ''}.db")
+            db = os.path.join(fam_dir, f"{kernel}-{kind}-{budget}.db")
             q = []
             for rec in tuned.values():
                 b = best(a.ktune, db, kernel, rec[0])
                 key = kt_key(b["key"], order) if b else ""
                 q.append(quality(rec, key))
                 if kind == "family":
-                    family_bests[tuple(sorted(rec[0].items()))] = key
-            print(f"{kernel:14} {kind + ' ' + str(budget):10} {wall[(kernel, kind, budget)]:7.1f} "
+                    family_bests.setdefault(budget, {})[tuple(sorted(rec[0].items()))] = key
+            print(f"{kernel:14} {kind + ' ' + str(budget):18} {wall[(kernel, kind, budget)]:7.1f} "
                   f"{sum(q) / len(q):6.3f} {min(q):6.3f}")
-        db = os.path.join(fam_dir, f"{kernel}-family.db")
-        for rec in recordings(untuned_dir, kernel).values():
-            b = best(a.ktune, db, kernel, rec[0])
-            chosen = quality(rec, kt_key(b["key"], order)) if b else 0.0
-            near = min(tuned.values(), key=lambda t: log2dist(t[0], rec[0]))
-            nearest = quality(rec, family_bests[tuple(sorted(near[0].items()))])
-            picks.append((kernel, rec[0], b["match"] if b else "none", chosen, nearest))
+        for budget, bests in sorted(family_bests.items()):
+            picks += untuned_picks(a, kernel, budget, bests, tuned, order, untuned_dir, fam_dir)
     print()
-    print(f"{'kernel':14} {'untuned problem':24} {'answer':9} {'pick':>6} {'nearest':>8}")
-    for kernel, problem, match, chosen, nearest in picks:
+    print(f"{'kernel':14} {'budget':>6} {'untuned problem':24} {'answer':9} {'pick':>6} {'nearest':>8}")
+    for kernel, budget, problem, match, chosen, nearest in picks:
         text = ",".join(f"{k}={v}" for k, v in problem.items() if k != "f")
-        print(f"{kernel:14} {text:24} {match:9} {chosen:6.3f} {nearest:8.3f}")
-    for kernel in sorted({p[0] for p in picks}, key=[p[0] for p in picks].index):
-        c = [p[3] for p in picks if p[0] == kernel]
-        n = [p[4] for p in picks if p[0] == kernel]
-        print(f"{kernel:14} selector mean {sum(c) / len(c):.3f} worst {min(c):.3f}; "
-              f"nearest mean {sum(n) / len(n):.3f} worst {min(n):.3f}")
+        print(f"{kernel:14} {budget:6} {text:24} {match:9} {chosen:6.3f} {nearest:8.3f}")
+    for kernel, budget in sorted({(p[0], p[1]) for p in picks}):
+        c = [p[4] for p in picks if (p[0], p[1]) == (kernel, budget)]
+        n = [p[5] for p in picks if (p[0], p[1]) == (kernel, budget)]
+        print(f"{kernel:14} budget {budget}: selector mean {sum(c) / len(c):.3f} worst "
+              f"{min(c):.3f}; nearest mean {sum(n) / len(n):.3f} worst {min(n):.3f}")
+
+
+def untuned_picks(a, kernel, budget, family_bests, tuned, order, untuned_dir, fam_dir):
+    """At each untuned size: the client's answer from the family's database (`ktune best` where
+    the step did not ask the client) and the nearest tuned size's best, against its brute force."""
+    picks = []
+    db = os.path.join(fam_dir, f"{kernel}-family-{budget}.db")
+    client = client_answers(os.path.join(fam_dir, f"{kernel}-client-{budget}.jsonl"))
+    for rec in recordings(untuned_dir, kernel).values():
+        b = best(a.ktune, db, kernel, rec[0])
+        asked = ",".join(f"{k}={v}" for k, v in rec[0].items())
+        if asked in client:  # the C++ client's answer where the step asked it
+            c = client[asked]
+            if b and c.get("key") != b["key"]:
+                print(f"note: {kernel} [{asked}]: the client answers {c.get('key')}, "
+                      f"ktune best {b['key']}")
+            b = {"key": c["key"], "match": c["problem_match"]} if "key" in c else None
+        chosen = quality(rec, kt_key(b["key"], order)) if b else 0.0
+        near = min(tuned.values(), key=lambda t: log2dist(t[0], rec[0]))
+        nearest = quality(rec, family_bests[tuple(sorted(near[0].items()))])
+        picks.append((kernel, budget, rec[0], b["match"] if b else "none", chosen, nearest))
+    return picks
 
 
 if __name__ == "__main__":

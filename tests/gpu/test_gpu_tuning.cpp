@@ -381,6 +381,48 @@ TEST_F(Gpu, TheWorkerStartsWithTheBackendAndPrepareUsesIt) {
   EXPECT_EQ(m.status, TrialStatus::kOk) << m.error;
 }
 
+TEST_F(Gpu, AnotherInstanceIsPreparedInTheSameWorkerAndContext) {
+  // A family's next problem, or another kernel: the running worker frees the last instance's
+  // buffers and makes the new one's, with its inputs and reference, in the same context.
+  const std::size_t before = child_processes();
+  CudaBackend backend(backend_options());
+  const auto evaluate = [&](const KernelInstance& instance) {
+    backend.prepare(instance, MeasureOptions{});
+    const Config c = instance.space().default_config();
+    const CompileResult compiled =
+        compile_cached(render(instance, c, backend.device().arch), cache_.get());
+    return backend.evaluate(c, &compiled);
+  };
+  const KernelInstance small(registry_.get("copy"), {{"n", std::int64_t{1} << 18}},
+                             backend.device().limits);
+  const KernelInstance reduce(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}},
+                              backend.device().limits);
+  const KernelInstance large(registry_.get("copy"), {{"n", std::int64_t{1} << 24}},
+                             backend.device().limits);
+  for (const KernelInstance* instance : {&small, &reduce, &large, &small}) {
+    const Measurement m = evaluate(*instance);
+    EXPECT_EQ(m.status, TrialStatus::kOk) << instance->kernel().name << ": " << m.error;
+  }
+  EXPECT_EQ(backend.worker_starts(), 1);
+  EXPECT_EQ(child_processes(), before + 1);
+  EXPECT_LT(backend.prepare_phases().at("context"), 0.05);
+}
+
+TEST_F(Gpu, AFamilyRunsInOneWorkerAndVerifiesEverySize) {
+  const test::CliResult r = test::run_ktune(
+      {"tune", "reduce", "--problem", "n=[2**18,2**20,2**22]", "--strategy", "random",
+       "--budget-evals", "6", "--db", (dir_ / "family.db").string(), "--json"},
+      dir_, dir_ / "cache");
+  ASSERT_EQ(r.code, 0) << r;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("family").size(), 3u) << j.dump();
+  for (const auto& m : j.at("family")) {
+    EXPECT_EQ(m.value("worker_starts", -1), 1) << m.dump();
+    EXPECT_EQ(m["by_status"].value("ok", 0), m.value("trials", -1)) << m.dump();
+  }
+  EXPECT_TRUE(j.contains("selector")) << j.dump();
+}
+
 // The names of the spans of the timeline's `run` row that end before its search, in order.
 std::vector<std::string> start_steps(const fs::path& trace) {
   const nlohmann::json t = nlohmann::json::parse(test::read_file(trace));

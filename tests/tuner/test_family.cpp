@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
 #include "ktune/store.h"
 
 namespace ktune {
@@ -237,6 +239,84 @@ TEST_F(Family, AJobFileMayHoldTheFamily) {
   const test::CliResult many = run({"space", "--config", job, "--arch", "sm_90"});
   EXPECT_EQ(many.code, 2) << many;
   EXPECT_TRUE(contains(many.err, "a family of 2 problems")) << many;
+}
+
+// Each run's trials in the order the family ran them: the tuning runs, then the listed runs of
+// the cross-measurement.
+std::vector<std::vector<TrialRecord>> trials_by_run(const Store& store, bool listed) {
+  std::vector<std::vector<TrialRecord>> out;
+  for (const RunRecord& run : store.runs())
+    if ((run.strategy == "listed") == listed) out.push_back(store.trials_of_run(run.id));
+  return out;
+}
+
+std::size_t retimed(const std::vector<TrialRecord>& trials) {
+  return static_cast<std::size_t>(std::count_if(
+      trials.begin(), trials.end(), [](const auto& t) { return t.kind == TrialKind::kRetime; }));
+}
+
+TEST_F(Family, TheFinalistsAreRetimedOnceAtTheCrossMeasurement) {
+  ASSERT_EQ(run(reduce_family("n=2**18..2**22..4")).code, 0);
+  {
+    Store store = Store::open(dir_ / "family.db", Store::Mode::kReadOnly);
+    for (const auto& trials : trials_by_run(store, false)) EXPECT_EQ(retimed(trials), 0u);
+    const auto cross = trials_by_run(store, true);
+    ASSERT_EQ(cross.size(), 3u);
+    for (const auto& trials : cross) EXPECT_EQ(retimed(trials), 5u);  // --retime-top's default
+  }
+  // Without the cross-measurement each tuning run re-times its own.
+  std::vector<std::string> args = reduce_family("n=2**18..2**22..4");
+  args.back() = "alone.db";
+  args.push_back("--no-selector");
+  ASSERT_EQ(run(args).code, 0);
+  Store store = Store::open(dir_ / "alone.db", Store::Mode::kReadOnly);
+  for (const auto& trials : trials_by_run(store, false)) EXPECT_EQ(retimed(trials), 5u);
+}
+
+TEST_F(Family, AFamilyBudgetIsSharedByItsTuningRuns) {
+  std::vector<std::string> args = reduce_family("n=2**18..2**22..4");
+  args.insert(args.end(), {"--family-budget-evals", "100", "--json"});
+  const test::CliResult r = run(args);  // --budget-evals 40 per problem as well
+  ASSERT_EQ(r.code, 0) << r;
+  std::vector<int> trials;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& m : j.at("family")) trials.push_back(m.at("trials").get<int>());
+  EXPECT_EQ(trials, (std::vector<int>{33, 33, 34}));
+
+  // Fewer evaluations than problems; a family budget for one problem.
+  args = reduce_family("n=2**18..2**22..4");
+  args.back() = "refused.db";
+  args.insert(args.end(), {"--family-budget-evals", "2"});
+  auto refused = run(args);
+  EXPECT_EQ(refused.code, 2) << refused;
+  EXPECT_TRUE(contains(refused.err,
+                       "a family of 3 problems needs at least one evaluation per "
+                       "problem"))
+      << refused;
+  refused = run({"tune", "reduce", "--family-budget-time", "10", "--db", "refused.db"});
+  EXPECT_EQ(refused.code, 2) << refused;
+  EXPECT_TRUE(contains(refused.err, "is for a family of problems; this tunes one")) << refused;
+  EXPECT_FALSE(fs::exists(dir_ / "refused.db"));
+}
+
+TEST(FamilyBudget, EachRunGetsAnEqualShareOfWhatTheRunsBeforeItLeft) {
+  Budget per_problem;
+  per_problem.evaluations = 50;
+  FamilyBudget evals(100, std::nullopt, 4);
+  EXPECT_EQ(evals.next(per_problem).evaluations, 25u);
+  evals.spent(10, 1);  // the first stopped early: the other three share 90
+  EXPECT_EQ(evals.next(per_problem).evaluations, 30u);
+  evals.spent(30, 1);
+  evals.spent(30, 1);
+  EXPECT_EQ(evals.next(per_problem).evaluations, 30u);
+  EXPECT_EQ(FamilyBudget(1000, std::nullopt, 4).next(per_problem).evaluations, 50u);  // the cap
+
+  FamilyBudget time(std::nullopt, 40.0, 4);
+  EXPECT_DOUBLE_EQ(time.next(Budget{}).seconds, 10.0);
+  time.spent(1, 39.5);  // overran: the rest get at least a tenth of an equal split each
+  EXPECT_DOUBLE_EQ(time.next(Budget{}).seconds, 1.0);
+  EXPECT_THROW(FamilyBudget(std::nullopt, 0.0, 2), Error);
+  EXPECT_THROW(FamilyBudget(1, std::nullopt, 2), Error);
 }
 
 }  // namespace

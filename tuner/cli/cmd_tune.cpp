@@ -138,8 +138,14 @@ po::options_description search_options() {
       "--strategy-option study_storage=URL")("budget-evals", po::value<Unsigned>()->value_name("N"),
                                              "stop after this many trials")(
       "budget-time", po::value<double>()->value_name("SECONDS"), "stop after this many seconds")(
-      "seed", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
-      "seed of the strategy and of the input data")(
+      "family-budget-evals", po::value<Unsigned>()->value_name("N"),
+      "for a family of problems: trials of all its tuning runs together, each run an equal "
+      "share of what the runs before it left (the cross-measurement comes on top)")(
+      "family-budget-time", po::value<double>()->value_name("SECONDS"),
+      "for a family of problems: seconds of all its tuning runs together, shared as "
+      "--family-budget-evals")("seed",
+                               po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
+                               "seed of the strategy and of the input data")(
       "no-reuse",
       "measure again what the database already holds for this kernel, device and problem")(
       "no-selector",
@@ -503,16 +509,17 @@ void print_family_bests(const Store& store, const std::string& kernel,
   }
 }
 
-// After a family's runs (`members`, in `order`): each candidate measured at each problem, then
-// the selector made and stored. Its summary for the JSON output (null when Ctrl-C ended a
-// cross-measurement: no selector is made); lines for people on stderr.
+// After a family's runs (`members`, in `order`): each candidate measured at each problem (the
+// runs continue `session`'s series), then the selector made and stored. Its summary for the JSON
+// output (null when Ctrl-C ended a cross-measurement: no selector is made); lines for people on
+// stderr.
 nlohmann::json make_family_selector(
     const po::variables_map& vm, const std::vector<std::string>& args, const Registry& registry,
     const JobFile& job, const std::vector<Problem>& problems, const std::vector<std::size_t>& order,
     const std::vector<std::string>& recordings, const std::string& kernel,
-    const std::vector<FamilyMember>& members, ProgressLine::Mode progress, bool talk) {
-  Store store = Store::open(vm["db"].as<std::string>());
-  const std::vector<std::string> candidates = family_candidates(store, members);
+    const std::vector<FamilyMember>& members, std::unique_ptr<Session>& session,
+    ProgressLine::Mode progress, bool talk) {
+  const std::vector<std::string> candidates = family_candidates(session->store(), members);
   for (std::size_t n = 0; n < order.size(); ++n) {
     const std::size_t i = order[n];
     SessionOptions options = session_options(vm, args, job, false);
@@ -520,13 +527,15 @@ nlohmann::json make_family_selector(
     options.overrides.warm_start = false;
     if (!recordings[i].empty()) options.overrides.replay = recordings[i];
     options.listed = candidates;
-    Session session(registry, std::move(options));
+    options.origin.reset();
+    session = std::make_unique<Session>(registry, std::move(options), std::move(*session));
     if (talk)
       std::cerr << fmt::format("cross-measurement {}/{}: {} candidates at [{}]\n", n + 1,
-                               order.size(), candidates.size(), session.instance().problem_key());
-    const TuneSummary s = run_session(session, progress);
+                               order.size(), candidates.size(), session->instance().problem_key());
+    const TuneSummary s = run_session(*session, progress);
     if (s.status == RunStatus::kInterrupted) return nullptr;
   }
+  Store& store = session->store();
   SelectorRecord record;
   record.selector = family_selector(store, members, candidates);
   record.kernel_name = kernel;
@@ -546,10 +555,64 @@ nlohmann::json make_family_selector(
   return j;
 }
 
+// --family-budget-evals / --family-budget-time over the job file's [budget] family_*.
+FamilyBudget family_budget(const po::variables_map& vm, const JobFile& job, std::size_t problems) {
+  std::optional<std::uint64_t> evaluations = job.family_budget_evaluations;
+  if (vm.count("family-budget-evals")) evaluations = vm["family-budget-evals"].as<Unsigned>().value;
+  std::optional<double> seconds = job.family_budget_seconds;
+  if (vm.count("family-budget-time")) seconds = vm["family-budget-time"].as<double>();
+  return FamilyBudget(evaluations, seconds, problems);
+}
+
+// The per-problem budget a family's runs start from: --budget-evals / --budget-time, else the
+// job file's.
+Budget per_problem_budget(const po::variables_map& vm, const JobFile& job) {
+  Budget b;
+  if (job.budget_evaluations) b.evaluations = *job.budget_evaluations;
+  if (job.budget_seconds) b.seconds = *job.budget_seconds;
+  if (vm.count("budget-evals")) b.evaluations = vm["budget-evals"].as<Unsigned>().value;
+  if (vm.count("budget-time")) b.seconds = vm["budget-time"].as<double>();
+  return b;
+}
+
+// The family table's last line: the selector's candidates and its held-out figures.
+void print_selector_line(const nlohmann::json& selector) {
+  std::cout << fmt::format("selector: {} candidates measured at each of the {} problems",
+                           selector["candidates"].get<std::size_t>(),
+                           selector["problems"].get<std::size_t>());
+  if (selector.contains("held_out_mean"))
+    std::cout << fmt::format(
+        "; each problem left out, its pick there reaches {:.3f} of the best on average, "
+        "{:.3f} at worst",
+        selector["held_out_mean"].get<double>(), selector["held_out_worst"].get<double>());
+  std::cout << "\n";
+}
+
+// A family's tuning run of `problem`: its recording, its share of the family's budget, and no
+// re-timing where the cross-measurement (`cross`) re-times. Each session after the first times
+// its own start, not the process's.
+SessionOptions family_run_options(const po::variables_map& vm, const std::vector<std::string>& args,
+                                  const JobFile& job, const Problem& problem,
+                                  const std::string& recording, const Budget& per_problem,
+                                  const Budget& share, bool cross, bool first) {
+  SessionOptions options = session_options(vm, args, job, false);
+  options.overrides.problem = problem;
+  if (!recording.empty()) options.overrides.replay = recording;
+  if (share.evaluations != per_problem.evaluations)
+    options.overrides.budget_evaluations = share.evaluations;
+  if (share.seconds != per_problem.seconds) options.overrides.budget_seconds = share.seconds;
+  if (cross) options.overrides.retime_top = 0;
+  if (!first) options.origin.reset();
+  return options;
+}
+
 // `ktune tune` over several problems, as a family: in family_order, each problem after the first
 // seeded with the best configurations of its nearest tuned neighbours (family_seeds), one run each;
 // then, unless --no-selector, the family's candidates measured at every problem and its selector
 // stored; progress and a line per problem, then the family's table (or one JSON object, "family").
+// The runs are one series of sessions (one set of compile processes, one GPU worker and context,
+// one database), and where the cross-measurement follows, a problem's finalists are re-timed
+// once, at its cross-measurement, not after its tuning run as well.
 int tune_family(const po::variables_map& vm, const std::vector<std::string>& args,
                 const Registry& registry, const JobFile& job, const std::vector<Problem>& problems,
                 ProgressLine::Mode progress) {
@@ -558,39 +621,45 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
   const std::vector<std::size_t> order = family_order(problems);
   const std::string kernel = vm.count("kernel") ? vm["kernel"].as<std::string>() : job.kernel;
   const std::vector<std::string> recordings = recordings_for(vm, kernel, problems);
+  FamilyBudget budget = family_budget(vm, job, problems.size());
+  const Budget per_problem = per_problem_budget(vm, job);
   const bool quiet = vm.count("quiet") > 0, json = json_output(vm);
+  const bool cross = !vm.count("no-selector");
   nlohmann::json summaries = nlohmann::json::array();
   std::vector<std::string> lines;
   std::vector<FamilyMember> members;  // the runs so far, in order
   std::vector<std::string> tuned;     // each run's best
   std::string kernel_name;            // as the runs stored it
+  std::unique_ptr<Session> session;   // the series' latest
   int code = 0;
   std::signal(SIGINT, on_interrupt);
   for (std::size_t n = 0; n < order.size(); ++n) {
     const std::size_t i = order[n];
-    SessionOptions options = session_options(vm, args, job, false);
-    options.overrides.problem = problems[i];
-    if (!recordings[i].empty()) options.overrides.replay = recordings[i];
-    if (n > 0) {
-      const Store store = Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly);
-      options.seeds = family_seeds(store, problems[i], members);
+    SessionOptions options =
+        family_run_options(vm, args, job, problems[i], recordings[i], per_problem,
+                           budget.next(per_problem), cross, !session);
+    if (session) {
+      options.seeds = family_seeds(session->store(), problems[i], members);
+      session = std::make_unique<Session>(registry, std::move(options), std::move(*session));
+    } else {
+      session = std::make_unique<Session>(registry, std::move(options));
     }
-    Session session(registry, std::move(options));
-    print_notes(session, quiet);
+    print_notes(*session, quiet);
     if (!quiet && !json) {
       std::cerr << fmt::format("family {}/{}: ", n + 1, order.size());
-      print_header(session);
+      print_header(*session);
     }
-    const TuneSummary s = run_session(session, progress);
-    nlohmann::json j = tune_json(s, session);
-    j["problem"] = session.instance().problem_key();
+    const TuneSummary s = run_session(*session, progress);
+    budget.spent(s.trials, s.wall_seconds);
+    nlohmann::json j = tune_json(s, *session);
+    j["problem"] = session->instance().problem_key();
     summaries.push_back(std::move(j));
     // A run refused before its first trial has no row: a member without ids, which seeds none.
-    members.push_back(s.run_id ? family_member(session.store(), s.run_id) : FamilyMember{});
-    kernel_name = session.instance().kernel().name;
+    members.push_back(s.run_id ? family_member(session->store(), s.run_id) : FamilyMember{});
+    kernel_name = session->instance().kernel().name;
     tuned.push_back(s.best ? s.best->config_key : std::string());
     lines.push_back(fmt::format("  {:<28} {:>6} trials  {}",
-                                "[" + session.instance().problem_key() + "]", s.trials,
+                                "[" + session->instance().problem_key() + "]", s.trials,
                                 s.best ? "" : "no configuration ran and verified"));
     if (!s.best) code = 1;
     if (s.status == RunStatus::kInterrupted) {
@@ -601,7 +670,7 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
   nlohmann::json selector;
   if (code == 0 && !vm.count("no-selector")) {
     selector = make_family_selector(vm, args, registry, job, problems, order, recordings,
-                                    kernel_name, members, progress, !quiet && !json);
+                                    kernel_name, members, session, progress, !quiet && !json);
     if (selector.is_null()) code = 130;
   }
   std::signal(SIGINT, SIG_DFL);
@@ -613,19 +682,8 @@ int tune_family(const po::variables_map& vm, const std::vector<std::string>& arg
     std::cout << fmt::format("family of {} problems of {}, tuned in this order{}:\n", order.size(),
                              kernel.empty() ? "the job's kernel" : kernel,
                              code == 130 ? " (interrupted)" : "");
-    print_family_bests(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly), kernel_name,
-                       members, tuned, lines);
-    if (!selector.is_null()) {
-      std::cout << fmt::format("selector: {} candidates measured at each of the {} problems",
-                               selector["candidates"].get<std::size_t>(),
-                               selector["problems"].get<std::size_t>());
-      if (selector.contains("held_out_mean"))
-        std::cout << fmt::format(
-            "; each problem left out, its pick there reaches {:.3f} of the best on average, "
-            "{:.3f} at worst",
-            selector["held_out_mean"].get<double>(), selector["held_out_worst"].get<double>());
-      std::cout << "\n";
-    }
+    print_family_bests(session->store(), kernel_name, members, tuned, lines);
+    if (!selector.is_null()) print_selector_line(selector);
   }
   return code;
 }
@@ -662,6 +720,12 @@ int cmd_tune(const std::vector<std::string>& args) {
   const JobFile job = vm.count("config") ? load_job(vm["config"].as<std::string>()) : JobFile{};
   const std::vector<Problem> problems = problems_of(vm, job);
   if (problems.size() > 1) return tune_family(vm, args, *registry, job, problems, progress);
+  if (vm.count("family-budget-evals") || vm.count("family-budget-time") ||
+      job.family_budget_evaluations || job.family_budget_seconds)
+    throw Error(ErrorKind::kUsage,
+                "a family budget (--family-budget-evals, --family-budget-time, [budget] "
+                "family_evaluations / family_seconds) is for a family of problems; this tunes one "
+                "(--budget-evals, --budget-time)");
   if (vm.count("replay") && vm["replay"].as<std::vector<std::string>>().size() > 1)
     throw Error(ErrorKind::kUsage,
                 "--replay given several times: several recordings are for a family of problems, "

@@ -203,10 +203,14 @@ void read_strategy(const JobReader& r, const toml::table* t, JobFile& job) {
 
 void read_budget(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
-  r.check_keys(*t, "[budget]", {"evaluations", "seconds"});
-  if (auto e = r.integer(t, "budget.", "evaluations", 1, std::numeric_limits<std::int64_t>::max()))
+  r.check_keys(*t, "[budget]", {"evaluations", "seconds", "family_evaluations", "family_seconds"});
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (auto e = r.integer(t, "budget.", "evaluations", 1, kMax))
     job.budget_evaluations = static_cast<std::uint64_t>(*e);
   job.budget_seconds = r.number(t, "budget.", "seconds", 0, false);
+  if (auto e = r.integer(t, "budget.", "family_evaluations", 1, kMax))
+    job.family_budget_evaluations = static_cast<std::uint64_t>(*e);
+  job.family_budget_seconds = r.number(t, "budget.", "family_seconds", 0, false);
 }
 
 void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {

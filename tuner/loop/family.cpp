@@ -1,5 +1,8 @@
 #include "ktune/family.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -78,6 +81,42 @@ Selector family_selector(const Store& store, const std::vector<FamilyMember>& me
   }
   s.held_out = s.leave_one_out();
   return s;
+}
+
+FamilyBudget::FamilyBudget(std::optional<std::uint64_t> evaluations, std::optional<double> seconds,
+                           std::size_t problems)
+    : evaluations_(evaluations), seconds_(seconds), problems_(std::max<std::size_t>(problems, 1)) {
+  if (evaluations && *evaluations < problems)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--family-budget-evals {}: a family of {} problems needs at least one "
+                            "evaluation per problem",
+                            *evaluations, problems));
+  if (seconds && !(std::isfinite(*seconds) && *seconds > 0))
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("--family-budget-time {}: expected a number of seconds above 0", *seconds));
+}
+
+Budget FamilyBudget::next(const Budget& per_problem) const {
+  Budget b = per_problem;
+  const std::size_t left_runs = problems_ > runs_ ? problems_ - runs_ : 1;
+  if (evaluations_) {
+    const std::uint64_t left =
+        *evaluations_ > used_evaluations_ ? *evaluations_ - used_evaluations_ : 0;
+    b.evaluations = std::min(b.evaluations, std::max<std::uint64_t>(left / left_runs, 1));
+  }
+  if (seconds_) {
+    const double floor = *seconds_ / (10.0 * static_cast<double>(problems_));
+    const double left = std::max(*seconds_ - used_seconds_, 0.0);
+    b.seconds = std::min(b.seconds, std::max(left / static_cast<double>(left_runs), floor));
+  }
+  return b;
+}
+
+void FamilyBudget::spent(std::uint64_t evaluations, double seconds) {
+  ++runs_;
+  used_evaluations_ += evaluations;
+  used_seconds_ += seconds;
 }
 
 }  // namespace ktune

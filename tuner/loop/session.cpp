@@ -75,6 +75,9 @@ struct Session::Impl {
   std::optional<SessionDatabase> database;
   RunClock::time_point started;  // the end of the start
   std::shared_ptr<Trace> trace;
+  bool checks_outputs = false;  // the backend holds the caller's host_check
+
+  void start(const Registry& registry, Impl* previous);
 
   // SessionOptions::listed: the listed strategy instead of the job's search.
   void list_configs() {
@@ -130,44 +133,74 @@ struct Session::Impl {
   }
 };
 
-Session::Session(const Registry& registry, SessionOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& s = *impl_;
-  s.origin = options.origin.value_or(RunClock::now());
-  s.options = std::move(options);
-  if (!s.options.compile_threads) s.options.compile_threads = s.options.job.compile_threads;
-  if (!s.options.compile_in_process)
-    s.options.compile_in_process = s.options.job.compile_in_process;
-  if (s.options.compile_threads.value_or(0) > 1024)
+// Where `previous` (a session of the same series, or null) has what this one needs, it is taken
+// over instead of started again: the compile processes (same number, same kind), the CUDA
+// backend with its GPU worker and context (same device and program, no caller's check) and the
+// database (same file).
+void Session::Impl::start(const Registry& registry, Impl* previous) {
+  if (!options.compile_threads) options.compile_threads = options.job.compile_threads;
+  if (!options.compile_in_process) options.compile_in_process = options.job.compile_in_process;
+  if (options.compile_threads.value_or(0) > 1024)
     throw Error(ErrorKind::kUsage,
-                fmt::format("compile threads {}: at most 1024", *s.options.compile_threads));
-  s.threads = compile_threads_for(s.options.compile_threads);
-  s.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
-  TuningJob job = resolve_job(registry, s.options.job, s.options.overrides);
-  s.step_done("options, kernels, job file");
-  if (job.backend == BackendKind::kCuda && s.options.executable.empty())
+                fmt::format("compile threads {}: at most 1024", *options.compile_threads));
+  threads = compile_threads_for(options.compile_threads);
+  cache = previous ? previous->cache : std::make_shared<CompileCache>(CompileCache::default_dir());
+  TuningJob job = resolve_job(registry, options.job, options.overrides);
+  step_done("options, kernels, job file");
+  if (job.backend == BackendKind::kCuda && options.executable.empty())
     throw Error(ErrorKind::kUsage,
                 "tuning on a GPU needs the ktune program, whose __worker is the GPU worker "
                 "(SessionOptions::executable)");
+  if (previous && previous->pool && previous->threads == threads &&
+      previous->options.compile_in_process == options.compile_in_process &&
+      previous->options.executable == options.executable)
+    pool = std::move(previous->pool);
+  std::unique_ptr<CudaBackend> gpu;
+  if (previous && previous->setup.cuda && !previous->checks_outputs && !options.host_check &&
+      previous->options.device == options.device &&
+      previous->options.executable == options.executable &&
+      previous->options.plugins == options.plugins) {
+    gpu.reset(previous->setup.cuda);
+    previous->setup.backend.release();
+    previous->setup.cuda = nullptr;
+  }
+  checks_outputs = static_cast<bool>(options.host_check);
   // The compile processes start before the device query where a driver can be loaded, so that
   // they load and warm NVRTC while this process and the GPU worker initialise CUDA (0.1-0.2 s)
   // rather than after: the first configurations then meet warm processes. The driver stays
   // loaded through the backend's start, which would otherwise load it again.
   std::shared_ptr<void> driver;
-  if (job.backend == BackendKind::kCuda) driver = load_cuda_driver();
-  if (driver) s.start_pool();
-  s.setup = set_up_tuning(std::move(job), s.cuda_options());
+  if (job.backend == BackendKind::kCuda && !gpu) driver = load_cuda_driver();
+  if (driver && !pool) start_pool();
+  setup = set_up_tuning(std::move(job), cuda_options(), std::move(gpu));
   driver.reset();
-  s.setup.job.options.measure.fetch_outputs = s.options.fetch_outputs;
-  s.setup.job.options.seeds = s.options.seeds;
-  if (!s.options.listed.empty()) s.list_configs();
-  s.step_done("the device and the kernel's space");
-  if (!s.setup.backend->needs_compilation()) s.pool.reset();  // fell back to a recording
-  s.database.emplace(s.options.database);
-  s.step_done("database");
-  if (s.setup.backend->needs_compilation() && !s.pool) s.start_pool();
-  s.started = RunClock::now();
-  if (s.options.timeline) s.draw_start();
+  setup.job.options.measure.fetch_outputs = options.fetch_outputs;
+  setup.job.options.seeds = options.seeds;
+  if (!options.listed.empty()) list_configs();
+  step_done("the device and the kernel's space");
+  if (!setup.backend->needs_compilation()) pool.reset();  // fell back to a recording
+  if (previous && previous->database && previous->options.database == options.database)
+    database = std::move(previous->database), previous->database.reset();
+  else
+    database.emplace(options.database);
+  step_done("database");
+  if (setup.backend->needs_compilation() && !pool) start_pool();
+  started = RunClock::now();
+  if (options.timeline) draw_start();
+}
+
+Session::Session(const Registry& registry, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->origin = options.origin.value_or(RunClock::now());
+  impl_->options = std::move(options);
+  impl_->start(registry, nullptr);
+}
+
+Session::Session(const Registry& registry, SessionOptions options, Session&& previous)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->origin = options.origin.value_or(RunClock::now());
+  impl_->options = std::move(options);
+  impl_->start(registry, previous.impl_.get());
 }
 
 Session::~Session() = default;

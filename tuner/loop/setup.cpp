@@ -240,10 +240,14 @@ void fall_back_to_shipped_recording(TuningJob& job, const Error& no_gpu) {
 
 }  // namespace
 
-TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda) {
+TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda,
+                          std::unique_ptr<CudaBackend> gpu) {
   TuningSetup s;
   s.strategy = make_strategy(job.options.strategy);  // an unknown name before any device error
-  if (job.backend == BackendKind::kCuda) {
+  if (job.backend == BackendKind::kCuda && gpu) {
+    s.cuda = gpu.get();
+    s.backend = std::move(gpu);
+  } else if (job.backend == BackendKind::kCuda) {
     // The GPU is checked before anything is written, so a machine without one changes nothing.
     try {
       auto c = std::make_unique<CudaBackend>(std::move(cuda));

@@ -25,7 +25,6 @@ struct CudaBackend::Impl {
   json init;
   const KernelInstance* instance = nullptr;
   Subprocess worker;
-  bool spawned_only = false;  // the process runs and makes its context; no init sent yet
   int starts = 0;
   std::map<std::string, double> phases;  // of the last start: the worker's steps and the process
   // Evaluation requests sent and not yet answered, oldest first; the worker is busy with the
@@ -53,7 +52,6 @@ struct CudaBackend::Impl {
   }
 
   std::string stop(bool kill) {
-    spawned_only = false;
     const std::string how = worker.stop(kill);
     return how.empty() ? how : "worker " + how;
   }
@@ -63,13 +61,16 @@ struct CudaBackend::Impl {
     std::vector<std::string> command = options.worker_command;
     command.insert(command.end(), {"--device", std::to_string(options.device)});
     worker.start(command, /*own_group=*/true);
+    ++starts;
   }
 
+  // Sends `init` to the worker and waits for it to be ready: a worker already running (the one
+  // started with the backend, or one that served another kernel instance, which the init
+  // replaces in the same context) or a new one.
   void start() {
     const auto t0 = std::chrono::steady_clock::now();
-    const bool early = std::exchange(spawned_only, false) && worker.running();
+    const bool early = worker.running();
     if (!early) spawn();
-    ++starts;
     ipc::Message reply;
     const auto handshake = [&] {
       return worker.send({init, {}}) ? worker.receive(reply, options.start_timeout_seconds)
@@ -77,7 +78,7 @@ struct CudaBackend::Impl {
     };
     auto status = handshake();
     if (early && status == ipc::ReadStatus::kClosed) {
-      // The worker started with the backend is gone (ended while it waited): a fresh one.
+      // The running worker is gone (ended while it waited): a fresh one.
       worker.stop(true);
       spawn();
       status = handshake();
@@ -162,7 +163,6 @@ CudaBackend::CudaBackend(Options options) : impl_(std::make_unique<Impl>()) {
   if (driver) {
     try {
       impl_->spawn();
-      impl_->spawned_only = true;
     } catch (const Error&) {
       // prepare() starts it again and reports a failure there.
     }
@@ -179,7 +179,8 @@ int CudaBackend::worker_starts() const { return impl_->starts; }
 std::map<std::string, double> CudaBackend::prepare_phases() const { return impl_->phases; }
 
 void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& options) {
-  if (!impl_->spawned_only) impl_->stop(false);  // a worker prepared for another kernel
+  if (!impl_->sent.empty())
+    throw Error(ErrorKind::kInternal, "CudaBackend::prepare with evaluations not collected");
   impl_->measure = options;
   protocol::WorkerInit init;
   init.kernel = instance.kernel().name;

@@ -51,6 +51,7 @@ MeasureOptions measure_from_json(const json& j) {
 
 json to_json(const WorkerInit& init) {
   json j;
+  j["op"] = "init";
   j["kernel"] = init.kernel;
   j["params"] = json::array();
   for (const auto& p : init.params) {
@@ -104,7 +105,9 @@ json to_json(const RetimeRequest& r) {
 Request request_from_json(const json& j) {
   Request r;
   r.name = j.value("op", "");
-  if (r.name == "evaluate") {
+  if (r.name == "init") {
+    r.op = Request::Op::kInit;  // read whole by worker_init_from_json
+  } else if (r.name == "evaluate") {
     r.op = Request::Op::kEvaluate;
     r.evaluate.config = j.at("config").get<std::string>();
     r.evaluate.lowered_name = j.at("lowered_name").get<std::string>();

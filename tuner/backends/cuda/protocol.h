@@ -16,9 +16,10 @@
 
 namespace ktune::protocol {
 
-// The first message: which kernel (found by name in the worker's registry) with the space as
-// tuned, which problem, device and measurement; the blob is the compiled reference
-// configuration for kernels without a host reference.
+// The first message, and a later one that makes a running worker that of another kernel
+// instance (op "init": a family's next problem keeps the worker and its context): which kernel
+// (found by name in the worker's registry) with the space as tuned, which problem, device and
+// measurement.
 struct WorkerInit {
   std::string kernel;
   std::vector<Parameter> params;  // the space as tuned (a job file may change it)
@@ -51,7 +52,7 @@ struct RetimeRequest {
 
 // A request, as the worker reads it.
 struct Request {
-  enum class Op { kEvaluate, kRetime, kQuit, kUnknown } op = Op::kUnknown;
+  enum class Op { kInit, kEvaluate, kRetime, kQuit, kUnknown } op = Op::kUnknown;
   std::string name;  // the op as sent, for the error of an unknown one
   EvaluateRequest evaluate;
   RetimeRequest retime;

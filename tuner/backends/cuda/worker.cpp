@@ -349,6 +349,24 @@ Worker::Worker(const KernelSpec& kernel, const Problem& problem, int device,
   lap("clocks");
 }
 
+Worker::~Worker() {
+  // Nothing here may throw; a context poisoned by a fault is the process's to end, not ours.
+  if (dead_) return;
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (Buffer& b : buffers_) {
+    for (void* p : {b.device, b.pristine, b.expected_device})
+      if (p) cudaFree(p);
+    if (b.pinned) cudaFreeHost(b.pinned);
+  }
+  if (flush_buffer_) cudaFree(flush_buffer_);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  for (const auto& [hash, library] : libraries_) cudaLibraryUnload(library);
+  device_compare_.reset();
+  staging_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();  // what a release reported is not the next Worker's
+}
+
 std::uint64_t Worker::input_stream(std::size_t i) const { return mix(measure_.seed) ^ mix(i + 1); }
 
 // Fills the host copy of input `i` to `need` elements, generated from the seed (nothing is

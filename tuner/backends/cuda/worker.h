@@ -90,6 +90,11 @@ class Worker {
   // created; Error(kInput) where it does not compile.
   Worker(const KernelSpec& kernel, const Problem& problem, int device,
          const MeasureOptions& measure);
+  // Frees what it holds on the GPU and the host, so that the next Worker of the same process (a
+  // re-init for another problem) finds the device's memory as this one did.
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
   const KernelInstance& instance() const { return *instance_; }
   const DeviceInfo& device() const { return device_; }
   void* buffer(const std::string& name, std::size_t* count) const;

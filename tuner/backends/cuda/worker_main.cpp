@@ -1,5 +1,6 @@
 // The GPU worker process (`ktune __worker`): reads the init message, builds the kernel's Worker
-// and answers evaluate / retime requests until EOF or "quit". A fault that poisons the CUDA
+// and answers evaluate / retime requests (and inits for another kernel instance, which replace
+// the Worker in the same context) until EOF or "quit". A fault that poisons the CUDA
 // context ends the process after answering; the tuner starts another.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "backends/cuda/protocol.h"
@@ -38,25 +40,40 @@ void exit_with_parent() {
   }).detach();
 }
 
-// The kernel as tuned: the registry's, with the space the tuner sent (a job file may have
-// changed value lists and added restrictions), so both sides agree on every config key.
-KernelSpec tuned_kernel(Registry& registry, const protocol::WorkerInit& init) {
-  register_builtin_kernels(registry);
-  registry.load_env_path();
-  for (const auto& p : init.plugins) registry.load_path(p);
-  KernelSpec kernel = registry.get(init.kernel);
-  if (!init.params.empty()) {
-    kernel.remember_declared();  // the reference configuration is found there
-    kernel.params = init.params;
-    kernel.restrictions = init.restrictions;
+// The kernels the worker knows: the built-ins and the plugins of every init so far, each loaded
+// once (a re-init names the same plugins again). The registry outlives every Worker: plugin
+// kernels point into its libraries.
+class WorkerKernels {
+ public:
+  // The kernel as tuned: the registry's, with the space the tuner sent (a job file may have
+  // changed value lists and added restrictions), so both sides agree on every config key.
+  KernelSpec tuned(const protocol::WorkerInit& init) {
+    if (!builtins_) {
+      register_builtin_kernels(registry_);
+      registry_.load_env_path();
+      builtins_ = true;
+    }
+    for (const auto& p : init.plugins)
+      if (plugins_.insert(p).second) registry_.load_path(p);
+    KernelSpec kernel = registry_.get(init.kernel);
+    if (!init.params.empty()) {
+      kernel.remember_declared();  // the reference configuration is found there
+      kernel.params = init.params;
+      kernel.restrictions = init.restrictions;
+    }
+    for (auto& b : kernel.buffers) {  // inputs as tuned (a job may change them), paths absolute
+      if (auto it = init.inputs.find(b.name); it != init.inputs.end()) b.init = it->second;
+      if (auto it = init.expected.find(b.name); it != init.expected.end()) b.expected = it->second;
+    }
+    kernel.validate();
+    return kernel;
   }
-  for (auto& b : kernel.buffers) {  // inputs as tuned (a job may change them), paths absolute
-    if (auto it = init.inputs.find(b.name); it != init.inputs.end()) b.init = it->second;
-    if (auto it = init.expected.find(b.name); it != init.expected.end()) b.expected = it->second;
-  }
-  kernel.validate();
-  return kernel;
-}
+
+ private:
+  Registry registry_;
+  bool builtins_ = false;
+  std::set<std::string> plugins_;
+};
 
 bool reply(const json& header, std::string blob = {}) {
   return ipc::write_message(kReplyFd, {header, std::move(blob)});
@@ -74,15 +91,18 @@ std::future<void> create_context_early(int device) {
   return context;
 }
 
-// The start: the kernel as tuned and its Worker, from the init message `msg`; `startup` gets
-// the seconds of each step. A failure is answered with a fatal reply (the tuner's error kind
-// where it is an input error) and returns false.
-bool start_worker(const ipc::Message& msg, Registry& registry, std::unique_ptr<worker::Worker>& w,
-                  std::map<std::string, double>& startup) {
+// The start: the kernel as tuned and its Worker, from the init message `msg` (the Worker of an
+// earlier init, if any, freed first), then the "ready" reply with the seconds of each step. A
+// failure is answered with a fatal reply (the tuner's error kind where it is an input error) and
+// returns false.
+bool start_worker(const ipc::Message& msg, WorkerKernels& kernels,
+                  std::unique_ptr<worker::Worker>& w) {
+  std::map<std::string, double> startup;
+  w.reset();
   try {
     const protocol::WorkerInit init = protocol::worker_init_from_json(msg.header);
     const auto k0 = std::chrono::steady_clock::now();
-    KernelSpec kernel = tuned_kernel(registry, init);
+    KernelSpec kernel = kernels.tuned(init);
     startup["kernel"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
     w = std::make_unique<worker::Worker>(kernel, init.problem, init.device, init.measure);
@@ -100,12 +120,15 @@ bool start_worker(const ipc::Message& msg, Registry& registry, std::unique_ptr<w
     reply(json{{"op", "fatal"}, {"message", e.what()}});
     return false;
   }
+  reply(json{{"op", "ready"}, {"startup", startup}});
   return true;
 }
 
-// Answers evaluate and retime requests until EOF, "quit" or a poisoned context; returns the
-// process's exit code. `msg` is the buffer each request is read into.
-int serve_requests(worker::Worker& w, ipc::Message& msg) {
+// Answers evaluate and retime requests, and inits that make the worker another kernel
+// instance's, until EOF, "quit" or a poisoned context; returns the process's exit code. `msg`
+// is the buffer each request is read into.
+int serve_requests(WorkerKernels& kernels, std::unique_ptr<worker::Worker>& worker,
+                   ipc::Message& msg) {
   // The worker's time between evaluations, reported with the next one's phases: waiting for and
   // reading its request (`wait_request`: the tuner had not sent it yet, or its CUBIN was still on
   // the way), parsing it (`parse_request`), and serialising and writing the reply before it
@@ -121,6 +144,12 @@ int serve_requests(worker::Worker& w, ipc::Message& msg) {
     const auto r1 = Clock::now();
     const protocol::Request request = protocol::request_from_json(msg.header);
     const auto r2 = Clock::now();
+    if (request.op == protocol::Request::Op::kInit) {
+      if (!start_worker(msg, kernels, worker)) return 3;
+      previous_reply_ms = 0;
+      continue;
+    }
+    worker::Worker& w = *worker;
     json answer;
     std::string blob;
     Clock::time_point done = r2;  // the work's end: the reply's serialising and writing follow
@@ -142,6 +171,8 @@ int serve_requests(worker::Worker& w, ipc::Message& msg) {
         break;
       case protocol::Request::Op::kQuit:
         return 0;
+      case protocol::Request::Op::kInit:  // answered above
+        break;
       case protocol::Request::Op::kUnknown:
         answer = json{{"error", "unknown request '" + request.name + "'"}};
         break;
@@ -163,12 +194,10 @@ int cuda_worker_main(int early_device) {
   std::future<void> early_context = create_context_early(early_device);
   ipc::Message msg;
   if (ipc::read_message(kRequestFd, msg, -1) != ipc::ReadStatus::kOk) return 2;
+  WorkerKernels kernels;  // outlives every worker: plugin kernels point into its libraries
   std::unique_ptr<worker::Worker> w;
-  Registry registry;  // outlives the worker: plugin kernels point into its libraries
-  std::map<std::string, double> startup;
-  if (!start_worker(msg, registry, w, startup)) return 3;
-  reply(json{{"op", "ready"}, {"startup", startup}});
-  return serve_requests(*w, msg);
+  if (!start_worker(msg, kernels, w)) return 3;
+  return serve_requests(kernels, w, msg);
 }
 
 }  // namespace ktune

@@ -41,6 +41,9 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   DeviceInfo device() const override;
   bool needs_compilation() const override { return true; }
+  // For another kernel instance after the first (a family's next problem, another kernel), the
+  // running worker frees the last one's buffers and makes this one's in the same CUDA context:
+  // no new process, no new context.
   void prepare(const KernelInstance& instance, const MeasureOptions& options) override;
   std::map<std::string, double> prepare_phases() const override;
   Measurement evaluate(const Config& config, const CompileResult* compiled) override;

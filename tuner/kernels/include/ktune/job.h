@@ -28,6 +28,10 @@ struct JobFile {
   std::map<std::string, std::string> strategy_options;
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
+  // [budget] family_evaluations / family_seconds: a family's tuning runs together
+  // (FamilyBudget, ktune/family.h)
+  std::optional<std::uint64_t> family_budget_evaluations;
+  std::optional<double> family_budget_seconds;
   // [measure]
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds, sustain_ms;

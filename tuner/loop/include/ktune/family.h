@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ktune/problem.h"
 #include "ktune/selector.h"
 #include "ktune/store.h"
+#include "ktune/tuner.h"
 
 namespace ktune {
 
@@ -42,5 +44,28 @@ std::vector<std::string> family_candidates(const Store& store,
 // it has none that is ok), and what it picks at each member left out.
 Selector family_selector(const Store& store, const std::vector<FamilyMember>& members,
                          const std::vector<std::string>& candidates);
+
+// A budget for a whole family's tuning runs (`--family-budget-evals`, `--family-budget-time`):
+// each run gets an equal share of what the runs before it left (one that stopped early leaves
+// more to the rest), within the per-problem budget; a run's time share is at least a tenth of an
+// equal split, so a run that overran does not leave the last ones with nothing. The
+// cross-measurement is not part of it.
+class FamilyBudget {
+ public:
+  // Error(kUsage) where the evaluations are fewer than the problems, or the seconds not above 0.
+  FamilyBudget(std::optional<std::uint64_t> evaluations, std::optional<double> seconds,
+               std::size_t problems);
+  // The next run's budget: `per_problem` cut to its share.
+  Budget next(const Budget& per_problem) const;
+  // What a run used.
+  void spent(std::uint64_t evaluations, double seconds);
+
+ private:
+  std::optional<std::uint64_t> evaluations_;
+  std::optional<double> seconds_;
+  std::size_t problems_, runs_ = 0;
+  std::uint64_t used_evaluations_ = 0;
+  double used_seconds_ = 0;
+};
 
 }  // namespace ktune

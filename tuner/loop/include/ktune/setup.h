@@ -61,7 +61,9 @@ struct TuningSetup {
 };
 
 // Throws Error(kDevice) when the job needs a GPU that is not there (and nothing ships to replay
-// instead), naming where recordings were looked for.
-TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda);
+// instead), naming where recordings were looked for. `gpu`: a CUDA backend already started for
+// the same device (an earlier session's, Session's series), used instead of `cuda`'s.
+TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda,
+                          std::unique_ptr<CudaBackend> gpu = nullptr);
 
 }  // namespace ktune
