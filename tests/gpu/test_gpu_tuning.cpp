@@ -474,6 +474,32 @@ TEST_F(Gpu, TuneStartsItsCompileProcessesBeforeTheDeviceQuery) {
   }
 }
 
+TEST_F(Gpu, TheEarlyCutOffStopsFarSlowerConfigurationsAfterTheirFirstSamples) {
+  CudaBackend backend(backend_options());
+  KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}},
+                          backend.device().limits);
+  Store store = Store::open(dir_ / "cut.db");
+  CompilePool pool(4, cache_);
+  TuneOptions options;
+  options.strategy = "random";
+  options.budget.evaluations = 60;
+  options.measure.samples = 32;
+  auto strategy = make_strategy(options.strategy);
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_FALSE(s.best->cut);
+  EXPECT_GT(s.cut, 0u) << "reduce's random configurations span more than 1.5x";
+  std::size_t cut = 0;
+  for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
+    if (t.kind == TrialKind::kRetime) EXPECT_FALSE(t.cut);
+    if (!t.cut) continue;
+    ++cut;
+    EXPECT_EQ(t.sample_count, MeasureOptions::kCutoffSamples);
+    EXPECT_GT(t.time_min_ms, MeasureOptions::kCutoffFactor * s.best->time_ms * 0.9);
+  }
+  EXPECT_EQ(cut, s.cut);
+}
+
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {
   CudaBackend backend(backend_options());
   KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}},

@@ -337,6 +337,11 @@ TEST_F(StoreContract, LeadersAreEachConfigurationsLatestOkTrialFastestFirst) {
   const std::int64_t d = store.add_trial(make_trial(s, "d", 3.0));
   store.add_trial(make_trial(s, "e", std::numeric_limits<double>::infinity()));
   const std::int64_t f = store.add_trial(make_trial(later, "f", 1.5));  // ties c: by key
+  TrialRecord cut = make_trial(s, "g", 0.2);
+  cut.cut = true;  // the early cut-off stopped it: never a leader, whatever its time
+  const std::int64_t g = store.add_trial(cut);
+  EXPECT_TRUE(store.find_trial(s.kernel, s.device, s.problem, "g")->cut);
+  EXPECT_NE(g, 0);
   Seeded elsewhere = seed(store, h200(80'000'000'000));
   store.add_trial(make_trial(elsewhere, "z", 0.01));
   RunRecord replay_run = *store.run(s.run);

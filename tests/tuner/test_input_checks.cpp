@@ -54,6 +54,7 @@ TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
       {"[problem]\nn = [1, 'a']\n", "problem.n: a list holds integers, not a string"},
       {"[compile]\nthreads = 0\n", "compile.threads = 0 is out of range: 1 to 1024"},
       {"[compile]\nin_process = 1\n", "compile.in_process must be true or false, not a integer"},
+      {"[measure]\ncutoff = 'no'\n", "measure.cutoff must be true or false, not a string"},
   };
   for (const auto& [text, message] : cases) {
     const std::string path = write(text);

@@ -467,6 +467,54 @@ TEST_F(ReplayTuning, TheLoopFindsTheRecordedOptimumAndAReplayDeviceOfItsOwn) {
   EXPECT_EQ(again.optimum()->samples_ms, r->optimum()->samples_ms);
 }
 
+TEST_F(ReplayTuning, TheEarlyCutOffStopsOnlyTheFarSlowerAndNeverCrownsOne) {
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("convolution_A100_small.json.gz")));
+  const ReplayTarget t = replay_target(*r, nullptr);
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  const auto run = [&](const std::string& db, bool cutoff) {
+    ReplayBackend backend(r);
+    Store store = Store::open(dir_ / db);
+    auto strategy = make_strategy("brute_force");
+    TuneOptions options;
+    options.measure.cutoff = cutoff;
+    return tune(instance, backend, store, *strategy, options, nullptr);
+  };
+  const TuneSummary cut = run("cut.db", true);
+  const TuneSummary whole = run("whole.db", false);
+  EXPECT_GT(cut.cut, 50u);
+  EXPECT_EQ(whole.cut, 0u);
+  ASSERT_TRUE(cut.best && whole.best);
+  EXPECT_EQ(cut.best->config_key, whole.best->config_key);  // the same winner
+  EXPECT_DOUBLE_EQ(cut.best->time_ms, whole.best->time_ms);
+  EXPECT_FALSE(cut.best->cut);
+
+  // Each cut trial has the samples it took, and its fastest is far slower than the best.
+  Store store = Store::open(dir_ / "cut.db", Store::Mode::kReadOnly);
+  std::size_t n = 0;
+  for (const TrialRecord& trial : store.trials_of_run(cut.run_id)) {
+    if (!trial.cut) continue;
+    ++n;
+    EXPECT_EQ(trial.kind, TrialKind::kSearch);
+    EXPECT_EQ(trial.sample_count, MeasureOptions::kCutoffSamples);
+    EXPECT_GT(trial.time_min_ms, MeasureOptions::kCutoffFactor * cut.best->time_ms);
+  }
+  EXPECT_EQ(n, cut.cut);
+
+  // A recording made from the database, and the cache exported from it, say which rows were cut.
+  const Recording again =
+      read_recording((dir_ / "cut.db").string(), {"convolution_kernel", {}, ""});
+  const auto cut_rows = [](const Recording& rec) {
+    return std::count_if(rec.trials.begin(), rec.trials.end(),
+                         [](const RecordedTrial& x) { return x.cut; });
+  };
+  EXPECT_EQ(static_cast<std::uint64_t>(cut_rows(again)), cut.cut);
+  const std::string cache = kt_cache_text(again);
+  EXPECT_TRUE(contains(cache, "\"ktune_cut\":true"));
+  const std::string path = (dir_ / "exported.json").string();
+  test::write_file(path, cache);
+  EXPECT_EQ(static_cast<std::uint64_t>(cut_rows(read_kt_cache(path))), cut.cut);
+}
+
 TEST_F(ReplayTuning, ADatabaseRecordingMustBeUnambiguous) {
   Store store = Store::open(dir_ / "two.db");
   for (const char* name : {"pnpoly_small.json.gz", "dedispersion_MI250X_small.json"}) {
@@ -513,7 +561,8 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
       "NVIDIA A100-PCIE-40GB"))
       << r;
   EXPECT_FALSE(contains(r.err, "not in the recording")) << r;
-  EXPECT_TRUE(contains(r.out, "run 1 finished: 40 trials (40 measured, 0 from the database)")) << r;
+  EXPECT_TRUE(contains(r.out, "run 1 finished: 40 trials (40 measured, ")) << r;
+  EXPECT_TRUE(contains(r.out, " of them cut early, 0 from the database)")) << r;
   EXPECT_TRUE(contains(r.out, "replayed   from " + conv)) << r;
   {
     Store store = Store::open(dir_ / "x.db", Store::Mode::kReadOnly);
@@ -541,7 +590,9 @@ TEST_F(ReplayTuning, TuneThroughTheBinaryWithASynthesizedKernel) {
     const RecordedTrial* o = original.find(t.values);
     ASSERT_NE(o, nullptr);
     EXPECT_EQ(o->status, t.status);
-    EXPECT_EQ(o->samples_ms, t.samples_ms);
+    // A trial the early cut-off stopped has the recording's first samples.
+    const std::size_t n = t.cut ? MeasureOptions::kCutoffSamples : o->samples_ms.size();
+    EXPECT_EQ(std::vector<double>(o->samples_ms.begin(), o->samples_ms.begin() + n), t.samples_ms);
   }
   // `best` and `report` know a kernel that only the database knows.
   r = run({"best", "convolution_kernel", "--db", "x.db"});

@@ -217,7 +217,10 @@ po::options_description measurement_options() {
       "sustain", po::value<double>()->value_name("MS"),
       "GPU milliseconds the finalists run back to back before their re-timing, and again while "
       "their times or the SM clock under load still change (at most 20 times; default 100, 0: "
-      "none)");
+      "none)")(
+      "no-cutoff",
+      "time every configuration fully: no early cut-off of those whose first samples are already "
+      "far slower than the best (for exact data)");
   return measure;
 }
 
@@ -301,6 +304,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.target_spread = optional_value<double>(vm, "target-spread");
   o.timeout_seconds = optional_value<double>(vm, "timeout");
   o.sustain_ms = optional_value<double>(vm, "sustain");
+  if (vm.count("no-cutoff")) o.cutoff = false;
   o.flush_l2 = optional_value<std::string>(vm, "flush-l2");
   o.verify = optional_value<std::string>(vm, "verify");
   o.backend = optional_value<std::string>(vm, "backend");
@@ -344,8 +348,10 @@ nlohmann::json tune_json(const TuneSummary& s, const Session& session) {
 void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned threads) {
   const double rate = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
   std::cout << fmt::format(
-      "run {} {}: {} trials ({} measured, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
-      s.run_id, to_string(s.status), s.trials, s.measured, s.from_database, s.wall_seconds, rate);
+      "run {} {}: {} trials ({} measured{}, {} from the database) in {:.1f} s, {:.1f} configs/s\n",
+      s.run_id, to_string(s.status), s.trials, s.measured,
+      s.cut ? fmt::format(", {} of them cut early", s.cut) : "", s.from_database, s.wall_seconds,
+      rate);
   std::string statuses;
   for (const auto& [name, n] : s.by_status)
     statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);

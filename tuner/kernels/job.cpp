@@ -215,9 +215,9 @@ void read_budget(const JobReader& r, const toml::table* t, JobFile& job) {
 
 void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
-  r.check_keys(
-      *t, "[measure]",
-      {"samples", "warmup", "max_samples", "target_spread", "timeout", "flush_l2", "sustain_ms"});
+  r.check_keys(*t, "[measure]",
+               {"samples", "warmup", "max_samples", "target_spread", "timeout", "flush_l2",
+                "sustain_ms", "cutoff"});
   if (auto v = r.integer(t, "measure.", "samples", 0, kMaxInt)) job.samples = static_cast<int>(*v);
   if (auto v = r.integer(t, "measure.", "warmup", 0, kMaxInt)) job.warmup = static_cast<int>(*v);
   if (auto v = r.integer(t, "measure.", "max_samples", 1, kMaxInt))
@@ -226,6 +226,13 @@ void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
   job.timeout_seconds = r.number(t, "measure.", "timeout", 0, false);
   job.flush_l2 = r.text(t, "measure.", "flush_l2");
   job.sustain_ms = r.number(t, "measure.", "sustain_ms", 0, true);
+  if (const toml::node* n = t->get("cutoff")) {
+    const auto b = n->value_exact<bool>();
+    if (!b)
+      r.fail(
+          fmt::format("measure.cutoff must be true or false, not a {}", JobReader::type_name(*n)));
+    job.cutoff = *b;
+  }
 }
 
 // [compile]: how many compilations run at once, and where.

@@ -106,6 +106,7 @@ void set_timing(TrialRecord& t, const Measurement& m, const Throughput& rate) {
   t.samples_ms = m.samples_ms;
   t.sample_count = static_cast<int>(m.samples_ms.size());
   t.rank_ms = m.rank_ms;
+  t.cut = m.cut;
   t.gbps = rate.gbps;
   t.gflops = rate.gflops;
 }

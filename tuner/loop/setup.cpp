@@ -123,6 +123,7 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   m.target_spread = pick(o.target_spread, job.target_spread, m.target_spread);
   m.timeout_seconds = pick(o.timeout_seconds, job.timeout_seconds, m.timeout_seconds);
   m.sustain_ms = pick(o.sustain_ms, job.sustain_ms, m.sustain_ms);
+  m.cutoff = pick(o.cutoff, job.cutoff, m.cutoff);
   m.seed = o.seed;
   const std::string flush = pick<std::string>(o.flush_l2, job.flush_l2, "auto");
   if (auto mode = flush_l2_from_string(flush))

@@ -548,6 +548,7 @@ class TuningRun {
       ids_.stamp(t);
       t.id = timed(Activity::kStore, [&] { return store_.add_trial(t); });
       ++summary_.measured;
+      summary_.cut += t.cut ? 1 : 0;
       for (const auto& [phase, ms] : m->phases_ms) summary_.phases_seconds[phase] += ms * 1e-3;
       summary_.gpu_seconds += m->gpu_ms * 1e-3;
       summary_.timed_seconds += m->timed_ms * 1e-3;
@@ -567,10 +568,13 @@ class TuningRun {
 
   void report_progress(const TrialRecord& t) {
     Progress& prog = progress_state_;
-    if (t.status == TrialStatus::kOk && (!prog.best_ms || t.time_ms < *prog.best_ms)) {
+    if (t.status == TrialStatus::kOk && !t.cut && std::isfinite(t.time_ms) && t.time_ms > 0 &&
+        (!prog.best_ms || t.time_ms < *prog.best_ms)) {
       prog.best_ms = t.time_ms;
       prog.best_key = t.config_key;
       prog.best_gbps = t.gbps;
+      // The early cut-off follows the best (docs/measuring.md#early-cut-off).
+      if (options_.measure.cutoff) backend_.set_cutoff(MeasureOptions::kCutoffFactor * t.time_ms);
     }
     prog.done = summary_.trials;
     prog.measured = summary_.measured;
@@ -734,6 +738,7 @@ json summary_json(const TuneSummary& m) {
   s["trials"] = m.trials;
   s["measured"] = m.measured;
   s["from_database"] = m.from_database;
+  s["cut"] = m.cut;
   s["by_status"] = m.by_status;
   s["wall_seconds"] = m.wall_seconds;
   s["first_result_seconds"] = m.first_result_seconds;

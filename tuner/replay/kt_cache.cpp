@@ -356,6 +356,8 @@ class EntryReader {
     }
     if (auto e = entry_.find("ktune_error"); e != entry_.end() && e->is_string())
       t.error = e->get<std::string>();
+    if (auto c = entry_.find("ktune_cut"); c != entry_.end() && c->is_boolean())
+      t.cut = c->get<bool>();
     t.compile_ms = number_or_zero(entry_, "compile_time");
     t.eval_ms = t.compile_ms + number_or_zero(entry_, "verification_time") +
                 number_or_zero(entry_, "benchmark_time") + number_or_zero(entry_, "strategy_time") +
@@ -514,6 +516,7 @@ std::string cache_entry_text(const Recording& r, const RecordedTrial& t) {
     const double mean = t.samples_ms.empty() ? t.time_ms : sample_stats(t.samples_ms).mean;
     e["time"] = mean;  // Kernel Tuner's statistic is the mean of `times`
     e["times"] = t.samples_ms.empty() ? std::vector<double>{t.time_ms} : t.samples_ms;
+    if (t.cut) e["ktune_cut"] = true;  // its samples stopped at the early cut-off
   } else {
     const char* name = kernel_tuner_error(t.status);
     e["time"] = name;

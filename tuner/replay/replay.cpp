@@ -20,6 +20,7 @@
 
 #include "ktune/error.h"
 #include "ktune/instance.h"
+#include "ktune/sample_stats.h"
 #include "ktune/stored_spec.h"
 
 namespace ktune {
@@ -220,6 +221,7 @@ RecordedTrial recorded_trial(const TrialRecord& t, const std::string& key,
   rt.time_mean_ms = t.time_mean_ms;
   rt.time_spread = t.time_spread;
   rt.recorded_ms = t.time_ms;
+  rt.cut = t.cut;
   rt.compile_ms = t.compile_ms;
   rt.eval_ms = t.compile_ms + t.eval_ms;
   return rt;
@@ -594,7 +596,7 @@ Measurement ReplayBackend::collect() {
   return m;
 }
 
-Measurement ReplayBackend::look_up(const Config& config, bool& recorded) const {
+Measurement ReplayBackend::look_up(const Config& config, bool& recorded, bool may_cut) const {
   Measurement m;
   m.from_cache = true;
   const RecordedTrial* t = find(config);
@@ -614,7 +616,19 @@ Measurement ReplayBackend::look_up(const Config& config, bool& recorded) const {
     m.time_min_ms = t->time_min_ms;
     m.time_mean_ms = t->time_mean_ms;
     m.time_spread = t->time_spread;
-    m.timed_ms = std::accumulate(t->samples_ms.begin(), t->samples_ms.end(), 0.0);
+    m.cut = t->cut;  // cut where it was recorded
+    constexpr std::size_t kFirst = MeasureOptions::kCutoffSamples;
+    if (may_cut && cut_above_ms_ > 0 && t->samples_ms.size() > kFirst &&
+        *std::min_element(t->samples_ms.begin(), t->samples_ms.begin() + kFirst) > cut_above_ms_) {
+      m.samples_ms.resize(kFirst);
+      const SampleStats st = sample_stats(m.samples_ms);
+      m.time_ms = st.median;
+      m.time_min_ms = st.min;
+      m.time_mean_ms = st.mean;
+      m.time_spread = st.spread;
+      m.cut = true;
+    }
+    m.timed_ms = std::accumulate(m.samples_ms.begin(), m.samples_ms.end(), 0.0);
     m.gpu_ms = m.timed_ms;
   }
   return m;
@@ -624,7 +638,12 @@ std::vector<Measurement> ReplayBackend::retime(const std::vector<RetimeCandidate
                                                int) {
   // Recorded values cannot be measured again; they are what a re-timing would have found.
   std::vector<Measurement> out;
-  for (const auto& c : candidates) out.push_back(evaluate(c.config, c.compiled));
+  for (const auto& c : candidates) {
+    bool recorded = false;
+    out.push_back(look_up(c.config, recorded, false));
+    if (delay_ms_ > 0 && recorded)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
+  }
   return out;
 }
 

@@ -262,7 +262,8 @@ struct Merger {
                         "SELECT t.id, t.config_key, t.status, t.time_ms, t.kind, t.created_at, "
                         "r.replayed, t.rank_ms FROM main.trials t JOIN main.runs r "
                         "ON r.id = t.run_id "
-                        "WHERE t.kernel_id = ? AND t.device_id = ? AND t.problem_id = ?");
+                        "WHERE t.kernel_id = ? AND t.device_id = ? AND t.problem_id = ? "
+                        "AND t.cut = 0");
     q.bind(1, kernel);
     q.bind(2, device);
     q.bind(3, problem);

@@ -114,7 +114,7 @@ constexpr const char* kTrialColumns =
     "time_ms, time_min_ms, time_mean_ms, time_spread, sample_count, samples_ms, gbps, gflops, "
     "registers, local_bytes, spill_bytes, static_shared_bytes, dynamic_shared_bytes, "
     "max_threads_per_block, occupancy, arch, compile_options, compile_log, cubin_hash, "
-    "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms";
+    "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms, cut";
 constexpr const char* kBestColumns =
     "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at";
 
@@ -233,6 +233,7 @@ TrialRecord read_trial(SQLite::Statement& q) {
   t.kind = static_cast<TrialKind>(q.getColumn(c++).getInt());
   t.l2_flushed = q.getColumn(c++).getInt();
   t.rank_ms = column_real(q, c++);
+  t.cut = q.getColumn(c++).getInt() != 0;
   return t;
 }
 
@@ -443,7 +444,7 @@ struct Store::Impl {
     Cached q = statement(std::string("INSERT INTO trials (") +
                          (kTrialColumns + std::string_view("id, ").size()) +
                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int c = 1;
     q->bind(c++, trial.run_id);
     q->bind(c++, trial.kernel_id);
@@ -478,6 +479,7 @@ struct Store::Impl {
     q->bind(c++, static_cast<int>(trial.kind));
     q->bind(c++, trial.l2_flushed);
     bind_real(*q, c++, trial.rank_ms);
+    q->bind(c++, trial.cut ? 1 : 0);
     q->exec();
   }
 
@@ -896,8 +898,9 @@ std::vector<TrialRecord> Store::leaders(std::int64_t kernel_id, std::int64_t dev
     Cached q = impl_->statement(
         "SELECT id FROM trials WHERE id IN (SELECT max(id) FROM trials WHERE kernel_id = ?1 AND "
         "device_id = ?2 AND problem_id = ?3 AND kind != 1 AND run_id IN (SELECT id FROM runs "
-        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND time_ms > -9e999 AND "
-        "time_ms < 9e999 ORDER BY time_ms, config_key LIMIT ?6");
+        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND cut = 0 AND time_ms > "
+        "-9e999 "
+        "AND time_ms < 9e999 ORDER BY time_ms, config_key LIMIT ?6");
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);

@@ -104,3 +104,30 @@ step_client_bench() {
   "$build/bench/bench_client" --benchmark_filter=Gpu --benchmark_min_time=1 >"$out/bench-client.log" 2>&1
   log "bench_client: rc=$?"; grep -E "^BM_" "$out/bench-client.log" | tee -a "$out/summary.txt"
 }
+
+# step cutoff: each built-in kernel's job (configs/*.toml) as a random search, the same seed with the early cut-off and without (--no-cutoff), an empty compile cache each run: best, its time, cut trials, GPU and wall seconds; then configs/reduce-kt270.toml brute-forced both ways (rates); a table to summary.txt
+# param budget=40: evaluations of each job's random search
+# param samples=32: samples per configuration (0: adaptive)
+step_cutoff() {
+  local job name arm flag dir="$out/cutoff"
+  mkdir -p "$dir"
+  for job in configs/*.toml; do
+    name=$(basename "$job" .toml)
+    for arm in cut whole; do
+      flag=(); [ $arm = whole ] && flag=(--no-cutoff)
+      rm -rf "/tmp/cutoff-cache-$name-$arm" "$dir/$name-$arm.db"*
+      KTUNE_CACHE_DIR=/tmp/cutoff-cache-$name-$arm timeout -s INT -k 20 "$limit" "$ktune" tune --config "$job" \
+        --strategy random --budget-evals "${P[budget]}" --samples "${P[samples]}" --seed 1 "${flag[@]}" \
+        --db "$dir/$name-$arm.db" --json >"$dir/$name-$arm.json" 2>"$dir/$name-$arm.err"
+      log "cutoff $name $arm: rc=$?"
+    done
+  done
+  for arm in cut whole; do
+    flag=(); [ $arm = whole ] && flag=(--no-cutoff)
+    rm -rf "/tmp/cutoff-cache-kt270-$arm" "$dir/kt270-$arm.db"*
+    KTUNE_CACHE_DIR=/tmp/cutoff-cache-kt270-$arm "$ktune" tune --config configs/reduce-kt270.toml --samples 32 \
+      --retime-top 0 "${flag[@]}" --db "$dir/kt270-$arm.db" --json >"$dir/kt270-$arm.json" 2>"$dir/kt270-$arm.err"
+    log "cutoff kt270 $arm: rc=$?"
+  done
+  python3 bench/cutoff/compare.py "$dir" | tee -a "$out/summary.txt"
+}

@@ -24,6 +24,7 @@ struct CudaBackend::Impl {
   MeasureOptions measure;
   json init;
   const KernelInstance* instance = nullptr;
+  double cut_above_ms = 0;  // set_cutoff
   Subprocess worker;
   int starts = 0;
   std::map<std::string, double> phases;  // of the last start: the worker's steps and the process
@@ -200,9 +201,12 @@ void CudaBackend::prepare(const KernelInstance& instance, const MeasureOptions& 
   // it would delay the worker's start by its NVRTC time); one that does not compile fails the
   // start with the kernel's input error.
   impl_->instance = &instance;
+  impl_->cut_above_ms = 0;  // the new instance's run sets its own
   impl_->init = protocol::to_json(init);
   impl_->start();
 }
+
+void CudaBackend::set_cutoff(double ms) { impl_->cut_above_ms = ms > 0 ? ms : 0; }
 
 Measurement CudaBackend::evaluate(const Config& config, const CompileResult* compiled) {
   submit(config, compiled);
@@ -215,7 +219,7 @@ void CudaBackend::submit(const Config& config, const CompileResult* compiled) {
     throw Error(ErrorKind::kInternal,
                 "the CUDA backend evaluates compiled configurations after prepare()");
   Impl::Sent s{protocol::to_json(protocol::EvaluateRequest{m.instance->space().key(config),
-                                                           compiled->lowered_name}),
+                                                           compiled->lowered_name, m.cut_above_ms}),
                compiled->cubin};
   if (!m.worker.running()) {
     m.start();

@@ -91,7 +91,9 @@ WorkerInit worker_init_from_json(const json& j) {
 }
 
 json to_json(const EvaluateRequest& r) {
-  return json{{"op", "evaluate"}, {"config", r.config}, {"lowered_name", r.lowered_name}};
+  json j{{"op", "evaluate"}, {"config", r.config}, {"lowered_name", r.lowered_name}};
+  if (r.cut_above_ms > 0) j["cut_above_ms"] = r.cut_above_ms;
+  return j;
 }
 
 json to_json(const RetimeRequest& r) {
@@ -111,6 +113,7 @@ Request request_from_json(const json& j) {
     r.op = Request::Op::kEvaluate;
     r.evaluate.config = j.at("config").get<std::string>();
     r.evaluate.lowered_name = j.at("lowered_name").get<std::string>();
+    r.evaluate.cut_above_ms = j.value("cut_above_ms", 0.0);
   } else if (r.name == "retime") {
     r.op = Request::Op::kRetime;
     r.retime.rounds = j.value("rounds", 10);
@@ -150,6 +153,7 @@ json to_json(const Measurement& m) {
     j["time_mean_ms"] = m.time_mean_ms;
     j["time_spread"] = m.time_spread;
     if (std::isfinite(m.rank_ms)) j["rank_ms"] = m.rank_ms;
+    if (m.cut) j["cut"] = true;
   }
   if (!m.outputs.empty()) {
     j["outputs"] = json::array();
@@ -188,6 +192,7 @@ Measurement measurement_from_json(const json& j) {
   m.time_mean_ms = j.value("time_mean_ms", 0.0);
   m.time_spread = j.value("time_spread", 0.0);
   m.rank_ms = j.value("rank_ms", std::numeric_limits<double>::quiet_NaN());
+  m.cut = j.value("cut", false);
   m.registers = j.value("registers", -1);
   m.local_bytes = j.value("local_bytes", -1);
   m.static_shared_bytes = j.value("static_shared_bytes", -1);

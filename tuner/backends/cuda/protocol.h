@@ -37,6 +37,7 @@ WorkerInit worker_init_from_json(const nlohmann::json& j);
 struct EvaluateRequest {
   std::string config;  // SearchSpace::key
   std::string lowered_name;
+  double cut_above_ms = 0;  // Backend::set_cutoff: 0 none
 };
 
 // The finalists to re-time interleaved; the blob is their CUBINs, one after the other.

@@ -872,7 +872,7 @@ void Worker::record_clocks(Measurement& m) const {
 }
 
 Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
-                             const std::string& cubin) {
+                             const std::string& cubin, double cut_above_ms) {
   const auto t0 = Clock::now();
   Measurement m;
   // Wall time of each step, for finding where an evaluation's time goes.
@@ -897,7 +897,7 @@ Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
       phase("verify", v0);
       m.phases_ms["verify"] -= m.phases_ms["first_run"];
       under_load_ = {};
-      if (right) time_samples(l, first_ms, m, gpu_ms);
+      if (right) time_samples(l, first_ms, m, gpu_ms, cut_above_ms);
       if (right) record_clocks(m);
     }
   } catch (const CudaFailure& f) {
@@ -999,7 +999,11 @@ int Worker::launches_per_sample(double first_ms, bool flush) const {
 
 // Timed samples (fixed or adaptive), then the last run's output checked again (a race shows up
 // there).
-void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms) {
+// Samples after `warmup` runs: fixed, or adaptive until the spread is small enough. With the early
+// cut-off (`cut_above_ms` > 0) the first MeasureOptions::kCutoffSamples come first, and where the
+// fastest of them is above it the configuration stops there, cut.
+void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms,
+                          double cut_above_ms) {
   const auto t1 = Clock::now();
   const bool flush = needs_flush();
   const int batch = launches_per_sample(first_ms, flush);
@@ -1008,10 +1012,13 @@ void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, doub
   const int target = fixed ? measure_.samples : measure_.max_samples;
   double timed_gpu = 0;
   int warmup = measure_.warmup;
+  constexpr int kFirst = MeasureOptions::kCutoffSamples;
+  bool may_cut = cut_above_ms > 0 && target > kFirst;
   while (static_cast<int>(samples.size()) < target) {
     const int have = static_cast<int>(samples.size());
-    const int want =
+    int want =
         fixed ? target - have : std::min(target - have, std::max(measure_.min_samples - have, 3));
+    if (may_cut) want = std::min(want, kFirst - have);
     // Warm-up runs go in front of the first chunk: one wait for both.
     auto chunk = sample_chunk(l, want, batch, flush, timed_gpu, warmup);
     if (warmup > 0) {
@@ -1020,6 +1027,13 @@ void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, doub
       warmup = 0;
     }
     samples.insert(samples.end(), chunk.begin(), chunk.end());
+    if (may_cut && static_cast<int>(samples.size()) >= kFirst) {
+      may_cut = false;
+      if (*std::min_element(samples.begin(), samples.end()) > cut_above_ms) {
+        m.cut = true;
+        break;
+      }
+    }
     if (fixed || static_cast<int>(samples.size()) < measure_.min_samples) continue;
     const SampleStats st = sample_stats(samples);
     if (st.spread <= measure_.target_spread || timed_gpu >= measure_.max_seconds * 1e3) break;

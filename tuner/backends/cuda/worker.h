@@ -100,8 +100,9 @@ class Worker {
   void* buffer(const std::string& name, std::size_t* count) const;
   // Trial-level failures come back as the measurement's status; a fault that poisons the context
   // also sets dead().
-  Measurement evaluate(const std::string& key, const std::string& lowered,
-                       const std::string& cubin);
+  // `cut_above_ms` (0: none): the early cut-off, MeasureOptions::cutoff.
+  Measurement evaluate(const std::string& key, const std::string& lowered, const std::string& cubin,
+                       double cut_above_ms = 0);
   protocol::RetimeReply retime(const protocol::RetimeRequest& request, const std::string& blob);
   bool dead() const { return dead_; }
   // Seconds of each step of the start (context, comparison kernels, inputs and reference).
@@ -116,7 +117,8 @@ class Worker {
   bool check_resources(const Loaded& l, Measurement& m);
   bool verify_first_run(const Loaded& l, Measurement& m, double& gpu_ms, double& first_ms);
   void fetch_outputs(Measurement& m);
-  void time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms);
+  void time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms,
+                    double cut_above_ms);
   void record_failure(const CudaFailure& f, Measurement& m);
 
   void prepare_buffers(const Loaded& l);

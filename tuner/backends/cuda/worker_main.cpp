@@ -155,8 +155,8 @@ int serve_requests(WorkerKernels& kernels, std::unique_ptr<worker::Worker>& work
     Clock::time_point done = r2;  // the work's end: the reply's serialising and writing follow
     switch (request.op) {
       case protocol::Request::Op::kEvaluate: {
-        Measurement m =
-            w.evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob);
+        Measurement m = w.evaluate(request.evaluate.config, request.evaluate.lowered_name, msg.blob,
+                                   request.evaluate.cut_above_ms);
         done = Clock::now();
         m.phases_ms["wait_request"] = ms_between(r0, r1);
         m.phases_ms["parse_request"] = ms_between(r1, r2);

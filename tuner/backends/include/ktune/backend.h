@@ -52,6 +52,13 @@ struct MeasureOptions {
   // output is downloaded and compared on the host (the path before GPU verification, kept for
   // checking it and for kernels whose outputs do not fit twice in device memory).
   bool verify_on_device = true;
+  // The early cut-off (docs/measuring.md#early-cut-off): once the run has a best, a
+  // configuration whose fastest of its first kCutoffSamples samples is above kCutoffFactor
+  // times that best stops sampling (Measurement::cut). false: every configuration gets every
+  // sample. Re-timings never cut.
+  bool cutoff = true;
+  static constexpr int kCutoffSamples = 5;
+  static constexpr double kCutoffFactor = 1.5;
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
   double timeout_seconds = 20;
   std::uint64_t seed = 1;  // input data
@@ -97,6 +104,9 @@ struct Measurement {
   int max_sm_clock_mhz = -1;  // the device's highest SM clock
   int temperature_c = -1;
   std::uint64_t clock_reasons = 0;  // NVML's clock event reasons at that moment (a bit set)
+  // Its sampling stopped at the early cut-off (MeasureOptions::cutoff): samples_ms holds the
+  // samples it has.
+  bool cut = false;
   // Accounting, for throughput figures.
   double gpu_ms = 0;        // GPU time in this trial's launches (warm-up, checks, samples)
   double timed_ms = 0;      // GPU time of the timed samples alone
@@ -133,6 +143,10 @@ class Backend {
   // Evaluates one valid configuration. Trial-level failures (compile, launch, wrong result,
   // crash, timeout) come back as a status; only failures of the backend itself throw.
   virtual Measurement evaluate(const Config& config, const CompileResult* compiled) = 0;
+  // The time above which the next configurations stop sampling after their first
+  // MeasureOptions::kCutoffSamples samples (their fastest is compared); 0: none. The tuner sets
+  // it from its best; a backend that cannot stop early ignores it.
+  virtual void set_cutoff(double /*ms*/) {}
   // Pipelined evaluation: submit() queues an evaluation, collect() returns the result of the
   // oldest one not yet collected. A backend with a depth above 1 works on the next submitted
   // configuration while the tuner stores the previous result, so the GPU does not wait for the

@@ -50,6 +50,7 @@ class CudaBackend final : public Backend {
   // Two requests in flight: the worker starts on the next configuration while the tuner stores
   // the previous result.
   std::size_t pipeline_depth() const override { return 2; }
+  void set_cutoff(double ms) override;
   void submit(const Config& config, const CompileResult* compiled) override;
   Measurement collect() override;
   std::vector<Measurement> retime(const std::vector<RetimeCandidate>& candidates,

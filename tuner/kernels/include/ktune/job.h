@@ -36,6 +36,7 @@ struct JobFile {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
+  std::optional<bool> cutoff;  // the early cut-off (MeasureOptions::cutoff)
   // [compile]: parallel compilations (1-1024; none: one per core, less one), and whether they
   // run on threads of the tuner instead of compile processes
   std::optional<unsigned> compile_threads;
@@ -65,6 +66,7 @@ struct JobOverrides {
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
+  std::optional<bool> cutoff;             // --no-cutoff: false
   std::optional<std::string> verify;      // "device" | "host"
   std::optional<std::string> backend;     // "cuda" | "replay"
   std::optional<std::string> replay;      // a recording: implies the replay backend

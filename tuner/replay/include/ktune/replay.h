@@ -39,6 +39,7 @@ struct RecordedTrial {
   double time_mean_ms = 0;
   double time_spread = 0;
   double recorded_ms = 0;  // the recording's own figure: Kernel Tuner's `time` (a mean)
+  bool cut = false;        // its sampling was cut early (TrialRecord::cut): "ktune_cut" in a cache
   double compile_ms = 0;
   double eval_ms = 0;  // what the original run spent on this configuration, all in
 };
@@ -215,14 +216,19 @@ class ReplayBackend final : public Backend {
   std::size_t pipeline_depth() const override { return delay_ms_ > 0 ? 2 : 1; }
   void submit(const Config& config, const CompileResult* compiled) override;
   Measurement collect() override;
+  // The early cut-off on the recorded samples: a configuration whose first
+  // MeasureOptions::kCutoffSamples recorded samples are all above `ms` is answered with those
+  // alone, cut (never in a re-timing).
+  void set_cutoff(double ms) override { cut_above_ms_ = ms > 0 ? ms : 0; }
 
  private:
   using Clock = std::chrono::steady_clock;
   // evaluate() without the delay; `recorded`: the recording has it (only those take the delay).
-  Measurement look_up(const Config& config, bool& recorded) const;
+  Measurement look_up(const Config& config, bool& recorded, bool may_cut = true) const;
 
   std::shared_ptr<const Recording> recording_;
   double delay_ms_ = 0;
+  double cut_above_ms_ = 0;
   Clock::time_point device_free_;  // when the simulated device finishes what it was given
   std::deque<std::pair<Clock::time_point, Measurement>> submitted_;
   const SearchSpace* space_ = nullptr;

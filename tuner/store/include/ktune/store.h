@@ -169,6 +169,9 @@ struct TrialRecord {
   // What the trial is ranked by among re-timings (the tuner's choice of a winner and merge's
   // rule alike): the ranking rounds' median where it has one, else its time.
   double ranking_ms() const { return retime_ranking_ms(rank_ms, time_ms); }
+  // The early cut-off stopped its sampling (MeasureOptions::cutoff): its time is the median of
+  // the samples it has, far slower than the run's best; never a best, finalist or candidate.
+  bool cut = false;
   // Compilation.
   std::string arch;
   std::string compile_options;  // space-separated
@@ -271,9 +274,9 @@ class Store {
                                       std::optional<bool> replayed = std::nullopt) const;
   // The `limit` fastest configurations of (kernel, device, problem) among runs whose `replayed`
   // flag is `replayed`, each by its latest search (or warm-start) trial, where that trial is ok
-  // with a finite time: fastest first (ties by config key). A configuration whose latest trial
-  // failed is not among them, whatever its earlier trials gave. Reads only those trials, however
-  // many the database holds.
+  // with a finite time and not cut (TrialRecord::cut): fastest first (ties by config key). A
+  // configuration whose latest trial failed is not among them, whatever its earlier trials gave.
+  // Reads only those trials, however many the database holds.
   std::vector<TrialRecord> leaders(std::int64_t kernel_id, std::int64_t device_id,
                                    std::int64_t problem_id, bool replayed, std::size_t limit) const;
   // The latest search (or warm-start) trial of that config key for (kernel, device, problem)
