@@ -513,6 +513,11 @@ TEST_F(ReplayTuning, TheEarlyCutOffStopsOnlyTheFarSlowerAndNeverCrownsOne) {
   const std::string path = (dir_ / "exported.json").string();
   test::write_file(path, cache);
   EXPECT_EQ(static_cast<std::uint64_t>(cut_rows(read_kt_cache(path))), cut.cut);
+  // Without the cut-off the same database's cut trials are measured again, the rest reused.
+  const TuneSummary again_whole = run("cut.db", false);
+  EXPECT_EQ(again_whole.measured, cut.cut);
+  EXPECT_EQ(again_whole.from_database, cut.trials - cut.cut);
+  EXPECT_EQ(again_whole.cut, 0u);
 }
 
 TEST_F(ReplayTuning, ADatabaseRecordingMustBeUnambiguous) {

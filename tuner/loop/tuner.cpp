@@ -394,7 +394,7 @@ class TuningRun {
         return store_.claim(ids_.kernel, ids_.device, ids_.problem, p.key, backend_.replays());
       });
       p.busy = c.state == Store::Claim::State::kBusy;
-      p.cached = c.trial;
+      if (c.trial && reusable(*c.trial)) p.cached = c.trial;
     }
     if (p.cached || p.busy || !space_.is_valid(p.config)) return;
     preparer_.start();
@@ -528,10 +528,16 @@ class TuningRun {
 
   std::optional<TrialRecord> lookup(const std::string& key) {
     if (!options_.reuse) return std::nullopt;
-    return timed(Activity::kStore, [&] {
+    std::optional<TrialRecord> t = timed(Activity::kStore, [&] {
       return store_.find_trial(ids_.kernel, ids_.device, ids_.problem, key, backend_.replays());
     });
+    if (t && !reusable(*t)) return std::nullopt;
+    return t;
   }
+
+  // A run that times every configuration fully (--no-cutoff) measures again what the early
+  // cut-off stopped in an earlier run.
+  bool reusable(const TrialRecord& t) const { return !t.cut || options_.measure.cutoff; }
 
   // Stores a trial (unless it came from the database), tells the strategy, reports progress.
   void record(const Pending& p, const Measurement* m, const CompileResult* c) {
