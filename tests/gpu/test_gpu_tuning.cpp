@@ -491,7 +491,9 @@ TEST_F(Gpu, TheEarlyCutOffStopsFarSlowerConfigurationsAfterTheirFirstSamples) {
   EXPECT_GT(s.cut, 0u) << "reduce's random configurations span more than 1.5x";
   std::size_t cut = 0;
   for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
-    if (t.kind == TrialKind::kRetime) EXPECT_FALSE(t.cut);
+    if (t.kind == TrialKind::kRetime) {
+      EXPECT_FALSE(t.cut);
+    }
     if (!t.cut) continue;
     ++cut;
     EXPECT_EQ(t.sample_count, MeasureOptions::kCutoffSamples);

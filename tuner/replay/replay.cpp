@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "ktune/cutoff.h"
 #include "ktune/error.h"
 #include "ktune/instance.h"
 #include "ktune/sample_stats.h"
@@ -617,10 +618,10 @@ Measurement ReplayBackend::look_up(const Config& config, bool& recorded, bool ma
     m.time_mean_ms = t->time_mean_ms;
     m.time_spread = t->time_spread;
     m.cut = t->cut;  // cut where it was recorded
-    constexpr std::size_t kFirst = MeasureOptions::kCutoffSamples;
-    if (may_cut && cut_above_ms_ > 0 && t->samples_ms.size() > kFirst &&
-        *std::min_element(t->samples_ms.begin(), t->samples_ms.begin() + kFirst) > cut_above_ms_) {
-      m.samples_ms.resize(kFirst);
+    // As the GPU worker: only where more samples were recorded than the cut-off's first ones.
+    if (may_cut && t->samples_ms.size() > MeasureOptions::kCutoffSamples &&
+        cut_off(t->samples_ms, cut_above_ms_)) {
+      m.samples_ms.resize(MeasureOptions::kCutoffSamples);
       const SampleStats st = sample_stats(m.samples_ms);
       m.time_ms = st.median;
       m.time_min_ms = st.min;

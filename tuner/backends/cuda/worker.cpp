@@ -12,6 +12,7 @@
 
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
+#include "ktune/cutoff.h"
 #include "ktune/data_file.h"
 #include "ktune/error.h"
 #include "ktune/hash.h"
@@ -998,10 +999,8 @@ int Worker::launches_per_sample(double first_ms, bool flush) const {
 }
 
 // Timed samples (fixed or adaptive), then the last run's output checked again (a race shows up
-// there).
-// Samples after `warmup` runs: fixed, or adaptive until the spread is small enough. With the early
-// cut-off (`cut_above_ms` > 0) the first MeasureOptions::kCutoffSamples come first, and where the
-// fastest of them is above it the configuration stops there, cut.
+// there). With the early cut-off (`cut_above_ms` > 0) the first MeasureOptions::kCutoffSamples
+// come first, and cut_off (ktune/cutoff.h) may stop the configuration there.
 void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, double& gpu_ms,
                           double cut_above_ms) {
   const auto t1 = Clock::now();
@@ -1029,10 +1028,8 @@ void Worker::time_samples(const Loaded& l, double first_ms, Measurement& m, doub
     samples.insert(samples.end(), chunk.begin(), chunk.end());
     if (may_cut && static_cast<int>(samples.size()) >= kFirst) {
       may_cut = false;
-      if (*std::min_element(samples.begin(), samples.end()) > cut_above_ms) {
-        m.cut = true;
-        break;
-      }
+      m.cut = cut_off(samples, cut_above_ms);
+      if (m.cut) break;
     }
     if (fixed || static_cast<int>(samples.size()) < measure_.min_samples) continue;
     const SampleStats st = sample_stats(samples);
