@@ -38,6 +38,9 @@ UNSUPPORTED = {
 }
 
 # Kernel Tuner's strategies and the ktune strategy each maps to (docs/strategies.md).
+# ktune's effort levels (docs/effort.md), for tune_kernel's effort argument.
+EFFORTS = ("quick", "default", "thorough")
+
 STRATEGIES = {
     "brute_force": "brute_force",
     "random_sample": "random",
@@ -521,10 +524,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 smem_args=None, cmem_args=None, compiler_options=None, iterations=7,
                 block_size_names=None, quiet=False, strategy=None, strategy_options=None,
                 cache=None, metrics=None, simulation_mode=None, objective=None,
-                objective_higher_is_better=None, seed=None, db=None, **unsupported):
+                objective_higher_is_better=None, seed=None, db=None, effort=None,
+                **unsupported):
     """Tunes a CUDA kernel as Kernel Tuner's tune_kernel does; returns (results, env).
 
-    ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db).
+    ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db);
+    effort ("quick", "default" or "thorough": without a strategy, ktune's auto search with that
+    effort level's budget and stagnation stop instead of brute force; docs/effort.md).
     simulation_mode replays the cache file instead of measuring (no GPU needed).
     """
     _reject_unsupported(lang, unsupported)
@@ -535,6 +541,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if simulation_mode and not cache:
         raise KtuneError("ktune: simulation_mode needs a cache file to replay")
     mapped, options, budget_evals, budget_seconds = _strategy(strategy, strategy_options, iterations)
+    if effort is not None:
+        if effort not in EFFORTS:
+            raise KtuneError(f"ktune: effort '{effort}': expected {', '.join(EFFORTS)}")
+        if strategy is None:
+            mapped = "auto"
     tune_params = dict(tune_params)
     started = time.perf_counter()
     reused = {}
@@ -565,6 +576,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         if budget_seconds is not None:
             request.budget_seconds = float(budget_seconds)
         request.samples = int(iterations)
+        if effort is not None:
+            request.effort = effort
         request.seed = int(seed) if seed is not None else 1
         request.device = int(device)
         if simulation_mode:

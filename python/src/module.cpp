@@ -40,6 +40,7 @@ struct TuneRequest {
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
   std::optional<int> samples;
+  std::optional<std::string> effort;  // quick | default | thorough (ktune/effort.h)
   std::optional<std::string> replay;  // a recording (Kernel Tuner cache): no GPU is used
   std::uint64_t seed = 1;
   int device = 0;
@@ -95,6 +96,7 @@ ktune::JobOverrides overrides_of(const TuneRequest& r) {
   o.budget_evaluations = r.budget_evaluations;
   o.budget_seconds = r.budget_seconds;
   o.samples = r.samples;
+  o.effort = r.effort;
   o.seed = r.seed;
   o.replay = r.replay;
   o.reuse = false;  // every configuration of this call is in its run (Kernel Tuner's results)
@@ -270,6 +272,7 @@ PYBIND11_MODULE(_ktune, m) {
       .def_readwrite("budget_evaluations", &TuneRequest::budget_evaluations)
       .def_readwrite("budget_seconds", &TuneRequest::budget_seconds)
       .def_readwrite("samples", &TuneRequest::samples)
+      .def_readwrite("effort", &TuneRequest::effort)
       .def_readwrite("replay", &TuneRequest::replay)
       .def_readwrite("seed", &TuneRequest::seed)
       .def_readwrite("device", &TuneRequest::device)

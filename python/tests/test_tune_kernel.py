@@ -107,6 +107,21 @@ class ReplayTest(unittest.TestCase):
                     results, _ = self.tune(restrictions=restrictions)
                 self.assertEqual(sorted(r["block_size_x"] for r in results), expected)
 
+    def test_an_effort_level_runs_ktunes_auto_search(self):
+        # The four configurations fit within the quick budget: each is measured, in random order.
+        results, env = self.tune(effort="quick")
+        self.assertEqual(sorted(r["block_size_x"] for r in results), SIZES)
+        self.assertEqual(env["best_config"]["block_size_x"], 512)
+        import sqlite3
+        with sqlite3.connect(self.db) as db:
+            self.assertEqual(db.execute("SELECT strategy, strategy_chosen FROM runs").fetchall(),
+                             [("auto", "random")])
+        os.remove(self.db)
+        with self.assertRaisesRegex(ktune.KtuneError, "effort 'fast': expected quick, default, "
+                                                      "thorough"):
+            self.tune(effort="fast")
+        self.assertFalse(os.path.exists(self.db))
+
     def test_function_restrictions_that_reject_everything_are_an_error(self):
         with self.assertWarns(UserWarning):
             with self.assertRaisesRegex(ktune.KtuneError, "no configuration satisfies"):

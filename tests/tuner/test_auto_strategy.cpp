@@ -2,6 +2,7 @@
 // the whole space when it fits within the evaluation budget, otherwise kAutoSearchStrategy,
 // proposal for proposal;
 // registered for the CLI and job files; options refused by name.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "cli_test_util.h"
+#include "ktune/effort.h"
 #include "ktune/error.h"
 #include "ktune/job.h"
 #include "ktune/registry.h"
@@ -241,10 +243,15 @@ TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
   EXPECT_TRUE(contains(r.out, "(=auto)")) << r;
   EXPECT_TRUE(contains(r.out, "strategies: auto, brute_force")) << r;
 
-  // No budget: the whole recorded space (274 valid configurations), brute force.
+  // No budget: the default effort's, which the whole recorded space (274 valid
+  // configurations) fits in: each is measured.
   r = run({"tune", "--replay", conv(), "--db", "a.db"});
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.err, "strategy auto (brute_force: no budget")) << r;
+  EXPECT_TRUE(contains(r.err,
+                       "strategy auto (random: all 274 valid configurations fit within the "
+                       "budget of 300 evaluations"))
+      << r;
+  EXPECT_TRUE(contains(r.err, "(the default effort's budget)")) << r;
   EXPECT_TRUE(contains(r.out, "274 trials")) << r;
   // A budget below the space: the search strategy.
   r = run({"tune", "--replay", conv(), "--budget-evals", "30", "--db", "b.db", "--json"});
@@ -275,6 +282,78 @@ TEST_F(AutoStrategyCli, IsTheDefaultOfTuneAndSaysWhatItRuns) {
            "--db", "d.db"});
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "strategy 'auto' has no option 'popsize'")) << r;
+}
+
+// An effort level sets the budget and the stagnation stop of a search that has none; what the
+// user gives wins; an unknown level is refused before anything is written.
+TEST_F(AutoStrategyCli, AnEffortLevelSetsTheBudgetAndStagnationStopOfASearch) {
+  const EffortLevel& quick = effort_level("quick");
+  ASSERT_LT(quick.evaluations, 274u);  // the recorded space is larger than quick's budget
+  auto r = run({"tune", "--replay", conv(), "--effort", "quick", "--db", "q.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("effort"), "quick");
+  EXPECT_EQ(j.at("strategy_chosen"), kAutoSearchStrategy);
+  const auto trials = j.at("trials").get<std::uint64_t>();
+  EXPECT_LE(trials, quick.evaluations);
+  EXPECT_TRUE(j.at("stagnated").get<bool>() || trials == quick.evaluations) << r.out;
+  {
+    Store store = Store::open(dir_ / "q.db", Store::Mode::kReadOnly);
+    const auto budget = nlohmann::json::parse(store.runs().at(0).budget);
+    EXPECT_EQ(budget.at("evaluations"), quick.evaluations);
+    EXPECT_EQ(budget.at("stagnation"), quick.stagnation);
+  }
+  // Without the stagnation stop, the whole budget.
+  r = run({"tune", "--replay", conv(), "--effort", "quick", "--budget-stagnation", "0", "--db",
+           "q0.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("trials"), quick.evaluations);
+  // A budget of the user's: no stagnation stop unless asked for.
+  r = run({"tune", "--replay", conv(), "--effort", "quick", "--budget-evals", "40", "--db", "b.db",
+           "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("trials"), 40);
+  EXPECT_FALSE(j.at("stagnated").get<bool>());
+  // A named strategy runs as asked.
+  r = run({"tune", "--replay", conv(), "--effort", "quick", "--strategy", "brute_force", "--db",
+           "n.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "274 trials")) << r;
+  // thorough's budget holds the whole space: each configuration, no stagnation stop.
+  r = run({"tune", "--replay", conv(), "--effort", "thorough", "--db", "t.db", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("trials"), 274);
+  EXPECT_FALSE(j.at("stagnated").get<bool>());
+  // A job file may set it; --effort wins.
+  const std::string restrictions = test::read_file(fs::path(KTUNE_SOURCE_DIR) / "configs" /
+                                                   "replay" / "convolution_kernel.toml");
+  test::write_file(dir_ / "quick.toml", "effort = \"quick\"\n" + restrictions);
+  r = run({"tune", "--config", "quick.toml", "--replay", conv(), "--db", "jq.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, fmt::format("(the quick effort's budget, ending after {} "
+                                          "evaluations without an improvement beyond the noise)",
+                                          quick.stagnation)))
+      << r;
+  r = run({"tune", "--config", "quick.toml", "--effort", "thorough", "--replay", conv(), "--db",
+           "jt.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "274 trials")) << r;
+  // Unknown levels: a usage error on the command line, an input error in a job file.
+  r = run({"tune", "--replay", conv(), "--effort", "fast", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "--effort 'fast': expected quick, default, thorough")) << r;
+  EXPECT_FALSE(fs::exists(dir_ / "x.db"));
+  test::write_file(dir_ / "slow.toml", "effort = \"slow\"\n" + restrictions);
+  r = run({"tune", "--config", "slow.toml", "--replay", conv(), "--db", "y.db"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "slow.toml: effort 'slow': expected quick, default, thorough")) << r;
+  EXPECT_FALSE(fs::exists(dir_ / "y.db"));
+  test::write_file(dir_ / "neg.toml", restrictions + "[budget]\nstagnation = -1\n");
+  r = run({"tune", "--config", "neg.toml", "--replay", conv(), "--db", "z.db"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "budget.stagnation")) << r;
 }
 
 TEST_F(AutoStrategyCli, AJobFileMayNameItAndAnUnknownNameIsAnInputError) {

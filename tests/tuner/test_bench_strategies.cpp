@@ -8,6 +8,7 @@
 #include <random>
 
 #include "ktune/bench_strategies.h"
+#include "ktune/stagnation.h"
 #include "tuner/cli_test_util.h"
 
 namespace ktune {
@@ -234,6 +235,57 @@ TEST(BenchStrategies, ASpaceAStrategyFailsOnIsLeftOutOfEveryResult) {
   const std::vector<BenchSpace> only = {spaces[1]};
   test::expect_error(ErrorKind::kInternal, {"greedy_ils: no search space"},
                      [&] { bench_strategies(only, options); });
+}
+
+// The stagnation stop is scored from the same runs: a window no shorter than the budget never
+// stops a run early, a short one stops it where the best-so-far curve stayed flat (within the
+// noise) for that many evaluations, and never with a better best than the whole run.
+TEST(BenchStrategies, TheStagnationStopIsScoredFromTheSameRuns) {
+  std::vector<BenchSpace> spaces;
+  spaces.push_back(fixture_space("convolution_A100_small.json.gz"));
+  BenchOptions options;
+  options.strategies = {"random"};
+  options.seeds = 5;
+  options.budgets = {20, 60};
+  options.stagnation = {5, 60};
+  const BenchReport report = bench_strategies(spaces, options);
+  const StrategyResult& r = report.results.at(0);
+  ASSERT_EQ(r.stopped.size(), 4u);  // windows x budgets, window first
+  const auto at = [&](std::uint64_t w, std::uint64_t b) -> const StoppedResult& {
+    for (const auto& st : r.stopped)
+      if (st.window == w && st.budget == b) return st;
+    ADD_FAILURE() << "no result for window " << w << ", budget " << b;
+    return r.stopped.front();
+  };
+  EXPECT_DOUBLE_EQ(at(60, 20).evaluations, 20.0);
+  EXPECT_DOUBLE_EQ(at(60, 60).evaluations, 60.0);
+  EXPECT_DOUBLE_EQ(at(60, 20).fraction, r.fraction[0]);
+  EXPECT_DOUBLE_EQ(at(60, 60).fraction, r.fraction[1]);
+  EXPECT_LT(at(5, 60).evaluations, 60.0);
+  EXPECT_GE(at(5, 60).evaluations, 6.0);  // the first ok time, then five without improvement
+  EXPECT_LE(at(5, 60).fraction, r.fraction[1]);
+  EXPECT_LE(at(5, 60).worst, at(5, 60).fraction);
+
+  // Each seed's stop, worked out from its run: the same mean.
+  double evaluations = 0;
+  for (std::uint64_t seed = 1; seed <= options.seeds; ++seed) {
+    const BenchRun run = run_strategy(spaces[0], "random", seed, 60, options);
+    StagnationWatch watch(5);
+    std::uint64_t e = 1;
+    for (; e <= 60; ++e) {
+      watch.tell(run.best[e - 1]);
+      if (watch.stagnant()) break;
+    }
+    evaluations += static_cast<double>(std::min<std::uint64_t>(e, 60));
+  }
+  EXPECT_DOUBLE_EQ(at(5, 60).evaluations, evaluations / static_cast<double>(options.seeds));
+
+  const auto j = nlohmann::json::parse(bench_report_json(report));
+  EXPECT_EQ(j.at("results").at(0).at("stopped").size(), 4u);
+  EXPECT_EQ(j.at("options").at("stagnation"), nlohmann::json::array({5, 60}));
+  EXPECT_TRUE(contains(format_bench_report(report), "With the stagnation stop after 5"));
+  options.stagnation = {0};
+  test::expect_error(ErrorKind::kUsage, {"stagnation"}, [&] { bench_strategies(spaces, options); });
 }
 
 class BenchCli : public ::testing::Test {

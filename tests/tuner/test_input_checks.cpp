@@ -29,7 +29,8 @@ class JobFileChecks : public ::testing::Test {
 TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[budget]\nsecs = 480\n",
-       "unknown key 'secs' in [budget] (known: evaluations, seconds, family_evaluations, "
+       "unknown key 'secs' in [budget] (known: evaluations, seconds, stagnation, "
+       "family_evaluations, "
        "family_seconds)"},
       {"[budget]\nevaluation = 10\n",
        "unknown key 'evaluation' in [budget]; did you mean 'evaluations'?"},

@@ -15,6 +15,7 @@
 #include "ktune/instance.h"
 #include "ktune/registry.h"
 #include "ktune/replay.h"
+#include "ktune/stagnation.h"
 #include "ktune/store.h"
 #include "ktune/tuner.h"
 #include "tuner/cli_test_util.h"
@@ -518,6 +519,44 @@ TEST_F(ReplayTuning, TheEarlyCutOffStopsOnlyTheFarSlowerAndNeverCrownsOne) {
   EXPECT_EQ(again_whole.measured, cut.cut);
   EXPECT_EQ(again_whole.from_database, cut.trials - cut.cut);
   EXPECT_EQ(again_whole.cut, 0u);
+}
+
+// The stagnation stop ends a run once that many trials in a row brought no improvement beyond
+// the noise, and only then: walking the run's trials in order with the same rule finds it
+// stagnant at its end and not before.
+TEST_F(ReplayTuning, TheStagnationStopEndsASearchThatNoLongerImproves) {
+  auto r = std::make_shared<Recording>(read_kt_cache(fixture("convolution_A100_small.json.gz")));
+  const ReplayTarget t = replay_target(*r, nullptr);
+  const KernelInstance instance(t.kernel, t.problem, t.limits);
+  ReplayBackend backend(r);
+  Store store = Store::open(dir_ / "stagnation.db");
+  auto strategy = make_strategy("random");
+  TuneOptions options;
+  options.budget.stagnation = 12;
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, nullptr);
+  EXPECT_TRUE(s.stagnated);
+  EXPECT_LT(s.trials, 274u);
+  EXPECT_EQ(summary_json(s).at("stagnated"), true);
+  StagnationWatch watch(12);
+  std::uint64_t told = 0, stagnant_at = 0;
+  for (const TrialRecord& trial : store.trials_of_run(s.run_id)) {
+    if (trial.kind != TrialKind::kSearch) continue;  // the finalists' re-timing
+    ++told;
+    watch.tell(trial.status == TrialStatus::kOk && !trial.cut ? trial.time_ms : std::nan(""),
+               trial.time_spread);
+    if (watch.stagnant() && stagnant_at == 0) stagnant_at = told;
+  }
+  EXPECT_EQ(told, s.trials);
+  ASSERT_GT(stagnant_at, 12u);
+  // What was already in flight when it stopped is kept (the replay backend has one at a time).
+  EXPECT_LE(s.trials - stagnant_at, backend.pipeline_depth());
+  // A window of 0 never stops: the whole space.
+  Store whole = Store::open(dir_ / "whole.db");
+  auto again = make_strategy("random");
+  options.budget.stagnation = 0;
+  const TuneSummary w = tune(instance, backend, whole, *again, options, nullptr);
+  EXPECT_FALSE(w.stagnated);
+  EXPECT_EQ(w.trials, 274u);
 }
 
 TEST_F(ReplayTuning, ADatabaseRecordingMustBeUnambiguous) {

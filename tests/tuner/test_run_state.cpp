@@ -61,7 +61,7 @@ TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
   // measured, steps 1-9, by a job.
   write_file(dir_ / "steps.toml",
              "kernel = \"reduce\"\n[problem]\nn = 268435456\n[space]\n"
-             "variant = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
+             "variant = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n[strategy]\nname = \"brute_force\"\n");
   r = run({"tune", "--config", (dir_ / "steps.toml").string(), "--replay", "r.db", "--db",
            "again.db", "--retime-top", "5"});
   ASSERT_EQ(r.code, 0) << r;

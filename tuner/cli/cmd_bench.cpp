@@ -48,9 +48,12 @@ po::options_description bench_options() {
       "budgets",
       po::value<std::string>()->default_value("25,50,100,200,400")->value_name("N,N,..."),
       "evaluation budgets the fraction of the optimum is reported at")(
-      "strategy-option",
-      po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
-      "option NAME=VALUE given to every strategy (repeatable)")(
+      "stagnation", po::value<std::string>()->value_name("N,N,..."),
+      "also score each run as the stagnation stop would have ended it: after N evaluations "
+      "without an improvement beyond the noise (the stagnation stop of ktune tune), at each "
+      "budget")("strategy-option",
+                po::value<std::vector<std::string>>()->composing()->value_name("NAME=VALUE"),
+                "option NAME=VALUE given to every strategy (repeatable)")(
       "cutoff", po::value<double>()->default_value(0.96, "0.96")->value_name("X"),
       "score up to the budget where random search is expected to come this far from the median to "
       "the optimum")("batch", po::value<Unsigned>()->default_value(Unsigned{1})->value_name("N"),
@@ -65,8 +68,9 @@ po::options_description bench_options() {
   return opts;
 }
 
-void read_budgets(const std::string& text, BenchOptions& options) {
-  options.budgets.clear();
+// A list of positive integers, as --budgets and --stagnation take them.
+std::vector<std::uint64_t> read_counts_list(const std::string& text, const char* option) {
+  std::vector<std::uint64_t> out;
   for (const auto& b : split_list(text)) {
     std::size_t used = 0;
     unsigned long long v = 0;
@@ -76,9 +80,11 @@ void read_budgets(const std::string& text, BenchOptions& options) {
       used = 0;
     }
     if (used != b.size() || v == 0 || b[0] == '-')
-      throw Error(ErrorKind::kUsage, fmt::format("--budgets: '{}' is not a positive integer", b));
-    options.budgets.push_back(v);
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--{}: '{}' is not a positive integer", option, b));
+    out.push_back(v);
   }
+  return out;
 }
 
 // --seeds, --first-seed, --batch and --cutoff, range-checked: a run count that wrapped around
@@ -109,7 +115,9 @@ BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
   if (options.strategies.empty())
     throw Error(ErrorKind::kUsage, "bench-strategies: --strategies names none");
   for (const auto& name : options.strategies) (void)make_strategy(name);
-  read_budgets(vm["budgets"].as<std::string>(), options);
+  options.budgets = read_counts_list(vm["budgets"].as<std::string>(), "budgets");
+  if (vm.count("stagnation"))
+    options.stagnation = read_counts_list(vm["stagnation"].as<std::string>(), "stagnation");
   read_counts(vm, options);
   if (vm.count("strategy-option"))
     options.strategy_options =

@@ -138,6 +138,13 @@ po::options_description search_options() {
       "--strategy-option study_storage=URL")("budget-evals", po::value<Unsigned>()->value_name("N"),
                                              "stop after this many trials")(
       "budget-time", po::value<double>()->value_name("SECONDS"), "stop after this many seconds")(
+      "effort", po::value<std::string>()->value_name("LEVEL"),
+      "quick | default | thorough: the budget and stagnation stop of a search without a budget "
+      "of its own, and how carefully each configuration is timed, where not given "
+      "(docs/effort.md; default: default)")(
+      "budget-stagnation", po::value<Unsigned>()->value_name("N"),
+      "stop after N trials in a row without an improvement beyond the noise (0: never; the "
+      "effort level's where it sets the budget)")(
       "family-budget-evals", po::value<Unsigned>()->value_name("N"),
       "for a family of problems: trials of all its tuning runs together, each run an equal "
       "share of what the runs before it left (the cross-measurement comes on top)")(
@@ -157,8 +164,8 @@ po::options_description search_options() {
       "warm-start-from", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
       "also rank by this recording of the kernel on another GPU (Kernel Tuner cache or ktune "
       "database; repeatable; implies --warm-start)")(
-      "retime-top", po::value<int>()->default_value(5)->value_name("N"),
-      "finalists re-timed interleaved at the end")(
+      "retime-top", po::value<int>()->value_name("N"),
+      "finalists re-timed interleaved at the end (default: the effort level's, 5 for default)")(
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
@@ -291,12 +298,14 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.study_storage = optional_value<std::string>(vm, "study-storage");
   if (vm.count("budget-evals")) o.budget_evaluations = vm["budget-evals"].as<Unsigned>().value;
   o.budget_seconds = optional_value<double>(vm, "budget-time");
+  o.effort = optional_value<std::string>(vm, "effort");
+  if (vm.count("budget-stagnation")) o.stagnation = vm["budget-stagnation"].as<Unsigned>().value;
   o.seed = vm["seed"].as<Unsigned>().value;
   o.reuse = !vm.count("no-reuse");
   o.warm_start = vm.count("warm-start") > 0;
   if (vm.count("warm-start-from"))
     o.warm_start_from = vm["warm-start-from"].as<std::vector<std::string>>();
-  o.retime_top = vm["retime-top"].as<int>();
+  o.retime_top = optional_value<int>(vm, "retime-top");
   if (vm.count("part")) std::tie(o.part, o.parts) = parse_part(vm["part"].as<std::string>());
   o.samples = optional_value<int>(vm, "samples");
   o.warmup = optional_value<int>(vm, "warmup");
@@ -336,6 +345,7 @@ nlohmann::json tune_json(const TuneSummary& s, const Session& session) {
   j["start_seconds"] = session.start_seconds();
   j["compile_threads"] = session.compile_threads();
   j["strategy"] = setup.job.options.strategy;
+  j["effort"] = setup.job.options.effort;
   if (setup.auto_choice) j["strategy_chosen"] = setup.auto_choice->strategy;
   j["backend"] = setup.backend->name();
   if (setup.cuda) j["worker_starts"] = setup.cuda->worker_starts();
@@ -356,6 +366,11 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
   for (const auto& [name, n] : s.by_status)
     statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
   std::cout << "  outcomes   " << statuses << "\n";
+  if (s.stagnated)
+    std::cout << fmt::format(
+        "  stopped    {} trials in a row without an improvement beyond the noise (the stagnation "
+        "stop; --budget-stagnation)\n",
+        setup.job.options.budget.stagnation);
   if (setup.cuda)
     std::cout << fmt::format(
         "  GPU busy   {:.1f} s ({:.0f}% of wall; timed samples {:.0f}%); compiling {:.1f} s on {} "

@@ -16,6 +16,7 @@
 
 #include "ktune/error.h"
 #include "ktune/instance.h"
+#include "ktune/stagnation.h"
 
 namespace ktune {
 
@@ -228,6 +229,9 @@ void check_options(const BenchOptions& options) {
     throw Error(ErrorKind::kUsage, "bench-strategies: the cut-off must lie between 0 and 1");
   for (std::uint64_t b : options.budgets)
     if (b == 0) throw Error(ErrorKind::kUsage, "bench-strategies: budgets must be positive");
+  for (std::uint64_t w : options.stagnation)
+    if (w == 0)
+      throw Error(ErrorKind::kUsage, "bench-strategies: stagnation windows must be positive");
   for (const auto& name : options.strategies)
     (void)make_strategy(name);  // unknown names fail first
 }
@@ -295,6 +299,36 @@ double standardised_score(const Prepared& p, const BenchRun& run) {
   return terms ? sum / static_cast<double>(terms) : 0.0;
 }
 
+// Where the stagnation stop with `window` would have ended `run` within `budget` evaluations:
+// the evaluations it took. The best-so-far curve is enough, since an evaluation that does not
+// improve on the best cannot count as an improvement either.
+std::uint64_t stagnation_stop(const BenchRun& run, std::uint64_t window, std::uint64_t budget) {
+  StagnationWatch watch(window);
+  for (std::uint64_t e = 1; e <= budget; ++e) {
+    watch.tell(run.best[e - 1]);
+    if (watch.stagnant()) return e;
+  }
+  return budget;
+}
+
+// Adds one run to the stopped results (sums; divided by the seeds at the end).
+void add_stopped(const Prepared& p, const BenchRun& run, const BenchOptions& options,
+                 std::vector<StoppedResult>& stopped) {
+  std::size_t i = 0;
+  for (std::uint64_t window : options.stagnation)
+    for (std::uint64_t budget : options.budgets) {
+      StoppedResult& r = stopped[i++];
+      r.window = window;
+      r.budget = budget;
+      const std::uint64_t e = stagnation_stop(run, window, budget);
+      const double best = run.best[e - 1];
+      const double fraction = std::isfinite(best) ? p.optimum / best : 0.0;
+      r.fraction += fraction;
+      r.evaluations += static_cast<double>(e);
+      r.worst = std::min(r.worst, fraction);
+    }
+}
+
 // One strategy on one space, over every seed.
 StrategyResult bench_on_space(const std::string& name, const Prepared& p,
                               const BenchOptions& options, std::uint64_t max_budget) {
@@ -307,8 +341,11 @@ StrategyResult bench_on_space(const std::string& name, const Prepared& p,
   r.fraction.assign(options.budgets.size(), 0.0);
   std::vector<double> scores;
   double evaluations = 0, duplicates = 0;
+  r.stopped.assign(options.stagnation.size() * options.budgets.size(), StoppedResult{});
+  for (auto& st : r.stopped) st.worst = 1.0;
   for (std::uint64_t k = 0; k < options.seeds; ++k) {
     const BenchRun run = run_strategy(s, name, options.first_seed + k, length, options);
+    add_stopped(p, run, options, r.stopped);
     for (std::size_t i = 0; i < options.budgets.size(); ++i) {
       const double best = run.best[options.budgets[i] - 1];
       r.fraction[i] += std::isfinite(best) ? p.optimum / best : 0.0;
@@ -320,6 +357,10 @@ StrategyResult bench_on_space(const std::string& name, const Prepared& p,
   }
   const double seeds = static_cast<double>(options.seeds);
   for (double& f : r.fraction) f /= seeds;
+  for (auto& st : r.stopped) {
+    st.fraction /= seeds;
+    st.evaluations /= seeds;
+  }
   r.score = mean(scores);
   r.score_stddev = stddev(scores);
   r.evaluations = evaluations / seeds;
@@ -339,8 +380,18 @@ StrategyResult overall(const std::string& name, const std::vector<StrategyResult
   all.space = "overall";
   all.fraction.assign(options.budgets.size(), 0.0);
   std::vector<double> scores, deviations;
+  all.stopped.assign(options.stagnation.size() * options.budgets.size(), StoppedResult{});
+  for (auto& st : all.stopped) st.worst = 1.0;
   for (const auto& r : per_space) {
     for (std::size_t i = 0; i < r.fraction.size(); ++i) all.fraction[i] += r.fraction[i];
+    for (std::size_t i = 0; i < r.stopped.size(); ++i) {
+      StoppedResult& st = all.stopped[i];
+      st.window = r.stopped[i].window;
+      st.budget = r.stopped[i].budget;
+      st.fraction += r.stopped[i].fraction;
+      st.evaluations += r.stopped[i].evaluations;
+      st.worst = std::min(st.worst, r.stopped[i].worst);
+    }
     scores.push_back(r.score);
     deviations.push_back(r.score_stddev);
     all.evaluations += r.evaluations;
@@ -351,6 +402,10 @@ StrategyResult overall(const std::string& name, const std::vector<StrategyResult
   if (!per_space.empty()) {
     const double n = static_cast<double>(per_space.size());
     for (double& f : all.fraction) f /= n;
+    for (auto& st : all.stopped) {
+      st.fraction /= n;
+      st.evaluations /= n;
+    }
     all.evaluations /= n;
     all.duplicates /= n;
   }
@@ -446,6 +501,33 @@ std::string table(const std::vector<std::vector<std::string>>& rows, std::size_t
   return out;
 }
 
+// The runs as the stagnation stop would have ended them: fraction and evaluations per budget,
+// one table per window (none without --stagnation).
+std::string format_stopped(const BenchReport& report) {
+  const BenchOptions& o = report.options;
+  std::string out;
+  for (std::size_t w = 0; w < o.stagnation.size(); ++w) {
+    out += fmt::format(
+        "\nWith the stagnation stop after {} evaluations without an improvement beyond the noise "
+        "(ktune/stagnation.h): fraction of the optimum when the run stopped / evaluations it "
+        "took, mean over seeds, per budget\n",
+        o.stagnation[w]);
+    std::vector<std::string> header = {"strategy", "space"};
+    for (std::uint64_t b : o.budgets) header.push_back(fmt::format("{}", b));
+    std::vector<std::vector<std::string>> rows = {header};
+    for (const auto& r : report.results) {
+      std::vector<std::string> row = {r.strategy, r.space};
+      for (std::size_t i = 0; i < o.budgets.size(); ++i) {
+        const StoppedResult& st = r.stopped[w * o.budgets.size() + i];
+        row.push_back(fmt::format("{}/{}", fixed(st.fraction, 3), fixed(st.evaluations, 0)));
+      }
+      rows.push_back(row);
+    }
+    out += table(rows, 2);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_bench_report(const BenchReport& report) {
@@ -487,6 +569,7 @@ std::string format_bench_report(const BenchReport& report) {
     rows.push_back(row);
   }
   out += table(rows, 2);
+  out += format_stopped(report);
   std::uint64_t capped = 0;
   for (const auto& r : report.results)
     if (r.space != "overall") capped += r.capped;
@@ -509,6 +592,7 @@ std::string bench_report_json(const BenchReport& report) {
                   {"cutoff", o.cutoff},
                   {"batch", o.batch},
                   {"proposal_factor", o.proposal_factor},
+                  {"stagnation", o.stagnation},
                   {"strategy_options", o.strategy_options}};
   j["spaces"] = json::array();
   for (const auto& s : report.spaces) {
@@ -531,6 +615,13 @@ std::string bench_report_json(const BenchReport& report) {
     json fractions = json::array();
     for (std::size_t i = 0; i < r.fraction.size(); ++i)
       fractions.push_back({{"budget", o.budgets[i]}, {"fraction", num(r.fraction[i])}});
+    json stopped = json::array();
+    for (const StoppedResult& st : r.stopped)
+      stopped.push_back({{"window", st.window},
+                         {"budget", st.budget},
+                         {"fraction", num(st.fraction)},
+                         {"evaluations", num(st.evaluations)},
+                         {"worst", num(st.worst)}});
     j["results"].push_back({{"strategy", r.strategy},
                             {"space", r.space},
                             {"fractions", fractions},
@@ -539,7 +630,8 @@ std::string bench_report_json(const BenchReport& report) {
                             {"evaluations", num(r.evaluations)},
                             {"duplicates", num(r.duplicates)},
                             {"capped_runs", r.capped},
-                            {"seconds", r.seconds}});
+                            {"seconds", r.seconds},
+                            {"stopped", stopped}});
   }
   j["failed"] = json::array();
   for (const auto& f : report.failed)

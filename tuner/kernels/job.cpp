@@ -203,11 +203,14 @@ void read_strategy(const JobReader& r, const toml::table* t, JobFile& job) {
 
 void read_budget(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
-  r.check_keys(*t, "[budget]", {"evaluations", "seconds", "family_evaluations", "family_seconds"});
+  r.check_keys(*t, "[budget]",
+               {"evaluations", "seconds", "stagnation", "family_evaluations", "family_seconds"});
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   if (auto e = r.integer(t, "budget.", "evaluations", 1, kMax))
     job.budget_evaluations = static_cast<std::uint64_t>(*e);
   job.budget_seconds = r.number(t, "budget.", "seconds", 0, false);
+  if (auto e = r.integer(t, "budget.", "stagnation", 0, kMax))
+    job.stagnation = static_cast<std::uint64_t>(*e);
   if (auto e = r.integer(t, "budget.", "family_evaluations", 1, kMax))
     job.family_budget_evaluations = static_cast<std::uint64_t>(*e);
   job.family_budget_seconds = r.number(t, "budget.", "family_seconds", 0, false);
@@ -267,9 +270,10 @@ JobFile load_job(const std::string& path) {
                        e.description()));
   }
   r.check_keys(root, "",
-               {"kernel", "problem", "space", "restrictions", "strategy", "budget", "measure",
-                "compile", "inputs", "expected"});
+               {"kernel", "effort", "problem", "space", "restrictions", "strategy", "budget",
+                "measure", "compile", "inputs", "expected"});
   if (auto k = r.text(&root, "", "kernel")) job.kernel = *k;
+  job.effort = r.text(&root, "", "effort");  // resolve_job checks the name
   read_problem(r, r.table(root, "problem"), job);
   read_space(r, r.table(root, "space"), job);
   read_restrictions(r, root.get("restrictions"), job);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ktune/effort.h"
 #include "ktune/error.h"
 #include "ktune/suggest.h"
 #include "ktune/transfer.h"
@@ -76,6 +77,13 @@ void check_ranges(const TuneOptions& o) {
   if (o.retime_top < 0) refuse(fmt::format("--retime-top {}: must not be negative", o.retime_top));
 }
 
+// --effort over the job file's effort, else the default level.
+const EffortLevel& job_effort(const JobFile& job, const JobOverrides& o) {
+  if (o.effort) return effort_level(*o.effort, "--effort");
+  if (job.effort) return effort_level(*job.effort, job.path + ": effort", ErrorKind::kInput);
+  return effort_level(kDefaultEffort);
+}
+
 // The strategy, budget and measurement of a job with its overrides, checked.
 TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   if (job.strategy) {
@@ -106,21 +114,36 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
                       *o.study_storage, it->second));
     options.strategy_options["study_storage"] = *o.study_storage;
   }
+  const EffortLevel& effort = job_effort(job, o);
+  options.effort = effort.name;
   if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
   if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
   if (o.budget_evaluations) options.budget.evaluations = *o.budget_evaluations;
   if (o.budget_seconds) options.budget.seconds = *o.budget_seconds;
+  // The effort level fills in the budget of a search that has none: a strategy named by the
+  // user runs as asked.
+  const bool budget_given =
+      job.budget_evaluations || job.budget_seconds || o.budget_evaluations || o.budget_seconds;
+  if (options.strategy == "auto" && !budget_given) {
+    options.budget.evaluations = effort.evaluations;
+    options.budget.stagnation = effort.stagnation;
+    options.budget_from_effort = options.stagnation_from_effort = true;
+  }
+  if (o.stagnation || job.stagnation) {
+    options.budget.stagnation = pick(o.stagnation, job.stagnation, std::uint64_t{0});
+    options.stagnation_from_effort = false;
+  }
   options.seed = o.seed;
   options.reuse = o.reuse;
   options.warm_start = o.warm_start || !o.warm_start_from.empty();
-  options.retime_top = o.retime_top;
+  options.retime_top = o.retime_top.value_or(effort.retime_top);
   options.part = o.part;
   options.parts = o.parts;
   MeasureOptions& m = options.measure;
   m.samples = pick(o.samples, job.samples, m.samples);
   m.warmup = pick(o.warmup, job.warmup, m.warmup);
-  m.max_samples = pick(o.max_samples, job.max_samples, m.max_samples);
-  m.target_spread = pick(o.target_spread, job.target_spread, m.target_spread);
+  m.max_samples = pick(o.max_samples, job.max_samples, effort.max_samples);
+  m.target_spread = pick(o.target_spread, job.target_spread, effort.target_spread);
   m.timeout_seconds = pick(o.timeout_seconds, job.timeout_seconds, m.timeout_seconds);
   m.sustain_ms = pick(o.sustain_ms, job.sustain_ms, m.sustain_ms);
   m.cutoff = pick(o.cutoff, job.cutoff, m.cutoff);
@@ -288,6 +311,18 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda,
     check_auto_options(options.strategy_options);
     s.auto_choice = choose_auto_strategy(s.instance->space(), options.budget.evaluations,
                                          options.budget.seconds);
+    if (options.budget_from_effort) {
+      // Where every configuration fits within the effort's budget, each is measured: the
+      // stagnation stop is for searches.
+      if (s.auto_choice->strategy != kAutoSearchStrategy && options.stagnation_from_effort)
+        options.budget.stagnation = 0;
+      s.auto_choice->reason += fmt::format(" (the {} effort's budget", options.effort);
+      if (options.budget.stagnation > 0)
+        s.auto_choice->reason +=
+            fmt::format(", ending after {} evaluations without an improvement beyond the noise",
+                        options.budget.stagnation);
+      s.auto_choice->reason += ")";
+    }
     s.strategy_text = fmt::format("auto ({}: {})", s.auto_choice->strategy, s.auto_choice->reason);
     options.strategy_chosen = s.auto_choice->strategy;
     s.strategy = make_strategy(options.strategy_chosen);

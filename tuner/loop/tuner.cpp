@@ -19,6 +19,7 @@
 
 #include "ktune/compiler.h"
 #include "ktune/error.h"
+#include "ktune/stagnation.h"
 #include "loop/records.h"
 
 namespace ktune {
@@ -141,7 +142,8 @@ class TuningRun {
         pool_(pool),
         stop_(stop),
         device_(backend.device()),
-        preparer_(backend, instance, options.measure) {
+        preparer_(backend, instance, options.measure),
+        stagnation_(options.budget.stagnation) {
     observers_.add(&timers_);
     observers_.add(observer);
     observed_ = observer != nullptr;
@@ -280,6 +282,7 @@ class TuningRun {
     if (has_budget(options_.budget.evaluations))
       budget["evaluations"] = options_.budget.evaluations;
     if (std::isfinite(options_.budget.seconds)) budget["seconds"] = options_.budget.seconds;
+    if (options_.budget.stagnation > 0) budget["stagnation"] = options_.budget.stagnation;
     run.budget = budget.dump();
     run.ktune_version = KTUNE_VERSION;
     run.nvrtc_version = nvrtc_version();
@@ -308,8 +311,9 @@ class TuningRun {
       const bool stopping = stop_ && stop_->load();
       if (stopping) status_ = RunStatus::kInterrupted;
       if (repeats_ > max_repeats_) break;
+      if (!stopping && stagnation_.stagnant()) summary_.stagnated = true;
       if (stopping || summary_.trials + in_flight_.size() >= options_.budget.evaluations ||
-          seconds_since(t0_) >= options_.budget.seconds) {
+          seconds_since(t0_) >= options_.budget.seconds || summary_.stagnated) {
         // What is already on the GPU is measured: keep it.
         if (in_flight_.empty()) break;
         collect();
@@ -567,6 +571,8 @@ class TuningRun {
       strategy_->tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
     });
     if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
+    const bool counts = t.status == TrialStatus::kOk && !t.cut;
+    stagnation_.tell(counts ? t.time_ms : std::nan(""), t.time_spread);
     ++summary_.trials;
     ++summary_.by_status[std::string(to_string(t.status))];
     report_progress(t);
@@ -723,6 +729,7 @@ class TuningRun {
   RunObservers observers_;  // the timers, then the caller's observer
   bool observed_ = false;   // the caller gave an observer
   Progress progress_state_;
+  StagnationWatch stagnation_;  // Budget::stagnation
   RunStatus status_ = RunStatus::kFinished;
   double compile_busy_start_ = 0;
   std::deque<Pending> queue_;      // asked; compiling or compiled
@@ -745,6 +752,7 @@ json summary_json(const TuneSummary& m) {
   s["measured"] = m.measured;
   s["from_database"] = m.from_database;
   s["cut"] = m.cut;
+  s["stagnated"] = m.stagnated;
   s["by_status"] = m.by_status;
   s["wall_seconds"] = m.wall_seconds;
   s["first_result_seconds"] = m.first_result_seconds;

@@ -57,6 +57,9 @@ struct BenchOptions {
   double cutoff = 0.96;                // fraction of the way from the median to the optimum
   std::size_t batch = 1;               // configurations asked for at a time
   std::uint64_t proposal_factor = 20;  // at most this many proposals per evaluation of budget
+  // Stagnation windows (ktune/stagnation.h): each run is also scored as if it had stopped after
+  // that many evaluations without an improvement beyond the noise, at each budget.
+  std::vector<std::uint64_t> stagnation;
   std::function<void(const std::string&)> progress;  // a line per (strategy, space)
 };
 
@@ -92,6 +95,15 @@ struct SpaceSummary {
   std::vector<std::string> notes;
 };
 
+// A strategy's runs stopped by the stagnation stop (BenchOptions::stagnation) or the budget,
+// whichever came first: means over seeds.
+struct StoppedResult {
+  std::uint64_t window = 0, budget = 0;
+  double fraction = 0;     // optimum / best found when it stopped
+  double evaluations = 0;  // evaluations until it stopped
+  double worst = 0;        // the lowest fraction of any seed
+};
+
 struct StrategyResult {
   std::string strategy;
   std::string space;             // a space name, or "overall" (mean over the spaces)
@@ -102,6 +114,7 @@ struct StrategyResult {
   double duplicates = 0;         // mean duplicate proposals per run
   std::uint64_t capped = 0;      // runs ended by the proposal cap
   double seconds = 0;
+  std::vector<StoppedResult> stopped;  // per stagnation window, then per budget
 };
 
 // A space left out of the benchmark: it could not be read (the caller's) or a strategy failed on

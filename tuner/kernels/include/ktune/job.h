@@ -26,8 +26,11 @@ struct JobFile {
   std::vector<std::string> restrictions;                          // added to the kernel's
   std::optional<std::string> strategy;
   std::map<std::string, std::string> strategy_options;
+  // effort = "quick" | "default" | "thorough" (ktune/effort.h; resolve_job checks the name)
+  std::optional<std::string> effort;
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
+  std::optional<std::uint64_t> stagnation;  // [budget] stagnation (0: no stagnation stop)
   // [budget] family_evaluations / family_seconds: a family's tuning runs together
   // (FamilyBudget, ktune/family.h)
   std::optional<std::uint64_t> family_budget_evaluations;
@@ -55,14 +58,16 @@ struct JobOverrides {
   std::optional<std::string> strategy;                  // "auto" is the default
   std::map<std::string, std::string> strategy_options;  // merged over the job's
   std::optional<std::string> study_storage;             // Optuna strategies: study_storage option
+  std::optional<std::string> effort;                    // --effort
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
+  std::optional<std::uint64_t> stagnation;  // --budget-stagnation
   std::uint64_t seed = 1;
   bool reuse = true;
   bool warm_start = false;
   std::vector<std::string> warm_start_from;  // recordings of the kernel on other GPUs
   std::uint32_t part = 0, parts = 1;         // --part I/K: part = I - 1
-  int retime_top = 5;
+  std::optional<int> retime_top;             // the effort level's where not given
   std::optional<int> samples, warmup, max_samples;
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;

@@ -48,7 +48,8 @@ struct TuneSummary {
   std::uint64_t trials = 0;                 // told to the strategy
   std::uint64_t measured = 0;               // evaluated by the backend
   std::uint64_t from_database = 0;          // answered from earlier trials
-  std::uint64_t cut = 0;  // measured trials whose sampling the early cut-off stopped
+  std::uint64_t cut = 0;   // measured trials whose sampling the early cut-off stopped
+  bool stagnated = false;  // the stagnation stop ended the search (Budget::stagnation)
   std::map<std::string, std::uint64_t> by_status;
   double wall_seconds = 0;
   double first_result_seconds = 0;  // from the start to the first trial's result

@@ -28,6 +28,9 @@ namespace ktune {
 struct Budget {
   std::uint64_t evaluations = std::numeric_limits<std::uint64_t>::max();  // trials told
   double seconds = std::numeric_limits<double>::infinity();               // wall time
+  // The stagnation stop (ktune/stagnation.h): the search ends after this many trials in a row
+  // without an improvement beyond the noise; 0: never.
+  std::uint64_t stagnation = 0;
 };
 
 struct TuneOptions {
@@ -36,6 +39,9 @@ struct TuneOptions {
   std::map<std::string, std::string> strategy_options;
   std::uint64_t seed = 1;
   Budget budget;
+  std::string effort = "default";       // the effort level (ktune/effort.h)
+  bool budget_from_effort = false;      // the budget is the effort level's
+  bool stagnation_from_effort = false;  // ... and so is the stagnation stop
   MeasureOptions measure;
   // Trials already in the database for this kernel source, space, device and problem are
   // answered from there instead of being measured again (resume, duplicates).
