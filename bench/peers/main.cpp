@@ -27,6 +27,7 @@
 #include "ktune/gpu_evaluator.h"
 #include "ktune/registry.h"
 #include "ktune/store.h"
+#include "ktune/tuner.h"
 #include "peers.h"
 
 namespace po = boost::program_options;
@@ -565,7 +566,11 @@ po::options_description peer_options() {
       "only", po::value<std::string>(),
       "comma-separated kernels (copy,reduce,transpose,matmul,matmul_tf32,matmul_tf32_wgmma,"
       "matmul_tf32_tma,stencil3d,convolution2d)")("json", po::value<std::string>(),
-                                                  "write the results as JSON here");
+                                                  "write the results as JSON here")(
+      "store-ceilings",
+      "store the measured ceilings in --db for this device, where ktune tune --stop-at-ceiling "
+      "reads them (opens --db for writing)")("ceilings-only",
+                                             "measure the ceilings and time no kernel");
   return opts;
 }
 
@@ -742,18 +747,32 @@ int run(int argc, char** argv) {
   if (!std::isfinite(timing.sustain_ms) || timing.sustain_ms < 0)
     throw Error(ErrorKind::kUsage, "--sustain: expected milliseconds of at least 0");
   const DeviceInfo dev = require_device(vm["device"].as<int>());
+  const bool store_ceilings = vm.count("store-ceilings") > 0;
+  if (store_ceilings && !vm.count("db"))
+    throw Error(ErrorKind::kUsage, "--store-ceilings needs the database: --db FILE");
   std::optional<Store> store;
   if (vm.count("db"))
-    store.emplace(Store::open(vm["db"].as<std::string>(), Store::Mode::kReadOnly));
+    store.emplace(Store::open(vm["db"].as<std::string>(),
+                              store_ceilings ? Store::Mode::kReadWrite : Store::Mode::kReadOnly));
   Registry registry;
   register_builtin_kernels(registry);
 
-  const std::vector<Case> cases = selected_cases(vm);
+  const std::vector<Case> cases =
+      vm.count("ceilings-only") ? std::vector<Case>{} : selected_cases(vm);
   std::cerr << fmt::format("ktune_peers on {} ({}), {} rounds x {} samples after {} ms sustained\n",
                            dev.name, dev.arch, timing.rounds, timing.samples, timing.sustain_ms);
   std::cerr << "  ceilings ..." << std::endl;
   const peers::Ceilings ceilings =
       peers::measure_ceilings(dev.sm_count, timing.rounds, timing.samples);
+  if (store_ceilings) {
+    DeviceCeilings c;
+    c.read_gbps = ceilings.read.rate;
+    c.copy_gbps = ceilings.copy.rate;
+    c.fma_gflops = ceilings.fma.rate;
+    c.source = fmt::format("bench/peers ({} rounds x {} samples)", timing.rounds, timing.samples);
+    store->set_ceilings(store->upsert_device(device_record(dev)), c);
+    std::cerr << fmt::format("  ceilings stored in {}\n", vm["db"].as<std::string>());
+  }
   const std::vector<Row> rows =
       run_cases(cases, registry, dev, store ? &*store : nullptr, ceilings, timing);
 

@@ -29,9 +29,8 @@ class JobFileChecks : public ::testing::Test {
 TEST_F(JobFileChecks, EveryKeyAtEveryLevelIsChecked) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[budget]\nsecs = 480\n",
-       "unknown key 'secs' in [budget] (known: evaluations, seconds, stagnation, "
-       "family_evaluations, "
-       "family_seconds)"},
+       "unknown key 'secs' in [budget] (known: evaluations, seconds, stagnation, ceiling, "
+       "family_evaluations, family_seconds)"},
       {"[budget]\nevaluation = 10\n",
        "unknown key 'evaluation' in [budget]; did you mean 'evaluations'?"},
       {"[measure]\nsample = 10\n", "unknown key 'sample' in [measure]; did you mean 'samples'?"},

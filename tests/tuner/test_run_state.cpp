@@ -106,6 +106,66 @@ TEST_F(RunState, AReplayedRunKeepsItsSearchAndItsRetimingApart) {
 
 // A run refused by its strategy (an unknown option) writes no run row that could stay running,
 // and no database file where there was none; into an existing database it adds no run.
+// --stop-at-ceiling holds the best's GB/s against the device's stored ceilings: without them
+// the run says so and goes on to its budget; with them it stops at the first best within the
+// fraction; merge carries the ceilings over, the newer measurement staying.
+TEST_F(RunState, TheStopAtTheCeilingEndsASearchOnceTheBestIsThere) {
+  const std::string job = std::string(KTUNE_SOURCE_DIR) + "/configs/reduce.toml";
+  CliResult r = run({"tune", "--config", job, "--replay", kReduceRecording, "--strategy", "random",
+                     "--budget-evals", "400", "--stop-at-ceiling", "0.9", "--db", "c.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "400 trials")) << r;
+  EXPECT_TRUE(contains(r.out, "ceiling    none stored for this device")) << r;
+
+  // Ceilings that put the recording's best at 0.97 of the bandwidth.
+  double best_gbps = 0;
+  std::int64_t device = 0;
+  {
+    Store store = Store::open(dir_ / "c.db");
+    for (const TrialRecord& t : store.trials_of_run(store.runs().at(0).id))
+      if (t.status == TrialStatus::kOk) best_gbps = std::max(best_gbps, t.gbps);
+    ASSERT_GT(best_gbps, 0);
+    device = store.devices().at(0).id;
+    DeviceCeilings c;
+    c.read_gbps = best_gbps / 0.97;
+    c.copy_gbps = best_gbps / 1.5;  // the higher of the two is the bandwidth
+    c.source = "test";
+    store.set_ceilings(device, c);
+    EXPECT_THROW(store.set_ceilings(device, DeviceCeilings{-1.0}), Error);
+  }
+  r = run({"tune", "--config", job, "--replay", kReduceRecording, "--strategy", "random",
+           "--budget-evals", "400", "--stop-at-ceiling", "0.9", "--no-reuse", "--db", "c.db",
+           "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_LT(j.at("trials").get<int>(), 400);
+  EXPECT_TRUE(j.at("ceiling").at("stored").get<bool>());
+  EXPECT_TRUE(j.at("ceiling").at("reached").get<bool>());
+  EXPECT_GE(j.at("ceiling").at("fraction").get<double>(), 0.9);
+  EXPECT_LE(j.at("ceiling").at("fraction").get<double>(), 0.97 + 1e-9);
+  // Out of range: refused before anything runs.
+  r = run({"tune", "--config", job, "--replay", kReduceRecording, "--stop-at-ceiling", "1.5",
+           "--db", "x.db"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "--stop-at-ceiling 1.5: expected a fraction")) << r;
+  EXPECT_FALSE(fs::exists(dir_ / "x.db"));
+
+  // merge copies them; a second merge changes nothing.
+  r = run({"merge", "c.db", "-o", "m.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "ceilings of 1 device(s)")) << r;
+  r = run({"merge", "c.db", "-o", "m.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_FALSE(contains(r.out, "ceilings of")) << r;
+  Store merged = Store::open(dir_ / "m.db", Store::Mode::kReadOnly);
+  const auto copied = merged.ceilings(merged.devices().at(0).id);
+  ASSERT_TRUE(copied.has_value());
+  EXPECT_DOUBLE_EQ(copied->read_gbps, best_gbps / 0.97);
+  EXPECT_DOUBLE_EQ(copied->bandwidth_gbps(), best_gbps / 0.97);
+  EXPECT_TRUE(std::isnan(copied->fma_gflops));
+  EXPECT_EQ(copied->source, "test");
+}
+
 TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunAndNoNewFile) {
   const std::vector<std::string> refused = {"tune",
                                             "reduce",

@@ -13,10 +13,10 @@ namespace ktune::cli {
 namespace {
 
 nlohmann::json to_json(const std::string& source, const MergeReport& r) {
-  return {{"source", source},        {"devices", r.devices},   {"kernels", r.kernels},
-          {"problems", r.problems},  {"runs", r.runs},         {"runs_updated", r.runs_updated},
-          {"trials", r.trials},      {"binaries", r.binaries}, {"bests", r.bests},
-          {"selectors", r.selectors}};
+  return {{"source", source},         {"devices", r.devices},   {"kernels", r.kernels},
+          {"problems", r.problems},   {"runs", r.runs},         {"runs_updated", r.runs_updated},
+          {"trials", r.trials},       {"binaries", r.binaries}, {"bests", r.bests},
+          {"selectors", r.selectors}, {"ceilings", r.ceilings}};
 }
 
 std::string to_text(const std::string& source, const MergeReport& r) {
@@ -25,7 +25,8 @@ std::string to_text(const std::string& source, const MergeReport& r) {
              "{} new device(s), {} kernel version(s), {} problem(s)",
              source, r.runs, r.runs_updated, r.trials, r.binaries, r.bests, r.devices, r.kernels,
              r.problems) +
-         (r.selectors ? fmt::format("; {} selector(s)", r.selectors) : std::string());
+         (r.selectors ? fmt::format("; {} selector(s)", r.selectors) : std::string()) +
+         (r.ceilings ? fmt::format("; ceilings of {} device(s)", r.ceilings) : std::string());
 }
 
 }  // namespace

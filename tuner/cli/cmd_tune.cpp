@@ -142,6 +142,10 @@ po::options_description search_options() {
       "quick | default | thorough: the budget and stagnation stop of a search without a budget "
       "of its own, and how carefully each configuration is timed, where not given "
       "(docs/effort.md; default: default)")(
+      "stop-at-ceiling", po::value<double>()->value_name("FRACTION"),
+      "stop once the best reaches this fraction of the device's measured ceiling: its FLOP/s "
+      "against the FP32 FMA peak, its GB/s against the bandwidth (stored by bench/peers "
+      "--store-ceilings; docs/effort.md)")(
       "budget-stagnation", po::value<Unsigned>()->value_name("N"),
       "stop after N trials in a row without an improvement beyond the noise (0: never; the "
       "effort level's where it sets the budget)")(
@@ -299,6 +303,7 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   if (vm.count("budget-evals")) o.budget_evaluations = vm["budget-evals"].as<Unsigned>().value;
   o.budget_seconds = optional_value<double>(vm, "budget-time");
   o.effort = optional_value<std::string>(vm, "effort");
+  o.stop_at_ceiling = optional_value<double>(vm, "stop-at-ceiling");
   if (vm.count("budget-stagnation")) o.stagnation = vm["budget-stagnation"].as<Unsigned>().value;
   o.seed = vm["seed"].as<Unsigned>().value;
   o.reuse = !vm.count("no-reuse");
@@ -355,6 +360,23 @@ nlohmann::json tune_json(const TuneSummary& s, const Session& session) {
   return j;
 }
 
+// --stop-at-ceiling: where the best stands against the device's ceiling, or why it could not be
+// held against one.
+void print_ceiling(const TuneSummary& s) {
+  const TuneSummary::Ceiling& c = s.ceiling;
+  if (std::isnan(c.wanted)) return;
+  if (!c.stored)
+    std::cout << "  ceiling    none stored for this device (bench/peers --store-ceilings measures "
+                 "them): the run went on to its budget\n";
+  else if (!c.declared)
+    std::cout << "  ceiling    the kernel declares neither bytes nor FLOPs: nothing to hold "
+                 "against the device's ceilings\n";
+  else
+    std::cout << fmt::format(
+        "  ceiling    best at {:.3f} of the device's ceiling{}\n", c.fraction,
+        c.reached ? fmt::format(": at or above {:g}, the search stopped", c.wanted) : "");
+}
+
 void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned threads) {
   const double rate = s.wall_seconds > 0 ? s.trials / s.wall_seconds : 0;
   std::cout << fmt::format(
@@ -366,6 +388,7 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
   for (const auto& [name, n] : s.by_status)
     statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
   std::cout << "  outcomes   " << statuses << "\n";
+  print_ceiling(s);
   if (s.stagnated)
     std::cout << fmt::format(
         "  stopped    {} trials in a row without an improvement beyond the noise (the stagnation "

@@ -203,14 +203,19 @@ void read_strategy(const JobReader& r, const toml::table* t, JobFile& job) {
 
 void read_budget(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
-  r.check_keys(*t, "[budget]",
-               {"evaluations", "seconds", "stagnation", "family_evaluations", "family_seconds"});
+  r.check_keys(
+      *t, "[budget]",
+      {"evaluations", "seconds", "stagnation", "ceiling", "family_evaluations", "family_seconds"});
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   if (auto e = r.integer(t, "budget.", "evaluations", 1, kMax))
     job.budget_evaluations = static_cast<std::uint64_t>(*e);
   job.budget_seconds = r.number(t, "budget.", "seconds", 0, false);
   if (auto e = r.integer(t, "budget.", "stagnation", 0, kMax))
     job.stagnation = static_cast<std::uint64_t>(*e);
+  job.stop_at_ceiling = r.number(t, "budget.", "ceiling", 0, false);
+  if (job.stop_at_ceiling && *job.stop_at_ceiling > 1)
+    r.fail(fmt::format("budget.ceiling = {} must be a fraction of the ceiling, at most 1",
+                       *job.stop_at_ceiling));
   if (auto e = r.integer(t, "budget.", "family_evaluations", 1, kMax))
     job.family_budget_evaluations = static_cast<std::uint64_t>(*e);
   job.family_budget_seconds = r.number(t, "budget.", "family_seconds", 0, false);

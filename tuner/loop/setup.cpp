@@ -74,6 +74,10 @@ void check_ranges(const TuneOptions& o) {
                        m.timeout_seconds));
   if (!std::isfinite(m.sustain_ms) || m.sustain_ms < 0 || m.sustain_ms > 60000)
     refuse(fmt::format("--sustain {}: expected milliseconds from 0 to 60000", m.sustain_ms));
+  if (!std::isnan(o.stop_at_ceiling) && !(o.stop_at_ceiling > 0 && o.stop_at_ceiling <= 1))
+    refuse(
+        fmt::format("--stop-at-ceiling {}: expected a fraction of the ceiling above 0, at most 1",
+                    o.stop_at_ceiling));
   if (o.retime_top < 0) refuse(fmt::format("--retime-top {}: must not be negative", o.retime_top));
 }
 
@@ -82,6 +86,29 @@ const EffortLevel& job_effort(const JobFile& job, const JobOverrides& o) {
   if (o.effort) return effort_level(*o.effort, "--effort");
   if (job.effort) return effort_level(*job.effort, job.path + ": effort", ErrorKind::kInput);
   return effort_level(kDefaultEffort);
+}
+
+// The budget, the stagnation stop and the stop at the ceiling. The effort level fills in the
+// budget of a search that has none: a strategy named by the user runs as asked.
+void set_budget(const JobFile& job, const JobOverrides& o, const EffortLevel& effort,
+                TuneOptions& options) {
+  if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
+  if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
+  if (o.budget_evaluations) options.budget.evaluations = *o.budget_evaluations;
+  if (o.budget_seconds) options.budget.seconds = *o.budget_seconds;
+  const bool budget_given =
+      job.budget_evaluations || job.budget_seconds || o.budget_evaluations || o.budget_seconds;
+  if (options.strategy == "auto" && !budget_given) {
+    options.budget.evaluations = effort.evaluations;
+    options.budget.stagnation = effort.stagnation;
+    options.budget_from_effort = options.stagnation_from_effort = true;
+  }
+  if (o.stagnation || job.stagnation) {
+    options.budget.stagnation = pick(o.stagnation, job.stagnation, std::uint64_t{0});
+    options.stagnation_from_effort = false;
+  }
+  if (o.stop_at_ceiling || job.stop_at_ceiling)
+    options.stop_at_ceiling = pick(o.stop_at_ceiling, job.stop_at_ceiling, 1.0);
 }
 
 // The strategy, budget and measurement of a job with its overrides, checked.
@@ -116,23 +143,7 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
   }
   const EffortLevel& effort = job_effort(job, o);
   options.effort = effort.name;
-  if (job.budget_evaluations) options.budget.evaluations = *job.budget_evaluations;
-  if (job.budget_seconds) options.budget.seconds = *job.budget_seconds;
-  if (o.budget_evaluations) options.budget.evaluations = *o.budget_evaluations;
-  if (o.budget_seconds) options.budget.seconds = *o.budget_seconds;
-  // The effort level fills in the budget of a search that has none: a strategy named by the
-  // user runs as asked.
-  const bool budget_given =
-      job.budget_evaluations || job.budget_seconds || o.budget_evaluations || o.budget_seconds;
-  if (options.strategy == "auto" && !budget_given) {
-    options.budget.evaluations = effort.evaluations;
-    options.budget.stagnation = effort.stagnation;
-    options.budget_from_effort = options.stagnation_from_effort = true;
-  }
-  if (o.stagnation || job.stagnation) {
-    options.budget.stagnation = pick(o.stagnation, job.stagnation, std::uint64_t{0});
-    options.stagnation_from_effort = false;
-  }
+  set_budget(job, o, effort, options);
   options.seed = o.seed;
   options.reuse = o.reuse;
   options.warm_start = o.warm_start || !o.warm_start_from.empty();

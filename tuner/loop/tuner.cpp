@@ -194,6 +194,11 @@ class TuningRun {
     if (backend_.needs_compilation() && pool_ == nullptr)
       throw Error(ErrorKind::kInternal, "the backend compiles, but no compile pool was given");
     ids_.device = store_.upsert_device(device_record(device_));
+    if (!std::isnan(options_.stop_at_ceiling)) {
+      ceilings_ = store_.ceilings(ids_.device);
+      summary_.ceiling.wanted = options_.stop_at_ceiling;
+      summary_.ceiling.stored = ceilings_.has_value();
+    }
     ids_.kernel = store_.upsert_kernel(kernel_record(instance_));
     ProblemRecord problem;
     problem.kernel_name = instance_.kernel().name;
@@ -313,7 +318,8 @@ class TuningRun {
       if (repeats_ > max_repeats_) break;
       if (!stopping && stagnation_.stagnant()) summary_.stagnated = true;
       if (stopping || summary_.trials + in_flight_.size() >= options_.budget.evaluations ||
-          seconds_since(t0_) >= options_.budget.seconds || summary_.stagnated) {
+          seconds_since(t0_) >= options_.budget.seconds || summary_.stagnated ||
+          summary_.ceiling.reached) {
         // What is already on the GPU is measured: keep it.
         if (in_flight_.empty()) break;
         collect();
@@ -587,11 +593,30 @@ class TuningRun {
       prog.best_gbps = t.gbps;
       // The early cut-off follows the best (docs/measuring.md#early-cut-off).
       if (options_.measure.cutoff) backend_.set_cutoff(MeasureOptions::kCutoffFactor * t.time_ms);
+      check_ceiling(t);
     }
     prog.done = summary_.trials;
     prog.measured = summary_.measured;
     prog.elapsed_seconds = seconds_since(t0_);
     observers_.progress(prog);
+  }
+
+  // --stop-at-ceiling: the best's rate against the device's measured limit, the nearer of its
+  // FLOP/s against the FMA peak and its GB/s against the bandwidth
+  // (docs/effort.md#stop-at-the-speed-of-light).
+  void check_ceiling(const TrialRecord& best) {
+    if (!ceilings_) return;
+    double fraction = std::nan("");
+    const auto nearer = [&](double rate, double limit) {
+      if (std::isfinite(rate) && rate > 0 && std::isfinite(limit) && limit > 0)
+        fraction = std::isnan(fraction) ? rate / limit : std::max(fraction, rate / limit);
+    };
+    nearer(best.gflops, ceilings_->fma_gflops);
+    nearer(best.gbps, ceilings_->bandwidth_gbps());
+    if (std::isnan(fraction)) return;
+    summary_.ceiling.fraction = fraction;
+    summary_.ceiling.declared = true;
+    if (fraction >= options_.stop_at_ceiling) summary_.ceiling.reached = true;
   }
 
   // --- Step 4: the finalists, the best and its binary ----------------------------------------
@@ -729,7 +754,8 @@ class TuningRun {
   RunObservers observers_;  // the timers, then the caller's observer
   bool observed_ = false;   // the caller gave an observer
   Progress progress_state_;
-  StagnationWatch stagnation_;  // Budget::stagnation
+  StagnationWatch stagnation_;              // Budget::stagnation
+  std::optional<DeviceCeilings> ceilings_;  // --stop-at-ceiling: the device's, where stored
   RunStatus status_ = RunStatus::kFinished;
   double compile_busy_start_ = 0;
   std::deque<Pending> queue_;      // asked; compiling or compiled
@@ -753,6 +779,13 @@ json summary_json(const TuneSummary& m) {
   s["from_database"] = m.from_database;
   s["cut"] = m.cut;
   s["stagnated"] = m.stagnated;
+  if (!std::isnan(m.ceiling.wanted))
+    s["ceiling"] = {
+        {"stop_at", m.ceiling.wanted},
+        {"stored", m.ceiling.stored},
+        {"declared", m.ceiling.declared},
+        {"fraction", std::isnan(m.ceiling.fraction) ? json() : json(m.ceiling.fraction)},
+        {"reached", m.ceiling.reached}};
   s["by_status"] = m.by_status;
   s["wall_seconds"] = m.wall_seconds;
   s["first_result_seconds"] = m.first_result_seconds;

@@ -257,6 +257,21 @@ struct Merger {
     report.selectors = count(db, "selectors") - before;
   }
 
+  // A device's ceilings: the newer measurement wins.
+  void ceilings() {
+    if (db.execAndGet("SELECT count(*) FROM src.sqlite_master WHERE name = 'ceilings'")
+            .getInt64() == 0)
+      return;
+    report.ceilings = db.exec(
+        "INSERT INTO main.ceilings (device_id, read_gbps, copy_gbps, fma_gflops, measured_at, "
+        "source) SELECT d.dst, c.read_gbps, c.copy_gbps, c.fma_gflops, c.measured_at, c.source "
+        "FROM src.ceilings c JOIN temp.merge_devices d ON d.src = c.device_id WHERE true "
+        "ON CONFLICT (device_id) DO UPDATE SET read_gbps = excluded.read_gbps, copy_gbps = "
+        "excluded.copy_gbps, fma_gflops = excluded.fma_gflops, measured_at = "
+        "excluded.measured_at, source = excluded.source WHERE excluded.measured_at > "
+        "main.ceilings.measured_at");
+  }
+
   std::vector<Evidence> evidence(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
     SQLite::Statement q(db,
                         "SELECT t.id, t.config_key, t.status, t.time_ms, t.kind, t.created_at, "
@@ -359,6 +374,7 @@ MergeReport merge_database(SQLite::Database& db, const std::filesystem::path& so
   m.trials();
   m.bests();
   m.selectors();
+  m.ceilings();
   m.drop_temporaries();
   tx.commit();
   return m.report;

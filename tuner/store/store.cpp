@@ -1110,6 +1110,60 @@ std::optional<SelectorRecord> Store::selector(const std::string& kernel_name,
   });
 }
 
+double DeviceCeilings::bandwidth_gbps() const {
+  if (std::isnan(read_gbps)) return copy_gbps;
+  if (std::isnan(copy_gbps)) return read_gbps;
+  return std::max(read_gbps, copy_gbps);
+}
+
+void Store::set_ceilings(std::int64_t device_id, const DeviceCeilings& c) {
+  impl_->require_writable("set_ceilings");
+  for (const auto& [name, v] :
+       {std::pair{"read", c.read_gbps}, {"copy", c.copy_gbps}, {"fma", c.fma_gflops}})
+    if (!std::isnan(v) && !(std::isfinite(v) && v > 0))
+      throw Error(ErrorKind::kUsage, std::string("ceilings: the ") + name + " ceiling " +
+                                         std::to_string(v) + " is not a rate above 0");
+  impl_->guard("set_ceilings", [&] {
+    Cached q = impl_->statement(
+        "INSERT INTO ceilings (device_id, read_gbps, copy_gbps, fma_gflops, measured_at, source) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (device_id) DO UPDATE SET read_gbps = "
+        "excluded.read_gbps, copy_gbps = excluded.copy_gbps, fma_gflops = excluded.fma_gflops, "
+        "measured_at = excluded.measured_at, source = excluded.source");
+    int k = 1;
+    q->bind(k++, device_id);
+    for (double v : {c.read_gbps, c.copy_gbps, c.fma_gflops}) {
+      if (std::isnan(v))
+        q->bind(k++);
+      else
+        q->bind(k++, v);
+    }
+    q->bind(k++, c.measured_at.empty() ? utc_now() : c.measured_at);
+    q->bind(k++, c.source);
+    q->exec();
+  });
+}
+
+std::optional<DeviceCeilings> Store::ceilings(std::int64_t device_id) const {
+  if (impl_->schema_version < 9) return std::nullopt;
+  return impl_->guard("ceilings", [&]() -> std::optional<DeviceCeilings> {
+    Cached q = impl_->statement(
+        "SELECT read_gbps, copy_gbps, fma_gflops, measured_at, source FROM ceilings WHERE "
+        "device_id = ?");
+    q->bind(1, device_id);
+    if (!q->executeStep()) return std::nullopt;
+    DeviceCeilings c;
+    const auto rate = [&](int column) {
+      return q->getColumn(column).isNull() ? std::nan("") : q->getColumn(column).getDouble();
+    };
+    c.read_gbps = rate(0);
+    c.copy_gbps = rate(1);
+    c.fma_gflops = rate(2);
+    c.measured_at = q->getColumn(3).getString();
+    c.source = q->getColumn(4).getString();
+    return c;
+  });
+}
+
 std::vector<DeviceRecord> Store::devices() const {
   return impl_->guard("devices", [&] {
     Cached q = impl_->statement(select_from(kDeviceColumns, "devices", "ORDER BY id"));

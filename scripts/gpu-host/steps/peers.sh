@@ -8,7 +8,7 @@ step_brute() {
   local n
   for n in ${P[sizes]//,/ }; do
     "$ktune" space reduce --problem "n=2**$n" --json --sample 0 >"$out/space-2_$n.json"
-    timeout -s INT -k 20 "$limit" "$ktune" tune reduce --problem "n=2**$n" --db $db --json >"$out/brute-2_$n.json" \
+    timeout -s INT -k 20 "$limit" "$ktune" tune reduce --problem "n=2**$n" --strategy brute_force --db $db --json >"$out/brute-2_$n.json" \
       2>"$out/brute-2_$n.err"
     log "brute 2^$n: rc=$? $(python3 -c "import json;d=json.load(open('$out/space-2_$n.json'));print('cartesian',d['cartesian'],'valid',d['valid'])")"
   done

@@ -8,7 +8,7 @@ step_copy_verify() {
   local where budget
   for where in device host; do
     budget=(); [ $where = host ] && budget=(--budget-time "${P[host-budget]}")
-    timeout -s INT -k 20 "$limit" "$ktune" tune copy --verify $where --db /tmp/copy-$where.db --no-reuse \
+    timeout -s INT -k 20 "$limit" "$ktune" tune copy --strategy brute_force --verify $where --db /tmp/copy-$where.db --no-reuse \
       "${budget[@]}" --json >"$out/copy-$where.json" 2>"$out/copy-$where.err"
     log "copy --verify $where: rc=$?"
   done

@@ -244,7 +244,7 @@ class Client {
   // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
   // which the client does not read; 7 added the families' selectors (read where present); 8
   // the early cut-off's flag on trials (a cut trial is never a best, so never an answer).
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a

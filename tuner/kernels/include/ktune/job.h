@@ -31,6 +31,7 @@ struct JobFile {
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
   std::optional<std::uint64_t> stagnation;  // [budget] stagnation (0: no stagnation stop)
+  std::optional<double> stop_at_ceiling;    // [budget] ceiling (a fraction, above 0, at most 1)
   // [budget] family_evaluations / family_seconds: a family's tuning runs together
   // (FamilyBudget, ktune/family.h)
   std::optional<std::uint64_t> family_budget_evaluations;
@@ -62,6 +63,7 @@ struct JobOverrides {
   std::optional<std::uint64_t> budget_evaluations;
   std::optional<double> budget_seconds;
   std::optional<std::uint64_t> stagnation;  // --budget-stagnation
+  std::optional<double> stop_at_ceiling;    // --stop-at-ceiling
   std::uint64_t seed = 1;
   bool reuse = true;
   bool warm_start = false;

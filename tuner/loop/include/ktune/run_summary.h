@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,6 +51,14 @@ struct TuneSummary {
   std::uint64_t from_database = 0;          // answered from earlier trials
   std::uint64_t cut = 0;   // measured trials whose sampling the early cut-off stopped
   bool stagnated = false;  // the stagnation stop ended the search (Budget::stagnation)
+  // --stop-at-ceiling (TuneOptions::stop_at_ceiling): whether the device's ceilings were stored,
+  // whether the kernel's rate could be held against them, the best's fraction of the nearer
+  // one, and whether that ended the search.
+  struct Ceiling {
+    double wanted = std::numeric_limits<double>::quiet_NaN();
+    bool stored = false, declared = false, reached = false;
+    double fraction = std::numeric_limits<double>::quiet_NaN();
+  } ceiling;
   std::map<std::string, std::uint64_t> by_status;
   double wall_seconds = 0;
   double first_result_seconds = 0;  // from the start to the first trial's result

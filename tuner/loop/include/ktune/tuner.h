@@ -43,6 +43,9 @@ struct TuneOptions {
   bool budget_from_effort = false;      // the budget is the effort level's
   bool stagnation_from_effort = false;  // ... and so is the stagnation stop
   MeasureOptions measure;
+  // End the search once the best reaches this fraction of the device's measured ceiling
+  // (Store::ceilings; docs/effort.md#stop-at-the-speed-of-light); NaN: never.
+  double stop_at_ceiling = std::numeric_limits<double>::quiet_NaN();
   // Trials already in the database for this kernel source, space, device and problem are
   // answered from there instead of being measured again (resume, duplicates).
   bool reuse = true;

@@ -207,6 +207,17 @@ struct SelectorRecord {
   Selector selector;
 };
 
+// A device's measured limits (schema 9, table ceilings): NaN for one not measured.
+struct DeviceCeilings {
+  double read_gbps = std::numeric_limits<double>::quiet_NaN();   // streaming read
+  double copy_gbps = std::numeric_limits<double>::quiet_NaN();   // read + write
+  double fma_gflops = std::numeric_limits<double>::quiet_NaN();  // FP32 FMA
+  std::string measured_at;                                       // UTC; now when empty
+  std::string source;                                            // what measured them
+  // The bandwidth a kernel's GB/s is held against: the higher of read and copy (NaN: none).
+  double bandwidth_gbps() const;
+};
+
 // What Store::merge_from copied: rows new to the database, runs whose status moved on, and the
 // bests that changed. Merging the same source again reports zeros everywhere.
 struct MergeReport {
@@ -219,6 +230,7 @@ struct MergeReport {
   std::int64_t binaries = 0;
   std::int64_t bests = 0;  // best rows set, moved to another trial or removed
   std::int64_t selectors = 0;
+  std::int64_t ceilings = 0;  // devices whose ceilings were new or newer
 };
 
 class Store {
@@ -326,6 +338,10 @@ class Store {
   std::optional<SelectorRecord> selector(const std::string& kernel_name,
                                          std::int64_t device_id) const;
 
+  // A device's ceilings, replacing what it had; Error(kUsage) for a limit not above 0.
+  void set_ceilings(std::int64_t device_id, const DeviceCeilings& ceilings);
+  // nullopt where none were measured (or the database predates schema 9).
+  std::optional<DeviceCeilings> ceilings(std::int64_t device_id) const;
   std::vector<DeviceRecord> devices() const;
   std::optional<DeviceRecord> device(std::int64_t id) const;
   std::optional<KernelRecord> kernel(std::int64_t id) const;
