@@ -27,10 +27,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# ktune's default search. Once `--effort` is in every ktune this step runs, "--strategy auto
-# --effort default" is the default the issue means (the step's effort= parameter sets it
-# already); --strategy auto stays, for the job files name brute_force.
-KTUNE_SEARCH = "--strategy auto --budget-evals 100"
+# ktune's default search: auto at the default effort level (docs/effort.md); --strategy auto
+# stays because the job files name brute_force.
+KTUNE_SEARCH = "--strategy auto --effort default"
 # The spaces: ktune's job file and Kernel Tuner's space of its reduce.cu (kt_search.SPACES).
 SPACES = {
     "kt270": {"ktune_job": "configs/reduce-kt270.toml", "kt_space": "kt270"},

@@ -7,8 +7,8 @@
 # param seeds=5: runs of each search, seeds 1 to N
 # param strategies=genetic_algorithm,dual_annealing,greedy_ils,bayes_opt,random_sample: Kernel Tuner's strategies; one whose Python dependencies this host lacks is reported as could not run, with the import error
 # param spaces=kt270,wide: kt270: configs/reduce-kt270.toml and Kernel Tuner's 270; wide: bench/headline/reduce-wide.toml (480) and Kernel Tuner's reduce.cu widened to 504
-# param budget=100: ktune's search is --strategy auto --budget-evals BUDGET
-# param effort=: quick, default or thorough: ktune's search is --strategy auto --effort EFFORT instead (the level's budget)
+# param budget=100: with effort= empty, ktune's search is --strategy auto --budget-evals BUDGET
+# param effort=default: quick, default or thorough: ktune's search is --strategy auto --effort EFFORT (the level's budget and stagnation stop); empty: the budget= search
 # param kt-limit=15: seconds of one Kernel Tuner search at most (less where the step's time runs short)
 # param iterations=7: Kernel Tuner's timed runs per configuration (its default); ktune times as the job files say
 # param seconds=330: the step's time, brute forces included: Kernel Tuner's runs share what ktune leaves, each at most kt-limit
