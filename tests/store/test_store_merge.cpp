@@ -3,8 +3,11 @@
 // changes nothing, and neither the order of the sources nor their grouping changes the result.
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -273,6 +276,42 @@ TEST_F(StoreMerge, ARetimingCountsWithItsRankingRoundsAsTheRunThatMadeItChose) {
   };
   EXPECT_EQ(merge_unranked("old", "b=64", 1.0), "b=256");
   EXPECT_EQ(merge_unranked("older", "b=32", 0.5), "b=32");
+}
+
+// A source whose writer was killed before a checkpoint (its trials only in the -wal) is read
+// with those trials, and left as it was: its file's bytes and its -wal unchanged, so that the
+// writer's next open finds what it wrote.
+TEST_F(StoreMerge, ASourceWithAKilledWritersLogIsReadAndLeftAsItWas) {
+  const auto hot = file("hot.db");
+  const Seeded s = add_run(hot, h200(), "host-a", 10);
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    Store store = Store::open(hot);
+    for (int i = 0; i < 20; ++i)
+      store.add_trial(make_trial(s, "block_size=" + std::to_string(64 + i), 1.0 + i));
+    std::_Exit(0);  // killed before a checkpoint: no destructor runs
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  const auto wal = std::filesystem::path(hot.string() + "-wal");
+  ASSERT_TRUE(std::filesystem::exists(wal));
+  const std::string bytes = read_bytes(hot), log = read_bytes(wal);
+  ASSERT_FALSE(log.empty());
+
+  const auto fleet = file("fleet.db");
+  MergeReport r;
+  {
+    Store dst = Store::open(fleet);
+    r = dst.merge_from(hot);
+  }
+  EXPECT_EQ(r.trials, 20);  // those only in the -wal
+  EXPECT_EQ(read_bytes(hot), bytes);
+  ASSERT_TRUE(std::filesystem::exists(wal));
+  EXPECT_EQ(read_bytes(wal), log);
+  // The destination itself is checkpointed on close as before.
+  EXPECT_FALSE(std::filesystem::exists(fleet.string() + "-wal"));
 }
 
 TEST_F(StoreMerge, RefusesItselfAndBadSourcesLeavingTheDatabaseAsItWas) {

@@ -7,6 +7,7 @@
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -347,10 +348,19 @@ struct Merger {
   }
 };
 
-// Detaches the source however the merge ends.
+// Attaches the source for reading, and detaches it however the merge ends. The source is only
+// read: detaching it must not checkpoint a write-ahead log that a killed writer left (that
+// would write its pages into the source file and delete its -wal), so the connection does not
+// checkpoint on close while the source is attached (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, which
+// SQLite applies to every database the connection closes, the detached one included).
 struct Attached {
   SQLite::Database& db;
+  int checkpointed_on_close = 0;  // the connection's setting before, restored after
   Attached(SQLite::Database& d, const std::filesystem::path& source) : db(d) {
+    int previous = 0;
+    sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, -1, &previous);
+    checkpointed_on_close = previous;
+    sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     SQLite::Statement q(db, "ATTACH DATABASE ? AS src");
     q.bind(1, source.string());
     q.exec();
@@ -360,6 +370,8 @@ struct Attached {
       db.exec("DETACH DATABASE src");
     } catch (...) {
     }
+    sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, checkpointed_on_close,
+                      nullptr);
   }
 };
 
