@@ -201,6 +201,39 @@ TEST_F(StoreMerge, ARunMergedWhileRunningGetsItsLaterTrialsAndStatus) {
 }
 
 // The documented rule for a configuration measured on several hosts of one device model.
+// The fleet cannot see a process on another host: on its next read-write open it closes the run
+// it merged while running as interrupted, once its heartbeat is old. A later merge still gives
+// it the status the source ended it with; a run the source itself left interrupted stays so.
+TEST_F(StoreMerge, ARunTheFleetClosedAsInterruptedGetsItsFinalStatusFromALaterMerge) {
+  const auto a = file("a.db"), fleet = file("fleet.db");
+  const Seeded s = add_run(a, h200(), "host-a", 7);
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=128", 2.0));
+  }
+  { EXPECT_EQ(Store::open(fleet).merge_from(a).trials, 1); }
+  {
+    SQLite::Database raw(fleet.string(), SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE runs SET heartbeat_unix = 1");  // silent since 1970
+  }
+  {
+    Store into = Store::open(fleet);  // closes it
+    ASSERT_EQ(into.runs().at(0).status, RunStatus::kInterrupted);
+  }
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=256", 1.0));
+    store.finish_run(s.run, RunStatus::kFinished, R"({"trials":2})");
+  }
+  Store into = Store::open(fleet);
+  const MergeReport r = into.merge_from(a);
+  EXPECT_EQ(r.runs_updated, 1);
+  EXPECT_EQ(r.trials, 1);
+  EXPECT_EQ(into.runs().at(0).status, RunStatus::kFinished);
+  EXPECT_EQ(into.runs().at(0).summary, R"({"trials":2})");
+  EXPECT_TRUE(all_zero(into.merge_from(a)));  // and again: nothing
+}
+
 TEST_F(StoreMerge, ConflictingDuplicatesTakeTheMedianAndAWrongResultAnywhereDisqualifies) {
   const auto fleet = file("fleet.db");
   std::vector<std::filesystem::path> hosts;

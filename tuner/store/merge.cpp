@@ -204,11 +204,18 @@ struct Merger {
     find_runs();
     db.exec("UPDATE temp.merge_runs SET existed = dst IS NOT NULL");
     insert_new_runs();
-    // A run merged while it was still running has moved on since.
-    report.runs_updated = db.exec(
+    // A run merged while it was still running has moved on since: running here, or closed as
+    // interrupted by this database's own open because its process (on another host) could not
+    // be seen, and ended in the source since.
+    SQLite::Statement moved_on(
+        db,
         "UPDATE main.runs AS r SET status = s.status, finished_at = s.finished_at, "
         "summary = s.summary FROM temp.merge_runs m JOIN src.runs s ON s.id = m.src "
-        "WHERE r.id = m.dst AND m.existed AND r.status = 'running' AND s.status <> 'running'");
+        "WHERE r.id = m.dst AND m.existed AND (r.status = 'running' OR (r.status = "
+        "'interrupted' AND r.summary = ?1)) AND s.status <> 'running' AND (s.status <> r.status "
+        "OR s.summary <> r.summary)");
+    moved_on.bind(1, kClosedDeadRun);
+    report.runs_updated = moved_on.exec();
     db.exec(
         "UPDATE temp.merge_runs SET have = (SELECT count(*) FROM main.trials t "
         "WHERE t.run_id = merge_runs.dst)");

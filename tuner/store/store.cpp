@@ -33,9 +33,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The summary of a run a reader closed because its process was gone (or silent too long).
-constexpr const char* kClosedDeadRun =
-    R"({"closed":"its process ended without finishing the run"})";
+using detail::kClosedDeadRun;
 
 std::int64_t unix_seconds() {
   using namespace std::chrono;
