@@ -80,6 +80,19 @@ TEST_F(Cli, HelpListsCommandsAndEnvironment) {
   EXPECT_TRUE(version.out.starts_with("ktune " KTUNE_VERSION)) << version;
 }
 
+// A malformed --devices list is refused whole, naming it, before anything is written; a
+// trailing comma is no exception.
+TEST_F(Cli, AMalformedDevicesListIsAUsageError) {
+  const std::string conv =
+      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  for (const char* list : {"0,", ",0", "0,,1", "", "x", "-1", "0,0"}) {
+    const auto r = run({"tune", "--replay", conv, "--devices", list, "--db", "d.db"});
+    EXPECT_EQ(r.code, 2) << list << "\n" << r;
+    EXPECT_TRUE(contains(r.err, std::string("--devices '") + list + "'")) << r;
+    EXPECT_FALSE(fs::exists(work() / "d.db")) << list;
+  }
+}
+
 TEST_F(Cli, NoArgumentsIsAUsageError) {
   const CliResult r = run({});
   EXPECT_EQ(r.code, 2) << r;

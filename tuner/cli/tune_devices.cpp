@@ -68,6 +68,10 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
     for (std::size_t i = 0; i < q.devices.size(); ++i) out.push_back(static_cast<int>(i));
     return out;
   }
+  // getline drops an empty last item: "0," must be refused as "0,,1" is.
+  if (text.empty() || text.back() == ',')
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--devices '{}': expected all or device ordinals such as 0,1", text));
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     std::size_t used = 0;
