@@ -1129,12 +1129,7 @@ void Store::set_ceilings(std::int64_t device_id, const DeviceCeilings& c) {
         "measured_at = excluded.measured_at, source = excluded.source");
     int k = 1;
     q->bind(k++, device_id);
-    for (double v : {c.read_gbps, c.copy_gbps, c.fma_gflops}) {
-      if (std::isnan(v))
-        q->bind(k++);
-      else
-        q->bind(k++, v);
-    }
+    for (double v : {c.read_gbps, c.copy_gbps, c.fma_gflops}) bind_real(*q, k++, v);
     q->bind(k++, c.measured_at.empty() ? utc_now() : c.measured_at);
     q->bind(k++, c.source);
     q->exec();
@@ -1150,12 +1145,9 @@ std::optional<DeviceCeilings> Store::ceilings(std::int64_t device_id) const {
     q->bind(1, device_id);
     if (!q->executeStep()) return std::nullopt;
     DeviceCeilings c;
-    const auto rate = [&](int column) {
-      return q->getColumn(column).isNull() ? std::nan("") : q->getColumn(column).getDouble();
-    };
-    c.read_gbps = rate(0);
-    c.copy_gbps = rate(1);
-    c.fma_gflops = rate(2);
+    c.read_gbps = column_real(*q, 0);
+    c.copy_gbps = column_real(*q, 1);
+    c.fma_gflops = column_real(*q, 2);
     c.measured_at = q->getColumn(3).getString();
     c.source = q->getColumn(4).getString();
     return c;
