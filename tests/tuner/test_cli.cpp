@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -91,6 +92,22 @@ TEST_F(Cli, AMalformedDevicesListIsAUsageError) {
     EXPECT_TRUE(contains(r.err, std::string("--devices '") + list + "'")) << r;
     EXPECT_FALSE(fs::exists(work() / "d.db")) << list;
   }
+}
+
+TEST_F(Cli, ACompileTimeoutThatIsNotAPositiveNumberOfSecondsIsRefused) {
+  const std::string conv =
+      std::string(KTUNE_TEST_DATA_DIR) + "/replay/convolution_A100_small.json.gz";
+  for (const char* seconds : {"0", "-3", "nan", "inf"}) {
+    const auto r = run({"tune", "--replay", conv, "--compile-timeout", seconds, "--db", "d.db"});
+    EXPECT_EQ(r.code, 2) << seconds << "\n" << r;
+    EXPECT_TRUE(contains(r.err, "--compile-timeout")) << r;
+    EXPECT_FALSE(fs::exists(work() / "d.db")) << seconds;
+  }
+  std::ofstream(work() / "job.toml") << "kernel = \"reduce\"\n[compile]\ntimeout = \"long\"\n";
+  const auto r = run({"tune", "--config", (work() / "job.toml").string(), "--db", "d.db"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "compile.timeout must be a number")) << r;
+  EXPECT_FALSE(fs::exists(work() / "d.db"));
 }
 
 TEST_F(Cli, NoArgumentsIsAUsageError) {

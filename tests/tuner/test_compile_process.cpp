@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -205,6 +206,69 @@ TEST(CompileProcessDeath, ADeadProcessFailsOneRequestAndTheNextGetsANewOne) {
   EXPECT_NE(lost.error.find("compile process"), std::string::npos) << lost.error;
   const CompileResult next = pool.submit(request(3)).get();
   EXPECT_TRUE(next.ok) << next.error;
+}
+
+// Steps<N> inlines N dependent steps through a tree of log2(N) templates (no loop for NVRTC to
+// keep rolled): REPS = 1 compiles in about a second, each doubling of REPS takes NVRTC more than
+// twice as long, and REPS = 256 takes it many minutes.
+const char* const kEndless = R"(
+template <int N> struct Steps {
+  __device__ __forceinline__ static float run(float x) {
+    return Steps<N - N / 2>::run(Steps<N / 2>::run(x));
+  }
+};
+template <> struct Steps<1> {
+  __device__ __forceinline__ static float run(float x) { return x * 0.999f + __sinf(x); }
+};
+extern "C" __global__ void endless(float* out) {
+  out[threadIdx.x] = Steps<REPS * 4096>::run(static_cast<float>(threadIdx.x));
+}
+)";
+
+CompileRequest endless_request(int reps, const std::string& group) {
+  return test::assembled_request({{"REPS", std::to_string(reps)}}, kEndless, "endless", "sm_90",
+                                 group);
+}
+
+TEST(CompileTimeout, TheAdaptiveLimitFollowsTheRunsCompileTimes) {
+  const CompileTimeout adaptive;
+  EXPECT_EQ(adaptive.limit({}), CompileTimeout::kFirst) << "before any compilation finished";
+  EXPECT_EQ(adaptive.limit(std::vector<double>(20, 0.5)), CompileTimeout::kFloor);
+  std::vector<double> slow(9, 1.0);
+  slow.push_back(40);  // the 0.9 quantile of ten is the ninth: 1 s
+  EXPECT_EQ(adaptive.limit(slow), CompileTimeout::kFloor);
+  slow.assign(10, 20.0);
+  EXPECT_EQ(adaptive.limit(slow), 100.0);
+  EXPECT_EQ(CompileTimeout{7.5}.limit(slow), 7.5) << "a fixed limit is the limit";
+}
+
+// A compilation past the limit kills its compile process and fails its configuration alone:
+// the quick ones compiled in the same batch come back compiled, and the next request gets a new
+// process. The pool's destructor does not wait for the slow one either.
+TEST(CompileTimeout, ACompilationPastTheLimitFailsItsConfigurationAndTheRestGoesOn) {
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<std::shared_future<CompileResult>> batch;
+  {
+    CompilePool pool(1, nullptr, {KTUNE_EXE, "__compile"});
+    pool.set_timeout(CompileTimeout{3.0});
+    EXPECT_EQ(pool.timeout_seconds(), 3.0);
+    std::vector<CompileRequest> requests;
+    requests.push_back(endless_request(1, "g"));
+    requests.push_back(endless_request(256, "g"));
+    requests.push_back(test::assembled_request(
+        {{"N", "2"}}, "extern \"C\" __global__ void k(int* p) { p[0] = N; }\n", "k", "sm_90", "g"));
+    batch = pool.submit(std::move(requests));
+    const CompileResult slow = batch[1].get();
+    EXPECT_FALSE(slow.ok);
+    EXPECT_EQ(slow.error, "compile timed out after 3 s");
+    EXPECT_TRUE(batch[0].get().ok) << batch[0].get().error;
+    EXPECT_TRUE(batch[2].get().ok) << batch[2].get().error;
+    const CompileResult next = pool.submit(endless_request(1, "")).get();
+    EXPECT_TRUE(next.ok) << next.error;
+  }
+  // The slow one alone takes NVRTC many minutes; the batch, its retry alone and the rest fit
+  // well within one.
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(60));
 }
 
 }  // namespace

@@ -173,6 +173,10 @@ po::options_description search_options() {
       "compile-threads", po::value<Unsigned>()->default_value(Unsigned{0})->value_name("N"),
       "parallel NVRTC compilations (0: one per core, less one)")(
       "compile-in-process", "compile on threads of this process instead of compile processes")(
+      "compile-timeout", po::value<double>()->value_name("S"),
+      "seconds one configuration's compilation may take before its compile process is killed "
+      "and the trial fails (default: adaptive, 5 x the 0.9 quantile of the run's compile times, "
+      "at least 30 s)")(
       "devices", po::value<std::string>()->value_name("all|N,N,..."),
       "tune on several GPUs of this host at once: one worker process per device; the workers "
       "of one device model share the search (docs/scale-out.md)")(
@@ -458,6 +462,10 @@ SessionOptions session_options(const po::variables_map& vm, const std::vector<st
     o.compile_threads = static_cast<unsigned>(threads);
   }
   if (vm.count("compile-in-process")) o.compile_in_process = true;
+  o.compile_timeout = optional_value<double>(vm, "compile-timeout");
+  if (o.compile_timeout && !(*o.compile_timeout > 0 && std::isfinite(*o.compile_timeout)))
+    throw Error(ErrorKind::kUsage, fmt::format("--compile-timeout {}: seconds, a positive number",
+                                               *o.compile_timeout));
   o.timeline = timeline;
   // From the process's start: what ktune did before the run (options, the kernel, the database,
   // starting the compile processes) is on the timeline too.

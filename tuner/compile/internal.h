@@ -3,6 +3,7 @@
 // in a compile process, which the pool's threads call.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,9 +35,17 @@ void allow_precompiled_headers(const std::string& dir);
 void warm_up_nvrtc();
 
 // Compiles a batch in `process` (started with `command` when it is not running); a process that
-// fails or dies fails the batch's configurations, each with the reason.
+// fails or dies fails the batch's configurations, each with the reason. `limit` gives the
+// batch's time limit in seconds, asked again while it waits (it may change meanwhile); past it
+// the process is killed, each configuration fails with "compile timed out after N s" (N:
+// `per_config`'s answer) and `timed_out` is set.
+struct CompileLimits {
+  std::function<double(std::size_t configs)> batch;
+  std::function<double()> per_config;
+};
 std::vector<CompileResult> remote_compile(Subprocess& process,
                                           const std::vector<std::string>& command,
-                                          const std::vector<CompileRequest>& requests);
+                                          const std::vector<CompileRequest>& requests,
+                                          const CompileLimits& limits, bool& timed_out);
 
 }  // namespace ktune::detail

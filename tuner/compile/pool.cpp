@@ -2,6 +2,8 @@
 // compile process of its own, with the cache in front.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -39,7 +41,34 @@ struct CompilePool::Impl {
 
   // Configurations per NVRTC program at most (set_max_batch).
   std::size_t max_batch = 16;
-  CompileObserver observer;  // under `mutex`
+  CompileObserver observer;             // under `mutex`
+  CompileTimeout timeout;               // under `mutex`
+  std::vector<double> compile_seconds;  // per configuration, of those compiled; under `mutex`
+
+  double per_config_limit() {
+    std::lock_guard lock(mutex);
+    return timeout.limit(compile_seconds);
+  }
+
+  // The limit per configuration, plus the median configuration's time for each other one.
+  double batch_limit(std::size_t configs) {
+    std::vector<double> seconds;
+    CompileTimeout t;
+    {
+      std::lock_guard lock(mutex);
+      seconds = compile_seconds;
+      t = timeout;
+    }
+    const double limit = t.limit(seconds);
+    if (configs <= 1) return limit;
+    double typical = limit / CompileTimeout::kFactor;
+    if (!seconds.empty()) {
+      auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+      std::nth_element(seconds.begin(), middle, seconds.end());
+      typical = *middle;
+    }
+    return limit + static_cast<double>(configs - 1) * typical;
+  }
 
   void work(std::size_t index) {
     Subprocess process;  // this thread's compile process, when the pool uses processes
@@ -136,11 +165,15 @@ struct CompilePool::Impl {
     if (requests.empty()) return results;
     Clock::time_point start = Clock::now();
     std::vector<CompileResult> compiled =
-        process_command.empty() ? compile_batch(requests)
-                                : detail::remote_compile(process, process_command, requests);
+        process_command.empty() ? compile_batch(requests) : compile_remotely(process, requests);
     busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
     compiles += requests.size();
     record.compiled = requests.size();
+    {
+      std::lock_guard lock(mutex);
+      for (const CompileResult& r : compiled)
+        if (r.ok && r.compile_ms > 0) compile_seconds.push_back(r.compile_ms / 1000);
+    }
     for (std::size_t k = 0; k < misses.size(); ++k) {
       if (!compiled[k].ok) ++record.failed;
       if (cache) cache->put(compiled[k]);
@@ -148,7 +181,33 @@ struct CompilePool::Impl {
     }
     return results;
   }
+
+  // A batch that timed out is compiled again a configuration at a time, so that only the slow
+  // one fails (its limit then its own).
+  std::vector<CompileResult> compile_remotely(Subprocess& process,
+                                              const std::vector<CompileRequest>& requests) {
+    const detail::CompileLimits limits{[this](std::size_t n) { return batch_limit(n); },
+                                       [this] { return per_config_limit(); }};
+    bool timed_out = false;
+    std::vector<CompileResult> results =
+        detail::remote_compile(process, process_command, requests, limits, timed_out);
+    if (!timed_out || requests.size() == 1) return results;
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      results[i] = std::move(
+          detail::remote_compile(process, process_command, {requests[i]}, limits, timed_out)
+              .front());
+    return results;
+  }
 };
+
+double CompileTimeout::limit(std::vector<double> seconds) const {
+  if (fixed) return *fixed;
+  if (seconds.empty()) return kFirst;
+  auto q90 = seconds.begin() +
+             static_cast<std::ptrdiff_t>(std::ceil(0.9 * static_cast<double>(seconds.size())) - 1);
+  std::nth_element(seconds.begin(), q90, seconds.end());
+  return std::max(kFloor, kFactor * *q90);
+}
 
 CompilePool::CompilePool(std::size_t threads, std::shared_ptr<CompileCache> cache,
                          std::vector<std::string> process_command)
@@ -220,6 +279,13 @@ void CompilePool::set_observer(CompileObserver observer) {
   std::lock_guard lock(impl_->mutex);
   impl_->observer = std::move(observer);
 }
+
+void CompilePool::set_timeout(CompileTimeout timeout) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->timeout = timeout;
+}
+
+double CompilePool::timeout_seconds() const { return impl_->per_config_limit(); }
 
 double CompilePool::busy_seconds() const { return impl_->busy_ns.load() * 1e-9; }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -99,7 +100,9 @@ namespace detail {
 
 std::vector<CompileResult> remote_compile(Subprocess& process,
                                           const std::vector<std::string>& command,
-                                          const std::vector<CompileRequest>& requests) {
+                                          const std::vector<CompileRequest>& requests,
+                                          const CompileLimits& limits, bool& timed_out) {
+  timed_out = false;
   const auto all_failed = [&](const std::string& error, const std::string& log) {
     std::vector<CompileResult> out;
     for (const CompileRequest& r : requests) {
@@ -122,11 +125,27 @@ std::vector<CompileResult> remote_compile(Subprocess& process,
   }
   json batch = json::array();
   for (const CompileRequest& r : requests) batch.push_back(request_json(r));
+  if (!process.send({json::parse(dump(json{{"batch", batch}})), {}})) {
+    const std::string output = process.output_tail();
+    return all_failed("compile process " + process.stop(true), output);
+  }
+  // The limit is asked again every second: it shrinks as the pool's other compilations finish.
+  const auto begin = std::chrono::steady_clock::now();
+  for (;;) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const double left = limits.batch(requests.size()) - waited;
+    if (left <= 0) {
+      process.stop(true);
+      timed_out = true;
+      return all_failed(fmt::format("compile timed out after {:.0f} s", limits.per_config()), "");
+    }
+    if (process.wait_for_answer(std::min(left, 1.0))) break;
+  }
+  // The answer has begun; the rest of it follows at once from a process that is alive.
+  constexpr double kAnswerSeconds = 60;
   ipc::Message reply;
-  // NVRTC does not hang on its own; the limit only guards against a wedged process.
-  constexpr double kLimitSeconds = 600;
-  if (!process.send({json::parse(dump(json{{"batch", batch}})), {}}) ||
-      process.receive(reply, kLimitSeconds) != ipc::ReadStatus::kOk) {
+  if (process.receive(reply, kAnswerSeconds) != ipc::ReadStatus::kOk) {
     const std::string output = process.output_tail();
     return all_failed("compile process " + process.stop(true), output);
   }

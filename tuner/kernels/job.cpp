@@ -246,9 +246,10 @@ void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
 // [compile]: how many compilations run at once, and where.
 void read_compile(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
-  r.check_keys(*t, "[compile]", {"threads", "in_process"});
+  r.check_keys(*t, "[compile]", {"threads", "in_process", "timeout"});
   if (auto v = r.integer(t, "compile.", "threads", 1, 1024))
     job.compile_threads = static_cast<unsigned>(*v);
+  job.compile_timeout = r.number(t, "compile.", "timeout", 0, false);
   if (const toml::node* n = t->get("in_process")) {
     const auto b = n->value_exact<bool>();
     if (!b)

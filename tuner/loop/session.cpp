@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -140,6 +141,11 @@ struct Session::Impl {
 void Session::Impl::start(const Registry& registry, Impl* previous) {
   if (!options.compile_threads) options.compile_threads = options.job.compile_threads;
   if (!options.compile_in_process) options.compile_in_process = options.job.compile_in_process;
+  if (!options.compile_timeout) options.compile_timeout = options.job.compile_timeout;
+  if (options.compile_timeout &&
+      !(*options.compile_timeout > 0 && std::isfinite(*options.compile_timeout)))
+    throw Error(ErrorKind::kUsage, fmt::format("compile timeout {}: seconds, a positive number",
+                                               *options.compile_timeout));
   if (options.compile_threads.value_or(0) > 1024)
     throw Error(ErrorKind::kUsage,
                 fmt::format("compile threads {}: at most 1024", *options.compile_threads));
@@ -185,6 +191,7 @@ void Session::Impl::start(const Registry& registry, Impl* previous) {
     database.emplace(options.database);
   step_done("database");
   if (setup.backend->needs_compilation() && !pool) start_pool();
+  if (pool) pool->set_timeout(CompileTimeout{options.compile_timeout});
   started = RunClock::now();
   if (options.timeline) draw_start();
 }

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -174,6 +175,26 @@ ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_f
     return s;
   out.header = nlohmann::json::parse(header);
   return ReadStatus::kOk;
+}
+
+ReadStatus wait_readable(int fd, double timeout_seconds, int side_fd, std::string* side_text) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::max(timeout_seconds, 0.0)));
+  for (;;) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {side_fd, POLLIN, 0}};
+    const nfds_t nfds = side_fd >= 0 ? 2 : 1;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const int rc = ::poll(fds, nfds, static_cast<int>(std::max<long long>(left.count(), 0)));
+    if (rc < 0 && errno != EINTR) return ReadStatus::kClosed;
+    if (rc > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+      return ReadStatus::kOk;
+    if (rc > 0 && nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) &&
+        ((fds[1].revents & POLLNVAL) || !drain(side_fd, side_text)))
+      side_fd = -1;
+    if (std::chrono::steady_clock::now() >= deadline) return ReadStatus::kTimeout;
+  }
 }
 
 }  // namespace ktune::ipc

@@ -83,6 +83,12 @@ ipc::ReadStatus Subprocess::receive(ipc::Message& message, double timeout_second
   return ipc::read_message(from_child_, message, timeout_seconds, output_fd_, &output_);
 }
 
+bool Subprocess::wait_for_answer(double timeout_seconds) {
+  if (from_child_ < 0) return true;
+  return ipc::wait_readable(from_child_, timeout_seconds, output_fd_, &output_) !=
+         ipc::ReadStatus::kTimeout;
+}
+
 void Subprocess::close_fds() {
   for (int* fd : {&to_child_, &from_child_, &output_fd_}) {
     if (*fd >= 0) ::close(*fd);

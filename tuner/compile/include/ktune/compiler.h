@@ -113,6 +113,20 @@ struct CompileBatchRecord {
 };
 using CompileObserver = std::function<void(const CompileBatchRecord&)>;
 
+// How long one configuration's compilation in a compile process may take: past it the process
+// is killed, the configuration fails with "compile timed out after N s" and a new process takes
+// the pool thread's next request. Adaptive (the default): kFactor times the 0.9 quantile of the
+// pool's compilations so far (seconds per configuration), at least kFloor, and kFirst while none
+// has finished. A batch of n configurations may take the limit plus n - 1 times the median; one
+// that times out is compiled again a configuration at a time, so only the slow one fails. Threads
+// of this process cannot be stopped: compilations in process have no limit.
+struct CompileTimeout {
+  static constexpr double kFloor = 30, kFactor = 5, kFirst = 120;
+  std::optional<double> fixed;  // seconds; none: adaptive
+  // The limit per configuration, given the compile times (seconds per configuration) so far.
+  double limit(std::vector<double> seconds) const;
+};
+
 // Compiles through the cache (when given) with a pool of threads.
 class CompilePool {
  public:
@@ -137,6 +151,9 @@ class CompilePool {
   // Called on the pool's threads after each group of requests, before their results are
   // handed out; an empty function stops the calls. It must not throw.
   void set_observer(CompileObserver observer);
+  // The compile processes' time limit (default: adaptive), and the limit per configuration now.
+  void set_timeout(CompileTimeout timeout);
+  double timeout_seconds() const;
   // Seconds the pool's threads spent compiling (cache hits excluded), summed over threads.
   double busy_seconds() const;
   // NVRTC compilations the pool ran (cache hits and shared in-flight submissions excluded).

@@ -45,6 +45,9 @@ struct JobFile {
   // run on threads of the tuner instead of compile processes
   std::optional<unsigned> compile_threads;
   std::optional<bool> compile_in_process;
+  // [compile] timeout: seconds one configuration's compilation may take (CompileTimeout; none:
+  // adaptive)
+  std::optional<double> compile_timeout;
   // [inputs] BUFFER = "INIT" and [expected] BUFFER = "file(PATH)"; relative paths are relative
   // to the job file's directory
   std::map<std::string, std::string> inputs, expected;

@@ -45,6 +45,9 @@ struct SessionOptions {
   // here they win over the job file's [compile]; neither: one per core, less one, in processes.
   std::optional<unsigned> compile_threads;
   std::optional<bool> compile_in_process;
+  // Seconds one configuration's compilation may take in a compile process (CompileTimeout,
+  // ktune/compiler.h); given here it wins over the job file's; neither: adaptive.
+  std::optional<double> compile_timeout;
   // The caller's check of each configuration's outputs (CudaBackend::Options::host_check) and
   // the buffers it is given (MeasureOptions::fetch_outputs).
   std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check;

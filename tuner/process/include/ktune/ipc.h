@@ -21,5 +21,9 @@ enum class ReadStatus { kOk, kClosed, kTimeout };
 // stderr, -1 for none) into side_text, keeping its last 8 KiB.
 ReadStatus read_message(int fd, Message& out, double timeout_seconds, int side_fd = -1,
                         std::string* side_text = nullptr);
+// Waits up to timeout_seconds for `fd` to have something to read (or to be closed): kOk then,
+// kTimeout otherwise; drains `side_fd` meanwhile as read_message does. Reads nothing from `fd`.
+ReadStatus wait_readable(int fd, double timeout_seconds, int side_fd = -1,
+                         std::string* side_text = nullptr);
 
 }  // namespace ktune::ipc

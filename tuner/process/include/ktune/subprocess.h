@@ -25,6 +25,9 @@ class Subprocess {
 
   bool send(const ipc::Message& message);
   ipc::ReadStatus receive(ipc::Message& message, double timeout_seconds);
+  // Waits up to timeout_seconds for the child's answer to begin (or its pipe to close), without
+  // reading it: false when nothing came in that time.
+  bool wait_for_answer(double timeout_seconds);
 
   // Ends the child: a "quit" request and a short wait, or SIGKILL. Returns how it ended
   // ("worker exited with code 3", "worker killed by signal 9 (Killed)"); empty if not running.
