@@ -67,6 +67,8 @@ const CheckFinding& finding(const std::vector<CheckFinding>& all, const std::str
   ADD_FAILURE() << "no finding on " << topic;
   return none;
 }
+// The answer refers into `all`: a temporary list would be gone before it is read.
+const CheckFinding& finding(std::vector<CheckFinding>&& all, const std::string& topic) = delete;
 
 TEST(Check, AParameterThatChangesNothingIsNamed) {
   const KernelSpec k = ghost_kernel();
@@ -134,7 +136,8 @@ TEST(Check, AReferenceIsAConfigurationOfTheDeclaredSpaceWhateverAJobNarrows) {
   const KernelInstance instance(k, k.make_problem({}), DeviceLimits::for_arch(90));
   CheckOptions options;
   options.compile = false;
-  const auto& ref = finding(check_kernel(instance, options), "reference");
+  const std::vector<CheckFinding> findings = check_kernel(instance, options);
+  const auto& ref = finding(findings, "reference");
   EXPECT_EQ(ref.level, CheckFinding::Level::kOk) << ref.message;
   EXPECT_TRUE(contains(ref.message, "unroll=1")) << ref.message;
 }
