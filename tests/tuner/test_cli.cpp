@@ -110,6 +110,21 @@ TEST_F(Cli, ACompileTimeoutThatIsNotAPositiveNumberOfSecondsIsRefused) {
   EXPECT_FALSE(fs::exists(work() / "d.db"));
 }
 
+// A name of 100 KB is quoted by its start and its length, not whole (issue: a 10 MB line).
+TEST_F(Cli, AnUnknownKernelOfAHundredKilobytesIsQuotedByItsStart) {
+  const std::string name(100000, 'k');  // one argument holds at most 128 KiB
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"tune", name, "--db", "d.db"},
+        std::vector<std::string>{"space", name}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << r.err.substr(0, 300);
+    EXPECT_TRUE(contains(r.err, "unknown kernel 'kkkk")) << r.err.substr(0, 300);
+    EXPECT_TRUE(contains(r.err, "(100000 characters)")) << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 2000u) << r.err.substr(0, 300);
+  }
+  EXPECT_FALSE(fs::exists(work() / "d.db"));
+}
+
 TEST_F(Cli, NoArgumentsIsAUsageError) {
   const CliResult r = run({});
   EXPECT_EQ(r.code, 2) << r;

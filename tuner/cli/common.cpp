@@ -225,9 +225,10 @@ Error unknown_kernel(const std::string& name, const Store& store) {
   std::string held;
   for (const auto& [kernel, n] : runs)
     held += fmt::format("{}{} ({} run{})", held.empty() ? "" : ", ", kernel, n, n == 1 ? "" : "s");
-  return Error(ErrorKind::kUsage,
-               fmt::format("unknown kernel '{}': not registered and not in {}; it holds {}", name,
-                           store.path().string(), held.empty() ? "no kernels" : held));
+  return Error(
+      ErrorKind::kUsage,
+      fmt::format("unknown kernel '{}': not registered and not in {}; it holds {}", excerpt(name),
+                  store.path().string(), held.empty() ? "no kernels" : held));
 }
 
 KernelSpec query_kernel(const std::string& name, const Registry& registry, const Store& store) {

@@ -3,6 +3,11 @@
 
 namespace ktune {
 
+std::string excerpt(std::string_view text, std::size_t keep) {
+  if (text.size() <= keep) return std::string(text);
+  return std::string(text.substr(0, keep)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 int exit_code(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kUsage:

@@ -634,7 +634,7 @@ const KernelSpec& Registry::get(std::string_view name) const {
     std::vector<std::string> names;
     for (const auto& [n, k] : impl_->kernels) names.push_back(n);
     throw Error(ErrorKind::kUsage,
-                fmt::format("unknown kernel '{}'; known kernels: {}", name,
+                fmt::format("unknown kernel '{}'; known kernels: {}", excerpt(name),
                             names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "))));
   }
   return it->second;

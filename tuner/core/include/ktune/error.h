@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ktune {
 
@@ -27,6 +28,10 @@ class Error : public std::runtime_error {
  private:
   ErrorKind kind_;
 };
+
+// What a message quotes of a name the user gave: the name itself, or where it is longer than
+// `keep` characters its start, "...", and its length ("aaaa... (10485760 characters)").
+std::string excerpt(std::string_view text, std::size_t keep = 64);
 
 // Process exit codes of the ktune CLI, one per ErrorKind (documented in docs/cli.md).
 int exit_code(ErrorKind kind);
