@@ -35,10 +35,10 @@ void allow_precompiled_headers(const std::string& dir);
 void warm_up_nvrtc();
 
 // Compiles a batch in `process` (started with `command` when it is not running); a process that
-// fails or dies fails the batch's configurations, each with the reason. `limit` gives the
+// fails or dies fails the batch's configurations, each with the reason. `limits.batch` gives the
 // batch's time limit in seconds, asked again while it waits (it may change meanwhile); past it
 // the process is killed, each configuration fails with "compile timed out after N s" (N:
-// `per_config`'s answer) and `timed_out` is set.
+// `limits.per_config`'s answer) and `timed_out` is set.
 struct CompileLimits {
   std::function<double(std::size_t configs)> batch;
   std::function<double()> per_config;
