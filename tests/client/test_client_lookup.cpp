@@ -1,6 +1,7 @@
 // Client lookups on a database written with ktune::Store: every device fallback level, the
 // exact and nearest problem with its log distance, the options that switch fallbacks off, the
 // "no answer" values, kernel versions, caching and launch shapes. No GPU needed.
+#include <SQLiteCpp/Database.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -255,6 +256,28 @@ TEST_F(Lookup, NearestProblemByLogDistance) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->problem, (Problem{{"n", 1 << 20}}));
   EXPECT_NEAR(r->problem_distance, std::log2(3.0), 1e-6);
+}
+
+// A best whose trial is damaged (text where the time belongs, a negative time) never answers:
+// the next candidate does, and no answer reads 0 ms.
+TEST_F(Lookup, ABestWhoseTimeIsDamagedNeverAnswers) {
+  add(h200(), 1 << 20, 0.01, R"({"block_size": 64, "variant": 9, "elements_per_thread": 8})");
+  const std::int64_t text =
+      add(h200(), 1 << 24, 0.02, R"({"block_size": 256, "variant": 9, "elements_per_thread": 8})");
+  const std::int64_t negative =
+      add(h200(), 1 << 28, 0.30, R"({"block_size": 512, "variant": 9, "elements_per_thread": 8})");
+  {
+    SQLite::Database raw(db_path_.string(), SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE trials SET time_ms = 'fast' WHERE id = " + std::to_string(text));
+    raw.exec("UPDATE trials SET time_ms = -1 WHERE id = " + std::to_string(negative));
+  }
+  Client c = client(h200());
+  for (const std::int64_t n : {std::int64_t{1} << 24, std::int64_t{1} << 28}) {
+    const LookupResult r = c.best("reduce", {{"n", n}});
+    ASSERT_TRUE(r) << r.message;
+    EXPECT_EQ(r->problem, (Problem{{"n", 1 << 20}})) << n;
+    EXPECT_DOUBLE_EQ(r->measurement.time_ms, 0.01) << n;
+  }
 }
 
 TEST_F(Lookup, ProblemDistanceIsTheSumOfLogRatiosOverParameters) {

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "client_test_util.h"
+#include "common/as_another_user.h"
 
 namespace ktune::test {
 namespace {
@@ -165,6 +166,57 @@ TEST_F(Open, AReadOnlyFileWorks) {
   Client c(db_path_, client_device(h200()));
   EXPECT_TRUE(c.best("reduce", {{"n", 1 << 24}}));
   EXPECT_TRUE(c.read_only());
+}
+
+// In a folder that cannot take a -shm, the client reads a file that holds every committed
+// change, and refuses one whose -wal holds changes rather than answer from its older state.
+TEST_F(Open, AFolderThatCannotTakeAShmNeverGivesAnOlderBest) {
+  namespace fs = std::filesystem;
+  const fs::path hot = dir_ / "hot";
+  fs::create_directories(hot);
+  const auto add = [&](Store& store, const std::string& key, double ms) {
+    BestSpec b;
+    b.kernel_id = store.upsert_kernel(reduce_record());
+    b.device = h200();
+    b.problem = {{"n", 1 << 24}};
+    b.config_key = key;
+    b.time_ms = ms;
+    add_best(store, b);
+  };
+  {
+    Store store = Store::open(hot / "w.db");
+    add(store, "block_size=64,variant=9,elements_per_thread=8", 0.25);
+  }
+  {
+    Store writer = Store::open(hot / "w.db");
+    add(writer, "block_size=128,variant=9,elements_per_thread=8", 0.123);
+    fs::copy_file(hot / "w.db", hot / "r.db");  // as a killed writer leaves it
+    fs::copy_file(hot / "w.db-wal", hot / "r.db-wal");
+  }
+  fs::copy_file(hot / "w.db", dir_ / "cold.db");
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(hot / (std::string("w.db") + suffix));
+  fs::create_directories(dir_ / "cold");
+  fs::rename(dir_ / "cold.db", dir_ / "cold" / "r.db");
+  const auto answer = [](const fs::path& path) -> std::string {
+    try {
+      Client c(path, client_device(h200()));
+      const LookupResult r = c.best("reduce", {{"n", 1 << 24}});
+      return r ? std::to_string(r->measurement.time_ms) : "no answer: " + r.message;
+    } catch (const Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  std::string why;
+  const auto cold = in_read_only_folder(
+      dir_ / "cold", [&] { return answer(dir_ / "cold" / "r.db"); }, why);
+  if (!cold) GTEST_SKIP() << why;
+  EXPECT_EQ(*cold, std::to_string(0.123));
+  const auto stale = in_read_only_folder(
+      hot, [&] { return answer(hot / "r.db"); }, why);
+  ASSERT_TRUE(stale) << why;
+  EXPECT_THAT(*stale, StartsWith("error: " + (hot / "r.db").string() + ": cannot be read here"));
+  EXPECT_FALSE(fs::exists(hot / "r.db-shm"));
+  EXPECT_EQ(answer(hot / "r.db"), std::to_string(0.123)) << "a folder that takes a -shm";
 }
 
 TEST_F(Open, TheClientNeverWrites) {

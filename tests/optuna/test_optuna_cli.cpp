@@ -105,6 +105,52 @@ TEST_F(OptunaCliOptions, StudyStorageIsOnlyForOptunaAndMustAgreeWithTheOption) {
   EXPECT_TRUE(contains(r.err, "journal:PATH")) << r;
 }
 
+// A storage that cannot hold the study is a usage error naming it, before anything is written:
+// a journal or SQLite file in a folder that does not exist, a directory, a scheme that is no
+// storage, a server that does not answer (loopback port 1, where nothing listens), the results
+// database itself, and a storage of no name.
+TEST_F(OptunaCliOptions, AStorageThatCannotHoldTheStudyIsRefusedBeforeAnythingIsWritten) {
+  auto r = run({"tune", "--replay", conv(), "--strategy", "random", "--budget-evals", "3",
+                "--retime-top", "0", "--db", "a.db"});
+  ASSERT_EQ(r.code, 0) << r;
+  fs::create_directories(dir_ / "folder");
+  const auto files = [&] {
+    std::set<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path()))
+      if (e.path().filename() != "cache" && e.path().string().find("/cache/") == std::string::npos)
+        out.insert(e.path().lexically_relative(dir_.path()).string());
+    return out;
+  };
+  const std::set<std::string> before = files();
+  const std::string db_bytes = test::read_file(dir_ / "a.db");
+  const std::string missing = (dir_ / "missing" / "s").string();
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"journal:" + missing + ".log", "does not exist"},
+      {"journal:" + (dir_ / "folder").string(), "is a directory"},
+      {"sqlite:///" + missing + ".db", "does not exist"},
+      {"sqlite:///" + (dir_ / "folder").string(), "is a directory"},
+      {"nosuchdb://host/study", "not a storage Optuna knows"},
+      {"sqlite:///" + (dir_ / "a.db").string(), "names the results database"},
+      {"journal:a.db-wal", "names the results database"},
+      {"redis://127.0.0.1:1/0", "redis"},
+      {"postgresql://ktune@127.0.0.1:1/study", "postgresql"},
+      {"", "names no storage"},
+  };
+  for (const auto& [url, says] : refused) {
+    r = run({"tune", "--replay", conv(), "--strategy", "optuna:random", "--study-storage", url,
+             "--budget-evals", "3", "--retime-top", "0", "--db", "a.db"});
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_TRUE(contains(r.err, "study storage '" + url + "'") ||
+                contains(r.err, "study_storage '" + url + "'"))
+        << r;
+    EXPECT_TRUE(contains(r.err, says)) << r;
+    EXPECT_FALSE(contains(r.err, "Traceback")) << r;
+    EXPECT_EQ(files(), before) << r;
+    EXPECT_TRUE(test::read_file(dir_ / "a.db") == db_bytes)
+        << "the results database changed: " << r;
+  }
+}
+
 TEST_F(OptunaCliOptions, WarmStartProposesTheBestOfAnotherDeviceFirst) {
   int i = 0;
   for (const std::string strategy : {"optuna:tpe", "optuna:cmaes", "auto"}) {

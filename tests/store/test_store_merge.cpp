@@ -270,6 +270,82 @@ TEST_F(StoreMerge, ConflictingDuplicatesTakeTheMedianAndAWrongResultAnywhereDisq
   EXPECT_DOUBLE_EQ(best->trial.time_ms, 1.2);
 }
 
+// A damaged trial (a negative or zero time, text where the time belongs) is never a best: not
+// by the merge rule, not among the leaders, and a best row that points at one does not answer.
+TEST_F(StoreMerge, ATimeThatIsNotAPositiveNumberIsNeverABest) {
+  const auto a = file("a.db");
+  const Seeded s = add_run(a, h200(), "host-a", 101);
+  std::int64_t damaged_best = 0;
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(s, "b=64", 0.5));
+    damaged_best = store.add_trial(make_trial(s, "b=128", 0.3));
+    store.add_trial(make_trial(s, "b=256", 0.2));
+    store.add_trial(make_trial(s, "b=512", 0.1));
+    store.set_best(damaged_best);
+  }
+  {
+    SQLite::Database raw(a.string(), SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE trials SET time_ms = -1 WHERE config_key = 'b=128'");
+    raw.exec("UPDATE trials SET time_ms = 'fast' WHERE config_key = 'b=256'");
+    raw.exec("UPDATE trials SET time_ms = 0 WHERE config_key = 'b=512'");
+  }
+  {
+    Store source = Store::open(a, Store::Mode::kReadOnly);
+    EXPECT_FALSE(source.best("reduce", "n=1048576", s.device)) << "a best of -1 ms answered";
+    EXPECT_TRUE(source.bests().empty());
+    const auto leaders = source.leaders(s.kernel, s.device, s.problem, false, 10);
+    ASSERT_EQ(leaders.size(), 1u);
+    EXPECT_EQ(leaders[0].config_key, "b=64");
+    const auto trials = source.trials_of_run(s.run);
+    ASSERT_EQ(trials.size(), 4u);
+    EXPECT_TRUE(std::isnan(trials[2].time_ms)) << "text read as " << trials[2].time_ms;
+  }
+  const auto fleet = file("fleet.db");
+  Store into = Store::open(fleet);
+  into.merge_from(a);
+  const auto best = into.best("reduce", "n=1048576", into.devices().at(0).id);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial.config_key, "b=64");
+  EXPECT_DOUBLE_EQ(best->trial.time_ms, 0.5);
+  const auto bad = into.trials_for(best->kernel_id, best->device_id, best->problem_id);
+  ASSERT_EQ(bad.size(), 4u);
+  for (const TrialRecord& t : bad)
+    if (t.config_key != "b=64") EXPECT_THROW(into.set_best(t.id), Error) << t.config_key;
+}
+
+// Trials whose run a source no longer holds, and runs whose problem it no longer holds, are
+// not merged, and the merge says how many there were each time.
+TEST_F(StoreMerge, WhatADamagedSourceCannotMergeIsCounted) {
+  const auto a = file("a.db");
+  const Seeded kept = add_run(a, h200(), "host-a", 101);
+  const Seeded lost = add_run(a, h200(), "host-a", 102);
+  const Seeded orphan = add_run(a, h200(), "host-a", 103, problem_n(1 << 10));
+  {
+    Store store = Store::open(a);
+    store.add_trial(make_trial(kept, "b=64", 0.5));
+    for (const char* key : {"b=128", "b=256", "b=512"}) store.add_trial(make_trial(lost, key, 0.4));
+    store.add_trial(make_trial(orphan, "b=64", 0.7));
+    store.finish_run(kept.run, RunStatus::kFinished, "");
+    store.finish_run(lost.run, RunStatus::kFinished, "");
+    store.finish_run(orphan.run, RunStatus::kFinished, "");
+  }
+  {
+    SQLite::Database raw(a.string(), SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA foreign_keys = OFF");
+    raw.exec("DELETE FROM runs WHERE id = " + std::to_string(lost.run));
+    raw.exec("DELETE FROM problems WHERE id = " + std::to_string(orphan.problem));
+  }
+  Store into = Store::open(file("fleet.db"));
+  for (int pass = 0; pass < 2; ++pass) {
+    const MergeReport r = into.merge_from(a);
+    EXPECT_EQ(r.trials, pass == 0 ? 1 : 0);
+    EXPECT_EQ(r.skipped_trials, 4) << "pass " << pass;
+    EXPECT_EQ(r.skipped_runs, 1) << "pass " << pass;
+  }
+  EXPECT_EQ(into.runs().size(), 1u);
+}
+
 TEST_F(StoreMerge, ARetimingCountsWithItsRankingRoundsAsTheRunThatMadeItChose) {
   // The run's re-timing ranked b=256 first (rank 0.9) although its timing rounds read 1.2, and
   // b=128's 1.1 (ranked 1.3): the run stored b=256, and merging keeps that choice and its time.

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/as_another_user.h"
 #include "store/store_test_util.h"
 
 namespace ktune::test {
@@ -16,6 +17,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using StoreOpen = StoreTest;
+
+bool contains_text(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Expects open() in `mode` to throw Error(kDatabase) containing `needle` and to leave the
 // file's bytes exactly as they were.
@@ -193,6 +198,74 @@ TEST_F(StoreOpen, ReadOnlySeesAnotherWritersCommits) {
   EXPECT_FALSE(reader.find_trial(s.kernel, s.device, s.problem, "a"));
   writer.add_trial(make_trial(s, "a", 1.0));
   EXPECT_TRUE(reader.find_trial(s.kernel, s.device, s.problem, "a"));
+}
+
+// A folder that cannot take the -shm a reader of a WAL database needs (a read-only folder or
+// file system): a file that holds every committed change is read (and merged from); one whose
+// -wal holds changes is refused by name, never answered from its older state.
+TEST_F(StoreOpen, AFolderThatCannotTakeAShmIsReadOnlyWhereTheFileHoldsEveryChange) {
+  namespace fs = std::filesystem;
+  const fs::path cold = dir_ / "cold", hot = dir_ / "hot", out = dir_ / "out";
+  for (const fs::path& p : {cold, hot, out}) fs::create_directories(p);
+  fs::permissions(out, fs::perms::all, fs::perm_options::replace);
+  {
+    Store store = Store::open(cold / "r.db");
+    const Seeded s = seed(store);
+    store.set_best(store.add_trial(make_trial(s, "b=64", 0.25)));
+  }
+  {
+    {
+      Store store = Store::open(hot / "w.db");
+      const Seeded s = seed(store);
+      store.set_best(store.add_trial(make_trial(s, "b=64", 0.25)));
+    }
+    Store writer = Store::open(hot / "w.db");
+    const Seeded s = seed(writer);
+    writer.set_best(writer.add_trial(make_trial(s, "b=128", 0.123)));
+    // A writer killed now: its newest best is in the -wal only.
+    fs::copy_file(hot / "w.db", hot / "r.db");
+    fs::copy_file(hot / "w.db-wal", hot / "r.db-wal");
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(hot / (std::string("w.db") + suffix));
+  const auto best_of = [](const fs::path& path) -> std::string {
+    try {
+      Store store = Store::open(path, Store::Mode::kReadOnly);
+      const auto b = store.best("reduce", "n=1048576", store.devices().at(0).id);
+      return b ? b->trial.config_key : "no best";
+    } catch (const Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  std::string why;
+  const auto read = in_read_only_folder(
+      cold,
+      [&] {
+        std::string merged;
+        try {
+          Store fleet = Store::open(out / "fleet.db");
+          fleet.merge_from(cold / "r.db");
+          merged = fleet.best("reduce", "n=1048576", fleet.devices().at(0).id)->trial.config_key;
+        } catch (const Error& e) {
+          merged = std::string("error: ") + e.what();
+        }
+        return best_of(cold / "r.db") + " | " + merged;
+      },
+      why);
+  if (!read) GTEST_SKIP() << why;
+  EXPECT_EQ(*read, "b=64 | b=64");
+  EXPECT_FALSE(fs::exists(cold / "r.db-shm"));
+  const std::string main_before = read_bytes(hot / "r.db"),
+                    wal_before = read_bytes(hot / "r.db-wal");
+  const auto hot_read = in_read_only_folder(
+      hot, [&] { return best_of(hot / "r.db"); }, why);
+  ASSERT_TRUE(hot_read) << why;
+  EXPECT_EQ(hot_read->rfind("error: " + (hot / "r.db").string() + ": cannot be read here", 0), 0u)
+      << *hot_read;
+  EXPECT_TRUE(contains_text(*hot_read, "-wal holds changes")) << *hot_read;
+  EXPECT_EQ(read_bytes(hot / "r.db"), main_before);
+  EXPECT_EQ(read_bytes(hot / "r.db-wal"), wal_before);
+  EXPECT_FALSE(fs::exists(hot / "r.db-shm"));
+  EXPECT_EQ(best_of(hot / "r.db"), "b=128") << "where the folder takes a -shm, the -wal is read";
 }
 
 TEST_F(StoreOpen, RefusesADatabaseLockedByAnotherProcess) {

@@ -4,6 +4,7 @@
 // errors (3), plugin errors (4), database errors (5) and "no GPU" (7). Needs no GPU.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "ktune/device.h"
 #include "ktune/instance.h"
 #include "ktune/registry.h"
+#include "ktune/space.h"
 #include "ktune/store.h"
 #include "tuner/cli_test_util.h"
 
@@ -528,6 +530,108 @@ TEST_F(Cli, QuietTuneLeavesOutNotesButKeepsWarnings) {
   EXPECT_FALSE(contains(r.err, "note:")) << r;
   EXPECT_TRUE(contains(r.err, warning)) << r;
   EXPECT_EQ(r.out, "") << r;
+}
+
+// A replay job that does not read stops the run naming the file: the run does not go on with
+// the recorded values as its space.
+TEST_F(Cli, AReplayJobThatDoesNotReadIsAnError) {
+  const fs::path recordings = tmp_ / "recordings", jobs = tmp_ / "jobs";
+  fs::create_directories(recordings);
+  fs::create_directories(jobs);
+  fs::copy_file(fs::path(KTUNE_TEST_DATA_DIR) / "replay" / "pnpoly_small.json.gz",
+                recordings / "cn_pnpoly-Laptop-problem_size=20000000.json.gz");
+  test::write_file(jobs / "cn_pnpoly.toml", "[space\nblock_size_x = [32, 64\n");
+  const std::map<std::string, std::optional<std::string>> env = {
+      {"KTUNE_RECORDINGS", recordings.string()}, {"KTUNE_REPLAY_JOBS", jobs.string()}};
+  const CliResult r = run({"tune", "cn_pnpoly", "--db", "job.db"}, env);
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, (jobs / "cn_pnpoly.toml").string())) << r;
+  EXPECT_FALSE(contains(r.err, "define the space")) << r;
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{});
+}
+
+// A recording without a measurement is refused: replaying it would be a run of invalid trials.
+TEST_F(Cli, ARecordingWithoutMeasurementsIsRefused) {
+  const fs::path empty = work() / "empty.json";
+  test::write_file(empty,
+                   R"({"device_name": "Laptop", "kernel_name": "cn_pnpoly", "problem_size": 20, )"
+                   R"("tune_params_keys": ["block_size_x"], "tune_params": {"block_size_x": )"
+                   R"([32, 64]}, "objective": "time", "cache": {}})");
+  const CliResult r = run({"tune", "--replay", empty.string(), "--db", "empty.db"});
+  EXPECT_EQ(r.code, 3) << r;
+  EXPECT_TRUE(contains(r.err, "empty.json: the recording holds no measurements")) << r;
+  EXPECT_EQ(files_in_work(), std::vector<std::string>{"empty.json"});
+}
+
+// Inputs that are not regular files are refused by name, without a wait: a FIFO as the job
+// file, a manifest, a kernel source, a plugin or a buffer's file(...), and /dev/zero as a source.
+TEST_F(Cli, InputsThatAreNotRegularFilesAreRefusedWithoutAWait) {
+  const fs::path fifo = work() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string manifest = test::read_file(test::valid_manifest());
+  const auto manifest_with = [&](const std::string& name, const std::string& from,
+                                 const std::string& to) {
+    std::string text = manifest;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    test::write_file(work() / name, text);
+    fs::copy_file(test::manifest_dir() / "vecscale.cu", work() / "vecscale.cu",
+                  fs::copy_options::overwrite_existing);
+    return (work() / name).string();
+  };
+  const std::string fifo_source =
+      manifest_with("fifo_source.toml", "source = \"vecscale.cu\"", "source = \"fifo\"");
+  const std::string zero_source =
+      manifest_with("zero_source.toml", "source = \"vecscale.cu\"", "source = \"/dev/zero\"");
+  const std::string fifo_input = manifest_with("fifo_input.toml", "init = \"random(-1, 1)\"",
+                                               "init = \"file(" + fifo.string() + ")\"");
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"tune", "reduce", "--config", fifo.string()}, 3, "FIFO"},
+      {{"list", "--plugin", (work() / "fifo.toml").string()}, 3, "FIFO"},
+      {{"list", "--plugin", fifo_source}, 3, "FIFO"},
+      {{"list", "--plugin", zero_source}, 3, "is a device"},
+      {{"check", "vecscale", "--plugin", fifo_input}, 1, "FIFO"},
+  };
+  fs::create_symlink(fifo, work() / "fifo.toml");
+  fs::create_symlink(fifo, work() / "fifo.so");
+  for (const Case& c : cases) {
+    const CliResult r = run(c.args);
+    EXPECT_EQ(r.code, c.code) << r;
+    EXPECT_TRUE(contains(r.out + r.err, c.says)) << r;
+  }
+  const CliResult r = run({"list", "--plugin", (work() / "fifo.so").string()});
+  EXPECT_EQ(r.code, 4) << r;
+  EXPECT_TRUE(contains(r.err, "FIFO")) << r;
+}
+
+// A space too large to count (64 two-valued parameters: 2^64 configurations) is counted to a
+// stated limit in bounded memory: `space` says "at least", `check` finishes.
+TEST_F(Cli, ASpaceTooLargeToCountIsCountedToTheLimit) {
+  std::string text = test::read_file(test::valid_manifest());
+  std::string params;
+  for (int i = 0; i < 64; ++i)
+    params += "[[param]]\nname = \"p" + std::to_string(i) + "\"\nvalues = [0, 1]\n\n";
+  text.insert(text.find("[[param]]"), params);
+  test::write_file(work() / "big.toml", text);
+  fs::copy_file(test::manifest_dir() / "vecscale.cu", work() / "vecscale.cu");
+  CliResult r = run({"space", "vecscale", "--plugin", "big.toml", "--sample", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const json j = parse_json(r);
+  EXPECT_EQ(j["valid"], kValidCountLimit);
+  EXPECT_EQ(j["valid_counted_all"], false);
+  EXPECT_EQ(j["sample"].size(), 3u);
+  r = run({"space", "vecscale", "--plugin", "big.toml"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "valid       at least 67108864")) << r;
+  r = run({"check", "vecscale", "--plugin", "big.toml", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "over the first 1000000 valid configurations")) << r;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ TEST_F(RunState, TheStopAtTheCeilingEndsASearchOnceTheBestIsThere) {
   EXPECT_EQ(copied->source, "test");
 }
 
-TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunAndNoNewFile) {
+TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoNewFileAndAnExistingDatabaseAsItWas) {
   const std::vector<std::string> refused = {"tune",
                                             "reduce",
                                             "--problem",
@@ -188,10 +188,14 @@ TEST_F(RunState, ARunRefusedByItsStrategyLeavesNoRunAndNoNewFile) {
   r = run({"tune", "reduce", "--problem", "n=2**28", "--replay", kReduceRecording, "--budget-evals",
            "5", "--db", "y.db", "--retime-top", "0"});
   ASSERT_EQ(r.code, 0) << r;
+  ASSERT_FALSE(fs::exists(dir_ / "y.db-wal"));
+  const std::string before = read_file(dir_ / "y.db");
   args = refused;
   args.push_back("y.db");
   EXPECT_EQ(run(args).code, 2);
   ASSERT_TRUE(fs::exists(dir_ / "y.db")) << "an existing database is never removed";
+  EXPECT_TRUE(read_file(dir_ / "y.db") == before) << "a refused run wrote to the database";
+  EXPECT_FALSE(fs::exists(dir_ / "y.db-wal"));
   Store store = Store::open(dir_ / "y.db", Store::Mode::kReadOnly);
   EXPECT_EQ(store.runs().size(), 1u);
   for (const RunRecord& run : store.runs()) EXPECT_EQ(run.status, RunStatus::kFinished);

@@ -13,10 +13,28 @@ namespace ktune::cli {
 namespace {
 
 nlohmann::json to_json(const std::string& source, const MergeReport& r) {
-  return {{"source", source},         {"devices", r.devices},   {"kernels", r.kernels},
-          {"problems", r.problems},   {"runs", r.runs},         {"runs_updated", r.runs_updated},
-          {"trials", r.trials},       {"binaries", r.binaries}, {"bests", r.bests},
-          {"selectors", r.selectors}, {"ceilings", r.ceilings}};
+  return {{"source", source},
+          {"devices", r.devices},
+          {"kernels", r.kernels},
+          {"problems", r.problems},
+          {"runs", r.runs},
+          {"runs_updated", r.runs_updated},
+          {"trials", r.trials},
+          {"binaries", r.binaries},
+          {"bests", r.bests},
+          {"selectors", r.selectors},
+          {"ceilings", r.ceilings},
+          {"skipped_trials", r.skipped_trials},
+          {"skipped_runs", r.skipped_runs}};
+}
+
+// What a damaged source held that could not be merged, said even with --quiet.
+void warn_skipped(const std::string& source, const MergeReport& r) {
+  if (r.skipped_trials == 0 && r.skipped_runs == 0) return;
+  std::cerr << fmt::format(
+      "warning: {}: not merged: {} trial(s) whose run the source no longer holds, {} run(s) "
+      "whose kernel, device or problem it no longer holds (a damaged database)\n",
+      source, r.skipped_trials, r.skipped_runs);
 }
 
 std::string to_text(const std::string& source, const MergeReport& r) {
@@ -52,6 +70,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   nlohmann::json out = nlohmann::json::array();
   for (const std::string& s : sources) {
     const MergeReport r = into.merge_from(s);
+    warn_skipped(s, r);
     if (json_output(vm))
       out.push_back(to_json(s, r));
     else if (!vm.count("quiet"))

@@ -32,27 +32,36 @@ po::options_description space_options() {
   return opts;
 }
 
-// The space enumerated: its counts, and a seeded sample of --sample valid configurations.
+// The space enumerated: its counts (up to kValidCountLimit valid configurations), and a seeded
+// sample of --sample valid configurations among those counted.
 struct Enumerated {
   EnumerationStats stats;
+  bool counted_all = true;
   std::vector<Config> sample;
 };
 
 Enumerated enumerate(const SearchSpace& space, const po::variables_map& vm) {
   Enumerated out;
-  std::vector<Config> valid;
-  out.stats = space.for_each_valid([&](const Config& c) {
-    valid.push_back(c);
-    return true;
-  });
   const std::uint64_t asked = vm["sample"].as<Unsigned>().value;
   if (asked > 1'000'000)
     throw Error(ErrorKind::kUsage,
                 fmt::format("--sample {}: at most 1000000 configurations", asked));
-  const int want = static_cast<int>(asked);
+  // Reservoir sampling: memory for the sample, not the space.
   std::mt19937_64 rng(vm["seed"].as<Unsigned>().value);
-  std::sample(valid.begin(), valid.end(), std::back_inserter(out.sample),
-              std::min<std::size_t>(static_cast<std::size_t>(want), valid.size()), rng);
+  std::uint64_t seen = 0;
+  out.stats = space.for_each_valid([&](const Config& c) {
+    ++seen;
+    if (out.sample.size() < asked) {
+      out.sample.push_back(c);
+    } else if (asked > 0) {
+      const std::uint64_t slot = std::uniform_int_distribution<std::uint64_t>(0, seen - 1)(rng);
+      if (slot < asked) out.sample[slot] = c;
+    }
+    if (seen < kValidCountLimit) return true;
+    out.counted_all = false;
+    return false;
+  });
+  std::sort(out.sample.begin(), out.sample.end());  // in the space's order
   return out;
 }
 
@@ -65,6 +74,7 @@ void print_space_json(const KernelInstance& instance, const Target& target, cons
   j["target"] = {{"arch", target.arch}, {"note", target.note}};
   j["cartesian"] = stats.cartesian;
   j["valid"] = stats.valid;
+  j["valid_counted_all"] = e.counted_all;  // false: valid is a lower bound
   j["enumeration_seconds"] = stats.seconds;
   j["space_hash"] = space.hash();
   j["restrictions"] = space.restrictions();
@@ -83,12 +93,19 @@ void print_space_text(const KernelInstance& instance, const Target& target, cons
   const EnumerationStats& stats = e.stats;
   std::cout << fmt::format("kernel      {}\nproblem     {}\ntarget      {}\n",
                            instance.kernel().name, instance.problem_key(), target.note);
-  std::cout << fmt::format(
-      "cartesian   {}\nvalid       {} ({:.2f}%)\nenumerated  in {:.3f} ms ({:.2f} M "
-      "candidates/s)\n",
-      stats.cartesian, stats.valid,
-      stats.cartesian ? 100.0 * double(stats.valid) / double(stats.cartesian) : 0.0,
-      stats.seconds * 1e3, stats.seconds > 0 ? double(stats.cartesian) / stats.seconds / 1e6 : 0.0);
+  if (e.counted_all)
+    std::cout << fmt::format(
+        "cartesian   {}\nvalid       {} ({:.2f}%)\nenumerated  in {:.3f} ms ({:.2f} M "
+        "candidates/s)\n",
+        stats.cartesian, stats.valid,
+        stats.cartesian ? 100.0 * double(stats.valid) / double(stats.cartesian) : 0.0,
+        stats.seconds * 1e3,
+        stats.seconds > 0 ? double(stats.cartesian) / stats.seconds / 1e6 : 0.0);
+  else
+    std::cout << fmt::format(
+        "cartesian   {}\nvalid       at least {} (counting stops there; the sample is of those)\n"
+        "enumerated  in {:.3f} ms\n",
+        stats.cartesian, stats.valid, stats.seconds * 1e3);
   std::cout << "restrictions (kernel, then device limits):\n";
   for (const auto& r : space.restrictions()) std::cout << "  " << r << "\n";
   if (!e.sample.empty()) {

@@ -242,8 +242,10 @@ KernelEntry& Client::Impl::entry(const std::string& kernel) {
       "FROM best b JOIN devices d ON d.id = b.device_id JOIN trials t ON t.id = b.trial_id "
       "JOIN runs r ON r.id = t.run_id "
       "WHERE b.kernel_name = ? AND d.cc_major = ? AND d.arch LIKE 'sm!_%' ESCAPE '!' "
-      "AND r.replayed = 0 "
-      "ORDER BY b.updated_at DESC, b.kernel_id DESC");
+      "AND r.replayed = 0 AND " +
+          std::string(detail::kUsableTrialTime) +
+          " "
+          "ORDER BY b.updated_at DESC, b.kernel_id DESC");
   q.bind(1, kernel);
   q.bind(2, std::int64_t{device.cc_major});
   std::unordered_set<std::pair<std::int64_t, std::int64_t>, PairHash> seen;

@@ -4,7 +4,6 @@
 
 #include <SQLiteCpp/Exception.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <charconv>
 #include <limits>
@@ -16,21 +15,8 @@ namespace ktune::detail {
 
 namespace {
 
-// "file:" URI text of a path: only the characters a URI parser would take apart are escaped.
-std::string uri_path(const std::string& path) {
-  std::string out;
-  for (const char c : path) {
-    if (c == '%' || c == '?' || c == '#') {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += '%';
-      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
-      out += kHex[static_cast<unsigned char>(c) & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+// A plain read-only open failed for want of a -shm (cannot_take_shm).
+struct ShmUnavailable {};
 
 }  // namespace
 
@@ -76,7 +62,8 @@ std::int64_t Query::integer(int column) const { return statement_.getColumn(colu
 
 double Query::real(int column) const {
   const SQLite::Column c = statement_.getColumn(column);
-  return c.isNull() ? std::numeric_limits<double>::quiet_NaN() : c.getDouble();
+  // NaN for NULL, and for a text or blob that a damaged row holds where a number belongs.
+  return c.isInteger() || c.isFloat() ? c.getDouble() : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::string Query::text(int column) const { return std::string(text_view(column)); }
@@ -111,16 +98,12 @@ Database::Database(const std::filesystem::path& path, std::chrono::milliseconds 
   open(where_, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX);
   try {
     inspect(min_schema, max_schema);
-  } catch (const Error&) {
-    // A WAL database needs its -shm file; a reader that may not create it (a read-only
-    // directory) cannot read the file at all. When nobody can write the file either, the
-    // immutable flag reads it without -shm, which is then safe.
-    const int code = db_->getErrorCode() & 0xff;
-    if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY) throw;
-    if (::access(where_.c_str(), W_OK) == 0) throw;
+  } catch (const ShmUnavailable&) {
+    // A folder that cannot take the -shm (a read-only folder or file system): read the file as
+    // immutable where it alone holds the committed state, else say it cannot be read here.
     statements_.clear();
     db_.reset();
-    open("file:" + uri_path(std::filesystem::absolute(path).string()) + "?immutable=1",
+    open(immutable_read_uri(path, where_),
          SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX | SQLite::OPEN_URI);
     inspect(min_schema, max_schema);
   }
@@ -171,6 +154,10 @@ void Database::inspect(int min_schema, int max_schema) {
       }
     }
   } catch (const SQLite::Exception& e) {
+    const int code = e.getErrorCode() & 0xff;
+    if (!(flags_ & SQLite::OPEN_URI) && (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) &&
+        cannot_take_shm(path_))
+      throw ShmUnavailable{};
     fail("", e);
   }
   if (application != "ktune") {

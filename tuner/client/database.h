@@ -36,7 +36,7 @@ class Query {
   bool step();
 
   std::int64_t integer(int column) const;
-  double real(int column) const;  // NULL reads as NaN
+  double real(int column) const;  // NULL, text and blobs read as NaN
   std::string text(int column) const;
   std::string_view text_view(int column) const;  // valid until the next step
   std::string blob(int column) const;
@@ -47,6 +47,11 @@ class Query {
   SQLite::Statement& statement_;
   const char* op_;
 };
+
+// SQL that holds for a trial `t` whose time can be a best: a finite number above zero. A best
+// row whose trial is damaged (a negative time, or text where the time belongs) never answers.
+inline constexpr const char* kUsableTrialTime =
+    "typeof(t.time_ms) IN ('integer', 'real') AND t.time_ms > 0 AND t.time_ms < 9e999";
 
 class Database {
  public:

@@ -127,8 +127,10 @@ std::map<std::string, KernelRows> read_bests(const std::filesystem::path& path,
       "JOIN trials t ON t.id = b.trial_id JOIN kernels k ON k.id = b.kernel_id "
       "JOIN runs r ON r.id = t.run_id "
       "WHERE (?1 IS NULL OR b.kernel_name = ?1) AND d.arch LIKE 'sm!_%' ESCAPE '!' "
-      "AND r.replayed = 0 "
-      "ORDER BY b.kernel_name, b.updated_at DESC, b.kernel_id DESC");
+      "AND r.replayed = 0 AND " +
+          std::string(detail::kUsableTrialTime) +
+          " "
+          "ORDER BY b.kernel_name, b.updated_at DESC, b.kernel_id DESC");
   if (options.kernel) q.bind(1, *options.kernel);
   std::map<std::string, KernelRows> out;
   std::set<std::tuple<std::string, std::int64_t, std::int64_t>> seen;

@@ -179,13 +179,13 @@ CheckFinding check_reference(const KernelInstance& instance) {
 CheckFinding check_geometry(const KernelInstance& instance, std::uint64_t valid) {
   const SearchSpace& space = instance.space();
   std::optional<CheckFinding> failure;
-  std::uint64_t max_threads = 0, max_smem = 0;
+  std::uint64_t max_threads = 0, max_smem = 0, visited = 0;
   space.for_each_valid([&](const Config& c) {
     try {
       const LaunchGeometry g = instance.geometry(c);
       max_threads = std::max(max_threads, g.threads_per_block());
       max_smem = std::max(max_smem, g.shared_mem);
-      return true;
+      return ++visited < kScanCap;
     } catch (const Error& e) {
       failure =
           CheckFinding{Level::kError, "geometry", fmt::format("{}: {}", space.key(c), e.what())};
@@ -203,8 +203,9 @@ CheckFinding check_geometry(const KernelInstance& instance, std::uint64_t valid)
   const DeviceLimits& l = instance.limits();
   std::string text = fmt::format(
       "within the device limits (at most {} of {} threads per block, {} of {} bytes of dynamic "
-      "shared memory)",
-      max_threads, l.max_threads_per_block, max_smem, l.max_shared_memory_per_block_optin);
+      "shared memory{})",
+      max_threads, l.max_threads_per_block, max_smem, l.max_shared_memory_per_block_optin,
+      visited >= kScanCap ? fmt::format(" over the first {} valid configurations", kScanCap) : "");
   if (allowed > valid)
     text += fmt::format(
         "; the limits leave out {}{} configurations the kernel's restrictions "

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "ktune/error.h"
+#include "ktune/input_file.h"
 
 namespace ktune {
 
@@ -80,7 +82,11 @@ DataFile parse_npy(std::ifstream& in, const std::string& path, const std::string
          "a Fortran-order array; save it in C order (numpy.ascontiguousarray) so elements are "
          "in the order the buffer has them");
   f.elements = 1;
-  for (auto d : f.shape) f.elements *= d;
+  for (auto d : f.shape)
+    if (__builtin_mul_overflow(f.elements, d, &f.elements))
+      fail(what, path,
+           fmt::format(".npy header: shape ({}) holds more than 2^64 elements",
+                       fmt::join(f.shape, ", ")));
   return f;
 }
 
@@ -100,6 +106,7 @@ std::string npy_dtype(ElemType type) {
 DataFile inspect_data_file(const std::string& path, ElemType type, const std::string& what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(what, path, "is a directory");
+  check_input_file(path, what + ": file", std::numeric_limits<std::uint64_t>::max());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(what, path, "cannot be read");
   const auto size = std::filesystem::file_size(path, ec);

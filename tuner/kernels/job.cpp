@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "ktune/error.h"
+#include "ktune/input_file.h"
 #include "ktune/problem_set.h"
 #include "ktune/suggest.h"
 
@@ -269,8 +270,9 @@ JobFile load_job(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) r.fail("job file not found");
   if (std::filesystem::is_directory(path, ec)) r.fail("is a directory, not a job file");
   toml::table root;
+  const std::string text = read_input_file(path, "", kMaxTextInputBytes);
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     r.fail(fmt::format("line {}, column {}: {}", e.source().begin.line, e.source().begin.column,
                        e.description()));

@@ -12,12 +12,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "kernels/elf_check.h"
 #include "ktune/check.h"
 #include "ktune/error.h"
+#include "ktune/input_file.h"
 #include "ktune/suggest.h"
 
 namespace ktune {
@@ -245,6 +247,11 @@ void Registry::add_plugin(const ktune_plugin* plugin, const std::string& origin)
 void Registry::load_library(const std::string& path) {
   if (!fs::exists(path))
     throw Error(ErrorKind::kPlugin, fmt::format("{}: plugin library not found", path));
+  try {
+    check_input_file(path, "", std::numeric_limits<std::uint64_t>::max());
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kPlugin, e.what());  // a FIFO would block the ELF check and dlopen
+  }
   // An absolute path, so a bare "libfoo.so" means the file here, not a library-path search.
   const std::string absolute = fs::absolute(path).string();
   check_elf_library(path);
@@ -376,8 +383,14 @@ ElemType parse_type(const ManifestReader& r, const std::string& where, const std
 toml::table parse_manifest(const ManifestReader& r, const std::string& path) {
   if (!fs::exists(path)) r.fail("manifest not found");
   toml::table root;
+  std::string text;
   try {
-    root = toml::parse_file(path);
+    text = read_input_file(path, "", kMaxTextInputBytes);
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
+  try {
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     r.fail(fmt::format("line {}, column {}: {}", where.line, where.column, e.description()));
@@ -420,11 +433,11 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
   const std::string source_file = r.required_string(*kt, "[kernel]", "source");
   k.entry = r.required_string(*kt, "[kernel]", "entry");
   const fs::path source_path = fs::path(path).parent_path() / source_file;
-  std::ifstream in(source_path, std::ios::binary);
-  if (!in) r.fail(fmt::format("[kernel].source: cannot read '{}'", source_path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  k.source = text.str();
+  try {
+    k.source = read_input_file(source_path, "[kernel].source", kMaxTextInputBytes);
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
   k.source_name = source_path.filename().string();
   if (const auto* opts = (*kt)["compile_options"].as_array()) {
     for (const auto& o : *opts) {

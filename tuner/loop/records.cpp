@@ -3,11 +3,12 @@
 #include "loop/records.h"
 
 #include <cmath>
-#include <fstream>
+#include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "ktune/hash.h"
+#include "ktune/input_file.h"
 #include "ktune/stored_spec.h"
 #include "ktune/tuner.h"
 
@@ -30,10 +31,12 @@ void add_input_identity(const KernelSpec& k, Hasher& h) {
     for (const std::string& path :
          {init.kind == BufferInit::Kind::kFile ? init.text : std::string(), expected}) {
       if (path.empty()) continue;
-      std::ifstream in(path, std::ios::binary);
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      h.add("file:" + b.name).add(bytes.str());
+      std::error_code ec;
+      h.add("file:" + b.name)
+          .add(std::filesystem::exists(path, ec)
+                   ? read_input_file(path, "buffer " + b.name + ": file",
+                                     std::numeric_limits<std::uint64_t>::max())
+                   : std::string());
     }
   }
 }

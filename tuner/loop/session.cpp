@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -58,6 +59,33 @@ class SessionDatabase {
   bool created_;
   std::optional<Store> store_;
 };
+
+// An Optuna study's storage that names nothing, or the results database itself (which Optuna's
+// tables or journal lines would go into), is refused before anything is opened.
+void check_study_storage(const TuneOptions& options, const std::string& database) {
+  const auto it = options.strategy_options.find("study_storage");
+  if (it == options.strategy_options.end()) return;
+  const std::string& url = it->second;
+  if (url.empty())
+    throw Error(ErrorKind::kUsage,
+                "study storage '': names no storage; leave it out for a study in memory, or give "
+                "journal:PATH, redis://HOST:PORT or a database URL such as sqlite:///PATH");
+  std::string file;
+  for (const char* scheme : {"journal:", "sqlite:///"})
+    if (url.rfind(scheme, 0) == 0) file = url.substr(std::strlen(scheme));
+  if (file.empty() || database.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path named = fs::weakly_canonical(fs::absolute(file, ec), ec);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const fs::path db = fs::weakly_canonical(fs::absolute(database + suffix, ec), ec);
+    if (!ec && named == db)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("study storage '{}' names the results database {}: the study must "
+                              "be kept in a file of its own",
+                              url, database + suffix));
+  }
+}
 
 unsigned compile_threads_for(std::optional<unsigned> asked) {
   return asked.value_or(0) != 0 ? *asked : std::max(1u, std::thread::hardware_concurrency() - 1);
@@ -152,6 +180,7 @@ void Session::Impl::start(const Registry& registry, Impl* previous) {
   threads = compile_threads_for(options.compile_threads);
   cache = previous ? previous->cache : std::make_shared<CompileCache>(CompileCache::default_dir());
   TuningJob job = resolve_job(registry, options.job, options.overrides);
+  check_study_storage(job.options, options.database);
   step_done("options, kernels, job file");
   if (job.backend == BackendKind::kCuda && options.executable.empty())
     throw Error(ErrorKind::kUsage,
@@ -230,9 +259,11 @@ std::vector<std::string> Session::notes() const {
   out.insert(out.end(), job.notes.begin(), job.notes.end());
   if (impl_->setup.missing)
     out.push_back(fmt::format(
-        "warning: {} of {} valid configurations of {} are not in the recording; they are "
+        "warning: {}{} of {}{} valid configurations of {} are not in the recording; they are "
         "answered invalid",
-        impl_->setup.missing, impl_->setup.valid, job.kernel.name));
+        impl_->setup.valid >= kValidCountLimit ? "at least " : "", impl_->setup.missing,
+        impl_->setup.valid >= kValidCountLimit ? "the first " : "", impl_->setup.valid,
+        job.kernel.name));
   return out;
 }
 

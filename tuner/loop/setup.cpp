@@ -47,7 +47,11 @@ std::shared_ptr<Recording> load_recording(const std::string& path, const std::st
   q.kernel = kernel;
   q.problem = problem;
   q.device = device;
-  return std::make_shared<Recording>(read_recording(path, q));
+  auto recording = std::make_shared<Recording>(read_recording(path, q));
+  if (recording->trials.empty())
+    throw Error(ErrorKind::kInput,
+                fmt::format("{}: the recording holds no measurements: nothing to replay", path));
+  return recording;
 }
 
 // A value given as an override wins over the job file's, which wins over the default.
@@ -339,7 +343,7 @@ TuningSetup set_up_tuning(TuningJob job, CudaBackend::Options cuda,
     s.strategy = make_strategy(options.strategy_chosen);
   }
   if (job.backend == BackendKind::kReplay) {
-    s.instance->space().for_each_valid([&](const Config&) { return ++s.valid, true; });
+    s.instance->space().for_each_valid([&](const Config&) { return ++s.valid < kValidCountLimit; });
     s.missing = static_cast<ReplayBackend&>(*s.backend).missing(s.instance->space());
   }
   s.job = std::move(job);

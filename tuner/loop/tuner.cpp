@@ -190,22 +190,50 @@ class TuningRun {
   }
 
   // --- Step 1: the strategy starts, with the warm start, before anything is written ----------
+  // Until the strategy has accepted its options the database is only read: a refused run leaves
+  // an existing database as it was.
   void start_strategy() {
     if (backend_.needs_compilation() && pool_ == nullptr)
       throw Error(ErrorKind::kInternal, "the backend compiles, but no compile pool was given");
-    ids_.device = store_.upsert_device(device_record(device_));
-    if (!std::isnan(options_.stop_at_ceiling)) {
-      ceilings_ = store_.ceilings(ids_.device);
-      summary_.ceiling.wanted = options_.stop_at_ceiling;
-      summary_.ceiling.stored = ceilings_.has_value();
-    }
-    ids_.kernel = store_.upsert_kernel(kernel_record(instance_));
+    const DeviceRecord device = device_record(device_);
     ProblemRecord problem;
     problem.kernel_name = instance_.kernel().name;
     problem.key = instance_.problem_key();
     problem.json = json(instance_.problem()).dump();
+    ids_.device = store_.find_device(device).value_or(0);
+    ids_.problem = store_.find_problem(problem.kernel_name, problem.key).value_or(0);
+    if (!std::isnan(options_.stop_at_ceiling)) {
+      if (ids_.device != 0) ceilings_ = store_.ceilings(ids_.device);
+      summary_.ceiling.wanted = options_.stop_at_ceiling;
+      summary_.ceiling.stored = ceilings_.has_value();
+    }
+    const StrategyContext context = strategy_context();
+    if (options_.warm_start) {
+      std::vector<TransferSource> sources = options_.transfer;
+      for (auto& s : stored_sources()) sources.push_back(std::move(s));
+      if (!sources.empty()) {
+        transfer_.emplace(*strategy_, std::move(sources), options_.warm_start_top);
+        strategy_ = &*transfer_;
+      }
+    }
+    strategy_->start(context);  // rejects bad options before anything is written
+    ids_.device = store_.upsert_device(device);
+    ids_.kernel = store_.upsert_kernel(kernel_record(instance_));
     ids_.problem = store_.upsert_problem(problem);
+    compile_busy_start_ = pool_ ? pool_->busy_seconds() : 0;
 
+    progress_state_.total = std::min<std::uint64_t>(
+        {options_.budget.evaluations, static_cast<std::uint64_t>(space_.cartesian_size()),
+         kValidCountLimit});
+    std::uint64_t valid = 0;
+    space_.for_each_valid([&](const Config&) { return ++valid < progress_state_.total; });
+    progress_state_.total = std::min(progress_state_.total, valid);
+    max_repeats_ = std::max<std::uint64_t>(1000, 2 * valid);
+  }
+
+  // What the strategy starts from: the space, seed, budget, options, and the seeds given as
+  // configuration keys that are valid configurations of this space.
+  StrategyContext strategy_context() {
     StrategyContext context;
     context.space = &space_;
     context.seed = options_.seed;
@@ -223,23 +251,7 @@ class TuningRun {
         // A key of another space: not a seed here.
       }
     }
-    if (options_.warm_start) {
-      std::vector<TransferSource> sources = options_.transfer;
-      for (auto& s : stored_sources()) sources.push_back(std::move(s));
-      if (!sources.empty()) {
-        transfer_.emplace(*strategy_, std::move(sources), options_.warm_start_top);
-        strategy_ = &*transfer_;
-      }
-    }
-    strategy_->start(context);  // rejects bad options before the run is registered
-    compile_busy_start_ = pool_ ? pool_->busy_seconds() : 0;
-
-    progress_state_.total = std::min<std::uint64_t>(
-        options_.budget.evaluations, static_cast<std::uint64_t>(space_.cartesian_size()));
-    std::uint64_t valid = 0;
-    space_.for_each_valid([&](const Config&) { return ++valid < progress_state_.total; });
-    progress_state_.total = std::min(progress_state_.total, valid);
-    max_repeats_ = std::max<std::uint64_t>(1000, 2 * valid);
+    return context;
   }
 
   // This kernel's trials stored for other devices or problems, one source per (device,

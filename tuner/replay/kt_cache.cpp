@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/error.h"
+#include "ktune/input_file.h"
 #include "ktune/replay.h"
 #include "ktune/sample_stats.h"
 
@@ -47,6 +48,11 @@ std::string gunzip(const std::string& bytes, const std::string& origin) {
     z.avail_out = sizeof(buf);
     rc = inflate(&z, Z_NO_FLUSH);
     out.append(buf, sizeof(buf) - z.avail_out);
+    if (out.size() > kMaxRecordingBytes) {
+      inflateEnd(&z);
+      fail(origin, fmt::format("unpacks to more than {} MiB; a recording is read whole",
+                               kMaxRecordingBytes >> 20));
+    }
     if (rc == Z_STREAM_END) {
       // gzip allows several members one after the other.
       if (z.avail_in == 0) break;
@@ -155,10 +161,7 @@ std::string read_maybe_gzip(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(path, "no such file");
   if (fs::is_directory(path, ec)) fail(path, "is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "cannot read the file");
+  const std::string bytes = read_input_file(path, "", kMaxRecordingBytes);
   return is_gzip(bytes) ? gunzip(bytes, path) : bytes;
 }
 

@@ -20,6 +20,7 @@
 
 #include "ktune/cutoff.h"
 #include "ktune/error.h"
+#include "ktune/input_file.h"
 #include "ktune/instance.h"
 #include "ktune/sample_stats.h"
 #include "ktune/stored_spec.h"
@@ -266,6 +267,7 @@ Recording read_db_recording(const std::string& path, const RecordingQuery& query
 Recording read_recording(const std::string& path, const RecordingQuery& query) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(ErrorKind::kInput, fmt::format("{}: no such file", path));
+  if (!fs::is_directory(path, ec)) check_input_file(path, "", kMaxRecordingBytes);
   char head[16] = {0};
   {
     std::ifstream in(path, std::ios::binary);
@@ -428,8 +430,10 @@ KernelSpec recorded_kernel(const Recording& r, std::vector<std::string>& notes) 
         r.kernel_name, r.kernel_name));
     return base;
   }
+  // A job that does not read is an error to fix, not a reason to search another space.
+  const JobFile job = load_job(path->string());
   try {
-    KernelSpec k = apply_job(base, load_job(path->string()));
+    KernelSpec k = apply_job(base, job);
     (void)make_space(k, k.make_problem(r.problem), recording_limits(r));
     notes.push_back(fmt::format("restrictions of {} from {}", r.kernel_name, path->string()));
     return k;
@@ -651,9 +655,10 @@ std::vector<Measurement> ReplayBackend::retime(const std::vector<RetimeCandidate
 std::uint64_t ReplayBackend::missing(const SearchSpace& space) {
   bind(space);
   std::uint64_t n = 0;
+  std::uint64_t visited = 0;
   space.for_each_valid([&](const Config& c) {
     if (find(c) == nullptr) ++n;
-    return true;
+    return ++visited < kValidCountLimit;
   });
   return n;
 }

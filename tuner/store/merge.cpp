@@ -18,6 +18,8 @@
 #include <tuple>
 #include <vector>
 
+#include "ktune/database_error.h"
+
 namespace ktune::detail {
 namespace {
 
@@ -56,6 +58,14 @@ std::int64_t count(SQLite::Database& db, const std::string& table) {
   return db.execAndGet("SELECT count(*) FROM main." + table).getInt64();
 }
 
+// A column's number; NaN for NULL, text or a blob (a damaged row: never a time).
+double number_or_nan(const SQLite::Column& c) {
+  return c.isInteger() || c.isFloat() ? c.getDouble() : NAN;
+}
+
+// A time a trial can win with: a finite number of milliseconds above zero.
+bool is_time(double ms) { return std::isfinite(ms) && ms > 0; }
+
 // One trial as evidence for the best of its (kernel, device, problem).
 struct Evidence {
   std::int64_t id = 0;
@@ -83,8 +93,8 @@ std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all) {
     for (const bool retime : {true, false}) {
       std::map<std::string, std::vector<const Evidence*>> by_config;
       for (const Evidence& e : all)
-        if (e.replayed == replayed && e.retime == retime && is_ok(e.status) &&
-            std::isfinite(e.time_ms) && !wrong.count(e.key))
+        if (e.replayed == replayed && e.retime == retime && is_ok(e.status) && is_time(e.time_ms) &&
+            !wrong.count(e.key))
           by_config[e.key].push_back(&e);
       const auto rank = [](const Evidence* e) { return retime_ranking_ms(e->rank_ms, e->time_ms); };
       const Evidence* best = nullptr;
@@ -222,7 +232,18 @@ struct Merger {
   }
 
   // Trials are append-only, so a run's trials beyond the number already merged are the new ones.
+  // A trial of a run that is not among the merged runs (deleted from the source, or its kernel,
+  // device or problem deleted) has nothing to belong to: counted, not copied.
   void trials() {
+    report.skipped_runs = db.execAndGet(
+                                "SELECT count(*) FROM src.runs WHERE id NOT IN (SELECT src FROM "
+                                "temp.merge_runs)")
+                              .getInt64();
+    report.skipped_trials =
+        db.execAndGet(
+              "SELECT count(*) FROM src.trials WHERE run_id NOT IN (SELECT src FROM "
+              "temp.merge_runs)")
+            .getInt64();
     const std::vector<std::string> columns = columns_of(db, "trials");
     report.trials =
         db.exec("INSERT INTO main.trials (" + join(columns) + ") SELECT " +
@@ -296,11 +317,12 @@ struct Merger {
       e.id = q.getColumn(0).getInt64();
       e.key = q.getColumn(1).getString();
       e.status = static_cast<TrialStatus>(q.getColumn(2).getInt());
-      e.time_ms = q.getColumn(3).isNull() ? NAN : q.getColumn(3).getDouble();
+      e.time_ms = number_or_nan(q.getColumn(3));
       e.retime = q.getColumn(4).getInt() == static_cast<int>(TrialKind::kRetime);
       e.created_at = q.getColumn(5).getString();
       e.replayed = q.getColumn(6).getInt() != 0;
-      e.rank_ms = q.getColumn(7).isNull() ? NAN : q.getColumn(7).getDouble();
+      e.rank_ms = number_or_nan(q.getColumn(7));
+      if (!is_time(e.rank_ms)) e.rank_ms = NAN;
       out.push_back(std::move(e));
     }
     return out;
@@ -355,8 +377,8 @@ struct Merger {
   }
 };
 
-// Attaches the source for reading, and detaches it however the merge ends. The source is only
-// read: detaching it must not checkpoint a write-ahead log that a killed writer left (that
+// Attaches the source for reading (mode=ro), and detaches it however the merge ends. The source
+// is only read: detaching it must not checkpoint a write-ahead log that a killed writer left (that
 // would write its pages into the source file and delete its -wal), so the connection does not
 // checkpoint on close while the source is attached (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, which
 // SQLite applies to every database the connection closes, the detached one included).
@@ -368,8 +390,11 @@ struct Attached {
     sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, -1, &previous);
     checkpointed_on_close = previous;
     sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    // Read-only, as the source's own read-only open reads it (immutable where its folder cannot
+    // take a -shm and the file holds every committed change).
     SQLite::Statement q(db, "ATTACH DATABASE ? AS src");
-    q.bind(1, source.string());
+    q.bind(1, cannot_take_shm(source) ? immutable_read_uri(source, source.string())
+                                      : sqlite_uri(source, "mode=ro"));
     q.exec();
   }
   ~Attached() {

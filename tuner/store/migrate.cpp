@@ -4,6 +4,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <iterator>
@@ -69,6 +70,48 @@ Error database_error(const std::string& where, const SQLite::Exception& e, bool 
     default:
       return Error(ErrorKind::kDatabase, where + ": " + e.what());
   }
+}
+
+bool cannot_take_shm(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::absolute(path, ec);
+  if (ec || std::filesystem::exists(file.string() + "-shm", ec)) return false;
+  return ::access(file.parent_path().c_str(), W_OK) != 0;
+}
+
+std::string sqlite_uri(const std::filesystem::path& path, const std::string& query) {
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::absolute(path, ec);
+  std::string uri = "file://";  // an empty authority, then the absolute path
+  for (const char c : (ec ? path : file).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      static constexpr char kHex[] = "0123456789abcdef";
+      uri += '%';
+      uri += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      uri += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      uri += c;
+    }
+  }
+  return query.empty() ? uri : uri + "?" + query;
+}
+
+std::string immutable_read_uri(const std::filesystem::path& path, const std::string& where) {
+  std::error_code ec;
+  const auto wal_bytes = std::filesystem::file_size(path.string() + "-wal", ec);
+  if (!ec && wal_bytes > 0)
+    throw Error(ErrorKind::kDatabase,
+                where +
+                    ": cannot be read here: its -wal holds changes that are not in the file yet "
+                    "(a writer stopped before its checkpoint), and reading them needs a -shm "
+                    "file that its folder cannot take; copy the file and its -wal into a "
+                    "folder that can be written, or open it once where it can");
+  return sqlite_uri(path, "immutable=1");
+}
+
+std::string sqlite_file_name(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  return name.rfind("file:", 0) == 0 ? "./" + name : name;
 }
 
 int read_schema_version(SQLite::Database& db, const std::string& where) {

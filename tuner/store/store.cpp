@@ -49,9 +49,21 @@ void bind_real(SQLite::Statement& q, int index, double value) {
   }
 }
 
+// A REAL column's value; NaN for NULL and for a text or blob a damaged row holds instead.
 double column_real(SQLite::Statement& q, int index) {
   SQLite::Column c = q.getColumn(index);
-  return c.isNull() ? kNaN : c.getDouble();
+  return c.isInteger() || c.isFloat() ? c.getDouble() : kNaN;
+}
+
+// SQL that holds for a trial `t` whose time can be a best: a number above zero and finite
+// (9e999 is SQLite's +Inf); not NULL, text or a blob.
+constexpr const char* kUsableTime =
+    "typeof(t.time_ms) IN ('integer', 'real') AND t.time_ms > 0 AND t.time_ms < 9e999";
+
+// SQL that holds for a best row whose trial's time can be a best: a damaged one never is.
+std::string usable_best() {
+  return std::string("trial_id IN (SELECT t.id FROM trials t WHERE t.id = best.trial_id AND ") +
+         kUsableTime + ")";
 }
 
 std::string samples_to_json(const std::vector<double>& samples) {
@@ -248,20 +260,24 @@ BestRecord read_best(SQLite::Statement& q) {
   return b;
 }
 
-std::string select_from(const char* columns, const char* table, const char* rest) {
+std::string select_from(const char* columns, const char* table, const std::string& rest) {
   return std::string("SELECT ") + columns + " FROM " + table + " " + rest;
 }
 
 }  // namespace
 
 struct Store::Impl {
-  Impl(const std::filesystem::path& p, Mode m, std::chrono::milliseconds busy_timeout)
+  // The connection reads URIs (SQLITE_OPEN_URI), so that a merge can attach its source read-only
+  // (detail::sqlite_uri); `uri`, where given, is what it opens instead of the file's name.
+  Impl(const std::filesystem::path& p, Mode m, std::chrono::milliseconds busy_timeout,
+       const std::string& uri = {})
       : path(p),
         where(p.string()),
         mode(m),
-        db(p.string(),
-           m == Mode::kReadOnly ? SQLite::OPEN_READONLY
-                                : SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+        db(uri.empty() ? detail::sqlite_file_name(p) : uri,
+           (m == Mode::kReadOnly ? SQLite::OPEN_READONLY
+                                 : SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) |
+               SQLite::OPEN_URI,
            static_cast<int>(busy_timeout.count())) {}
 
   // One prepared statement per SQL text, prepared on first use.
@@ -591,9 +607,23 @@ Store Store::open(const std::filesystem::path& path, Mode mode,
   const bool read_only = mode == Mode::kReadOnly;
   try {
     auto impl = std::make_unique<Impl>(path, mode, busy_timeout);
+    int version = 0;
+    try {
+      impl->db.exec("PRAGMA foreign_keys = ON");
+      version = inspect(impl->db, where);
+    } catch (const SQLite::Exception& e) {
+      // A folder that cannot take the -shm (a read-only folder or file system): the file is
+      // read as immutable where it alone holds the committed state, else refused.
+      const int code = e.getErrorCode() & 0xff;
+      if (!read_only || (code != SQLITE_CANTOPEN && code != SQLITE_READONLY) ||
+          !detail::cannot_take_shm(path))
+        throw;
+      impl =
+          std::make_unique<Impl>(path, mode, busy_timeout, detail::immutable_read_uri(path, where));
+      impl->db.exec("PRAGMA foreign_keys = ON");
+      version = inspect(impl->db, where);
+    }
     SQLite::Database& db = impl->db;
-    db.exec("PRAGMA foreign_keys = ON");
-    const int version = inspect(db, where);
     const int latest = latest_schema_version();
     if (read_only) {
       if (version == 0) {
@@ -749,6 +779,30 @@ std::int64_t Store::upsert_problem(const ProblemRecord& problem) {
   });
 }
 
+std::optional<std::int64_t> Store::find_device(const DeviceRecord& device) const {
+  return impl_->guard("find_device", [&]() -> std::optional<std::int64_t> {
+    Cached id = impl_->statement(
+        "SELECT id FROM devices WHERE name = ? AND arch = ? AND sm_count = ? AND memory_bytes = ?");
+    id->bind(1, device.name);
+    id->bind(2, device.arch);
+    id->bind(3, device.sm_count);
+    id->bind(4, device.memory_bytes);
+    if (!id->executeStep()) return std::nullopt;
+    return id->getColumn(0).getInt64();
+  });
+}
+
+std::optional<std::int64_t> Store::find_problem(const std::string& kernel_name,
+                                                const std::string& key) const {
+  return impl_->guard("find_problem", [&]() -> std::optional<std::int64_t> {
+    Cached id = impl_->statement("SELECT id FROM problems WHERE kernel_name = ? AND key = ?");
+    id->bind(1, kernel_name);
+    id->bind(2, key);
+    if (!id->executeStep()) return std::nullopt;
+    return id->getColumn(0).getInt64();
+  });
+}
+
 std::int64_t Store::begin_run(const RunRecord& run) {
   impl_->require_writable("begin_run");
   return impl_->guard("begin_run", [&] {
@@ -891,14 +945,14 @@ std::vector<TrialRecord> Store::leaders(std::int64_t kernel_id, std::int64_t dev
                                         std::int64_t problem_id, bool replayed,
                                         std::size_t limit) const {
   return impl_->guard("leaders", [&] {
-    // Each configuration's latest trial through the identity index (max(id) per config key);
-    // 9e999 is SQLite's +Inf, so the bounds keep finite times.
+    // Each configuration's latest trial through the identity index (max(id) per config key),
+    // where its time is a number above zero and finite (9e999 is SQLite's +Inf).
     Cached q = impl_->statement(
         "SELECT id FROM trials WHERE id IN (SELECT max(id) FROM trials WHERE kernel_id = ?1 AND "
         "device_id = ?2 AND problem_id = ?3 AND kind != 1 AND run_id IN (SELECT id FROM runs "
-        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND cut = 0 AND time_ms > "
-        "-9e999 "
-        "AND time_ms < 9e999 ORDER BY time_ms, config_key LIMIT ?6");
+        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND cut = 0 AND "
+        "typeof(time_ms) IN ('integer', 'real') AND time_ms > 0 AND time_ms < 9e999 "
+        "ORDER BY time_ms, config_key LIMIT ?6");
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);
@@ -975,8 +1029,9 @@ void Store::set_best(std::int64_t trial_id) {
     std::string kernel_name, problem_key;
     {
       Cached q = impl_->statement(
-          "SELECT t.status, t.kernel_id, t.device_id, t.problem_id, k.name, p.key "
-          "FROM trials t JOIN kernels k ON k.id = t.kernel_id "
+          std::string("SELECT t.status, t.kernel_id, t.device_id, t.problem_id, k.name, p.key, ") +
+          kUsableTime +
+          " FROM trials t JOIN kernels k ON k.id = t.kernel_id "
           "JOIN problems p ON p.id = t.problem_id WHERE t.id = ?");
       q->bind(1, trial_id);
       if (!q->executeStep()) {
@@ -988,6 +1043,9 @@ void Store::set_best(std::int64_t trial_id) {
                                               " has status " + std::string(to_string(status)) +
                                               "; only an ok trial can be a best");
       }
+      if (q->getColumn(6).getInt() == 0)
+        throw Error(ErrorKind::kInternal, context + "trial " + std::to_string(trial_id) +
+                                              " has no time above zero; it cannot be a best");
       kernel_id = q->getColumn(1).getInt64();
       device_id = q->getColumn(2).getInt64();
       problem_id = q->getColumn(3).getInt64();
@@ -1022,8 +1080,8 @@ std::optional<BestRecord> Store::best(const std::string& kernel_name,
     {
       Cached q = impl_->statement(
           select_from(kBestColumns, "best",
-                      "WHERE kernel_name = ? AND problem_key = ? AND device_id = ? "
-                      "ORDER BY updated_at DESC, kernel_id DESC LIMIT 1"));
+                      "WHERE kernel_name = ? AND problem_key = ? AND device_id = ? AND " +
+                          usable_best() + " ORDER BY updated_at DESC, kernel_id DESC LIMIT 1"));
       q->bind(1, kernel_name);
       q->bind(2, problem_key);
       q->bind(3, device_id);
@@ -1041,8 +1099,8 @@ std::vector<BestRecord> Store::bests(std::optional<std::string> kernel_name) con
     {
       Cached q = impl_->statement(select_from(
           kBestColumns, "best",
-          "WHERE ?1 IS NULL OR kernel_name = ?1 "
-          "ORDER BY kernel_name, problem_key, device_id, updated_at DESC, kernel_id DESC"));
+          "WHERE (?1 IS NULL OR kernel_name = ?1) AND " + usable_best() +
+              " ORDER BY kernel_name, problem_key, device_id, updated_at DESC, kernel_id DESC"));
       if (kernel_name) q->bind(1, *kernel_name);
       while (q->executeStep()) out.push_back(read_best(*q));
     }

@@ -142,9 +142,8 @@ void NativeStrategy::start(const StrategyContext& context) {
   // Count the valid space (the loop does the same to size its progress bar) and keep it for
   // sampling when it is small enough. Past the budget and the list limit the exact count no
   // longer matters: the budget ends the run before the space could be exhausted.
-  const std::uint64_t stop_after = budget_ >= UINT64_MAX - kListLimit
-                                       ? UINT64_MAX
-                                       : std::max(budget_ + warm_.size(), kListLimit);
+  const std::uint64_t stop_after =
+      budget_ >= kValidCountLimit ? kValidCountLimit : std::max(budget_ + warm_.size(), kListLimit);
   std::uint64_t count = 0;
   bool complete = true;
   space_->for_each_valid([&](const Config& c) {

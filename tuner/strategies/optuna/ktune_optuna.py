@@ -858,6 +858,115 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 REDIS_LOCK_SECONDS = 10
 
 
+# How long a check of a storage server waits for it to answer before it is refused.
+CONNECT_SECONDS = 10
+
+
+def check_storage(url):
+    """Refuses a storage that cannot hold the study before its lock or any file is made: a journal
+    or SQLite file in a folder that does not exist or cannot be written, a directory, a scheme
+    that is none of Optuna's storages, a server that does not answer. Raises UsageError naming
+    the URL and what is wrong."""
+
+    def refuse(what):
+        raise UsageError(f"study_storage '{url}': {what}")
+
+    def check_file(path):
+        if not path:
+            refuse("names no file")
+        if os.path.isdir(path):
+            refuse(f"{path} is a directory, not a file")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            refuse(f"the folder {folder} does not exist")
+        if os.path.exists(path):
+            if not os.path.isfile(path):
+                refuse(f"{path} is not a regular file")
+            if not os.access(path, os.R_OK | os.W_OK):
+                refuse(f"{path} cannot be read and written")
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            refuse(f"the folder {folder} cannot be written")
+
+    if url.startswith("journal:"):
+        check_file(url[len("journal:"):])
+        return
+    if url.startswith(REDIS_SCHEMES):
+        try:
+            import redis
+        except ImportError:
+            refuse("the Python package redis is missing (apt-get install python3-redis)")
+        try:
+            client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_SECONDS)
+            client.ping()
+        except ValueError as e:
+            refuse(f"not a Redis URL ({e})")
+        except redis.exceptions.RedisError as e:
+            refuse(f"the Redis server does not answer ({e})")
+        return
+    if "://" not in url:
+        refuse("is neither journal:PATH, redis://HOST:PORT nor a database URL such as "
+               "sqlite:///PATH")
+    check_database_url(url, refuse, check_file)
+
+
+def check_database_url(url, refuse, check_file):
+    """check_storage for an SQLAlchemy URL: a known dialect whose driver is installed, a file in
+    a folder that can take it for SQLite, a server that answers otherwise."""
+    import sqlalchemy
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.pool import NullPool
+
+    try:
+        parsed = make_url(url)
+    except sqlalchemy.exc.ArgumentError as e:
+        refuse(f"not a database URL ({e})")
+    try:
+        parsed.get_dialect()
+    except sqlalchemy.exc.NoSuchModuleError:
+        refuse(f"'{parsed.drivername}' is not a storage Optuna knows; use journal:PATH, "
+               "redis://HOST:PORT, sqlite:///PATH, postgresql://... or mysql://...")
+    except ImportError as e:
+        refuse(f"the database driver is missing ({e})")
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            refuse("an SQLite storage is a file: sqlite:///PATH")
+        check_file(parsed.database)
+        return
+    connect_args = {}
+    if parsed.get_backend_name() in ("postgresql", "mysql"):
+        connect_args["connect_timeout"] = CONNECT_SECONDS
+    engine = None
+    try:
+        engine = sqlalchemy.create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        engine.connect().close()
+    except ImportError as e:
+        refuse(f"the database driver is missing ({e})")
+    except sqlalchemy.exc.SQLAlchemyError as e:
+        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        refuse(f"cannot connect ({reason})")
+    finally:
+        if engine is not None:
+            engine.dispose()
+
+
+def storage_errors():
+    """What opening a storage raises where the storage, not ktune, is at fault."""
+    errors = (ValueError, ImportError, OSError)
+    try:
+        import sqlalchemy.exc
+
+        errors += (sqlalchemy.exc.SQLAlchemyError,)
+    except ImportError:
+        pass
+    try:
+        import redis.exceptions
+
+        errors += (redis.exceptions.RedisError,)
+    except ImportError:
+        pass
+    return errors
+
+
 def make_storage(url):
     if not url:
         return None
@@ -1025,6 +1134,8 @@ class Study:
             for name, count, categorical in params
         }
         self.shared = bool(storage)
+        if storage:
+            check_storage(storage)
         self.lock_ = StudyLock(storage, study_name) if storage else None
         self.study = None  # until created, under the lock
         try:
@@ -1040,9 +1151,11 @@ class Study:
             )
         except UsageError:
             raise
-        except (ValueError, ImportError) as e:
+        except storage_errors() as e:
             if storage:
-                raise UsageError(f"study_storage '{storage}': {type(e).__name__}: {e}") from None
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                raise UsageError(f"study_storage '{storage}': {type(e).__name__}: {reason}") \
+                    from None
             raise
         finally:
             self.unlock()

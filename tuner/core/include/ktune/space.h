@@ -45,6 +45,11 @@ enum class Neighbourhood {
   kAdjacent,  // differs in one parameter, moved to the previous or next value in its list
 };
 
+// How many valid configurations a count goes to before it stops: `ktune space`, a replay's
+// count of the recorded space and the progress of a run without an evaluation budget say "at
+// least" this many past it (a space of 64 two-valued parameters would never finish counting).
+inline constexpr std::uint64_t kValidCountLimit = std::uint64_t{1} << 26;
+
 // Counts from one enumeration, for benchmarks and `ktune space`.
 struct EnumerationStats {
   std::uint64_t cartesian = 0;  // size of the Cartesian product

@@ -231,6 +231,11 @@ struct MergeReport {
   std::int64_t bests = 0;  // best rows set, moved to another trial or removed
   std::int64_t selectors = 0;
   std::int64_t ceilings = 0;  // devices whose ceilings were new or newer
+  // What a damaged source holds that cannot be merged, not copied (and reported again by every
+  // merge of it): trials whose run the source no longer has, and runs whose kernel, device or
+  // problem it no longer has (their trials among skipped_trials).
+  std::int64_t skipped_trials = 0;
+  std::int64_t skipped_runs = 0;
 };
 
 class Store {
@@ -255,6 +260,10 @@ class Store {
   std::int64_t upsert_device(const DeviceRecord& device);
   std::int64_t upsert_kernel(const KernelRecord& kernel);
   std::int64_t upsert_problem(const ProblemRecord& problem);
+  // The row ids those would return, found without writing: nullopt where there is no such row.
+  std::optional<std::int64_t> find_device(const DeviceRecord& device) const;
+  std::optional<std::int64_t> find_problem(const std::string& kernel_name,
+                                           const std::string& key) const;
 
   // Registers a run of the calling process: sets started_at, status running and the process
   // identity (host, boot id, pid, start time).
