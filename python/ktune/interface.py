@@ -12,6 +12,7 @@ trial), verification, the SQLite database. The run's trials come back as Kernel 
 import inspect
 import itertools
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -74,6 +75,49 @@ class KtuneError(Exception):
     """An argument ktune cannot use, named in the message."""
 
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+
+def _integer(name, value, low, high):
+    """value as an int from low to high; a KtuneError naming the argument and its range (not the
+    binding's anonymous TypeError) otherwise."""
+    if isinstance(value, (bool, numpy.bool_)) or not isinstance(value, (int, numpy.integer)):
+        raise KtuneError(f"ktune: {name}={value!r}: expected an integer from {low} to {high}")
+    if not low <= int(value) <= high:
+        raise KtuneError(f"ktune: {name}={int(value)}: expected an integer from {low} to {high}")
+    return int(value)
+
+
+def _number(name, value, low, inclusive=True):
+    """value as a finite float of at least (or, not inclusive, above) low."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, (bool, str)) or not math.isfinite(x) or x < low or (
+            not inclusive and x == low):
+        bound = f"at least {low}" if inclusive else f"above {low}"
+        raise KtuneError(f"ktune: {name}={value!r}: expected a finite number {bound}")
+    return x
+
+
+def _compiler_options(options):
+    """compiler_options as a list of strings: a string alone would be taken apart into its
+    characters, as a list."""
+    if options is None:
+        return []
+    if isinstance(options, str):
+        raise KtuneError(f"ktune: compiler_options={options!r}: expected a list of strings, "
+                         f"such as [{options!r}]")
+    out = list(options)
+    for o in out:
+        if not isinstance(o, str):
+            raise KtuneError(f"ktune: compiler_options: {o!r} is not a string")
+    return out
+
+
 def ktune_executable():
     """The ktune program whose __worker and __compile the tuning runs."""
     env = os.environ.get("KTUNE_EXECUTABLE")
@@ -128,6 +172,9 @@ def _values(name, values):
         elif isinstance(v, (int, numpy.integer)):
             out.append(int(v))
         elif isinstance(v, (float, numpy.floating)):
+            if not math.isfinite(float(v)):
+                raise KtuneError(f"ktune: tune_params['{name}']: value {v!r} is not a finite "
+                                 "number")
             out.append(float(v))
         elif isinstance(v, str):
             out.append(v)
@@ -278,7 +325,7 @@ def _problem(problem_size, derived):
         if isinstance(s, str):
             exprs.append(f"({s})")
         elif isinstance(s, (int, numpy.integer)):
-            params[name] = int(s)
+            params[name] = _integer(name, s, 0, INT64_MAX)
             exprs.append(name)
         else:
             raise KtuneError("ktune: problem_size should only contain strings or integers")
@@ -294,12 +341,12 @@ def _divisor(div, default, tune_params, derived=None, axis="x"):
     if div is None:
         return default if default in tune_params else "1"
     if isinstance(div, (int, numpy.integer)):
-        return str(int(div))
+        return str(_integer(f"grid_div_{axis}", div, 1, INT64_MAX))
     if isinstance(div, str):
         return f"({div})"
     if callable(div):
         return _derived(derived, f"grid_div_{axis}", div, f"grid_div_{axis}")
-    parts = [_divisor(d, "1", tune_params) for d in div]
+    parts = [_divisor(d, "1", tune_params, derived, axis) for d in div]
     return " * ".join(parts) if parts else "1"
 
 
@@ -395,6 +442,9 @@ def _arguments(arguments, answer, atol, folder, cmem_args, verify=None):
             if expected is not None and verify is None:
                 raise KtuneError(f"ktune: answer[{i}] is given for a scalar argument")
             value = a.item() if hasattr(a, "item") else a
+            if isinstance(value, float) and not math.isfinite(value):
+                raise KtuneError(f"ktune: argument {i} is {value!r}: a scalar argument must be a "
+                                 "finite number")
             args.append({"value": repr(value), "type": type_name})
             continue
         name = f"arg{i}"
@@ -483,6 +533,11 @@ def _strategy(strategy, strategy_options, iterations):
     options = dict(strategy_options or {})
     budget_evals = options.pop("max_fevals", None)
     budget_seconds = options.pop("time_limit", None)
+    if budget_evals is not None:
+        budget_evals = _integer("strategy_options['max_fevals']", budget_evals, 1, UINT64_MAX)
+    if budget_seconds is not None:
+        budget_seconds = _number("strategy_options['time_limit']", budget_seconds, 0,
+                                 inclusive=False)
     # The rest go to ktune's strategy by name, which refuses one it does not know.
     options = {k: str(v) for k, v in options.items()}
     return STRATEGIES[name], options, budget_evals, budget_seconds
@@ -534,6 +589,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     simulation_mode replays the cache file instead of measuring (no GPU needed).
     """
     _reject_unsupported(lang, unsupported)
+    iterations = _integer("iterations", iterations, 1, INT32_MAX)
+    if seed is not None:
+        seed = _integer("seed", seed, 0, UINT64_MAX)
+    device = _integer("device", device, 0, INT32_MAX)
+    atol = _number("atol", atol, 0)
+    compiler_options = _compiler_options(compiler_options)
     if verify is not None and not callable(verify):
         raise KtuneError("ktune: verify must be a function verify(answer, gpu_result, atol=...)")
     if objective not in (None, "time"):

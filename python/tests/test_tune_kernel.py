@@ -205,6 +205,36 @@ class UnsupportedTest(unittest.TestCase):
                 with self.assertRaisesRegex(ktune.KtuneError, text):
                     self.call(**kw)
 
+    def test_each_argument_out_of_its_range_is_named_with_the_range(self):
+        nan = float("nan")
+        cases = [
+            (dict(iterations=2**40), r"iterations=1099511627776: expected an integer from 1 to"),
+            (dict(iterations=0), r"iterations=0: expected an integer from 1"),
+            (dict(seed=-1), r"seed=-1: expected an integer from 0 to 18446744073709551615"),
+            (dict(device=-2), r"device=-2: expected an integer from 0"),
+            (dict(strategy_options={"max_fevals": -5}), r"max_fevals'\]=-5: expected an integer"),
+            (dict(strategy_options={"time_limit": 0}), r"time_limit'\]=0: expected a finite "
+                                                       "number above 0"),
+            (dict(atol=nan), r"atol=nan: expected a finite number at least 0"),
+            (dict(compiler_options="-O3"), r"compiler_options='-O3': expected a list of strings, "
+                                           r"such as \['-O3'\]"),
+            (dict(grid_div_x=0), r"grid_div_x=0: expected an integer from 1"),
+            (dict(grid_div_y=[2, 0]), r"grid_div_y=0: expected an integer from 1"),
+        ]
+        for kw, text in cases:
+            with self.subTest(kw=kw):
+                with self.assertRaisesRegex(ktune.KtuneError, text):
+                    self.call(**kw)
+        with self.assertRaisesRegex(ktune.KtuneError, r"problem_size=1180591620717411303424: "
+                                                      "expected an integer from 0"):
+            ktune.tune_kernel("vector_add", KERNEL, 2**70, arguments(), {"block_size_x": SIZES})
+        with self.assertRaisesRegex(ktune.KtuneError, r"tune_params\['block_size_x'\]: value nan"):
+            ktune.tune_kernel("vector_add", KERNEL, 10000, arguments(), {"block_size_x": [nan]})
+        args = arguments()
+        args[3] = numpy.float32(nan)
+        with self.assertRaisesRegex(ktune.KtuneError, r"argument 3 is nan"):
+            ktune.tune_kernel("vector_add", KERNEL, 10000, args, {"block_size_x": SIZES})
+
     def test_python_kernel_is_refused(self):
         with self.assertRaisesRegex(ktune.KtuneError, "python_kernel"):
             ktune.tune_kernel("f", lambda: None, 10, [], {"x": [1]})

@@ -46,7 +46,9 @@ std::uint64_t check_input_file(const std::filesystem::path& path, const std::str
                                std::uint64_t max_bytes) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    refuse(what, path, errno == ENOENT ? "no such file" : std::strerror(errno));
+    refuse(
+        what, path,
+        fmt::format("cannot be read: {}", errno == ENOENT ? "no such file" : std::strerror(errno)));
   return checked_size(st, what, path, max_bytes);
 }
 
