@@ -2,7 +2,8 @@
 # Fuzzing: builds the libFuzzer targets of tests/fuzz with Debian's clang under AddressSanitizer
 # and UndefinedBehaviorSanitizer (build-fuzz/) and runs each from the seeds in the tree.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET ...]    every target (expr job manifest kt_cache) or those
+#   scripts/fuzz.sh [SECONDS] [TARGET ...]    every target (expr job manifest kt_cache problem npy
+#                                             database) or those
 #                                             named, SECONDS each (default 60)
 #   scripts/fuzz.sh --runs N [TARGET ...]     N executions each instead
 #   scripts/fuzz.sh --run BUILD_DIR TARGET [libFuzzer options]
@@ -17,14 +18,21 @@
 # in build-fuzz/findings/. Needs clang and libFuzzer: apt-get install clang libclang-rt-14-dev.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-TARGETS=(expr job manifest kt_cache)
+TARGETS=(expr job manifest kt_cache problem npy database)
 
-# The seeds of a target: examples from the tree, copied (gz recordings unpacked) to a directory.
+# The seeds of a target: examples from the tree, copied (gz recordings unpacked) to a directory;
+# a database is made by the build's ktune (in $3) replaying a small recording.
 seeds() {
-  local target=$1 dir=$2
+  local target=$1 dir=$2 build=${3:-}
   mkdir -p "$dir"
   case $target in
-    expr) cp "$SRC"/tests/fuzz/seeds/expr/* "$dir" ;;
+    expr | problem | npy) cp "$SRC"/tests/fuzz/seeds/"$target"/* "$dir" ;;
+    database)
+      KTUNE_CACHE_DIR="$dir/.cache" "$build/tuner/ktune" tune --replay \
+        "$SRC/tests/data/replay/gemm_small.json" --budget-evals 4 --retime-top 0 \
+        --db "$dir/seed.db" -q >/dev/null
+      rm -rf "$dir/.cache"
+      ;;
     job) cp "$SRC"/configs/*.toml "$SRC"/configs/replay/*.toml "$dir" ;;
     manifest)
       cp "$SRC"/tests/data/manifests/vecscale.toml "$dir"
@@ -62,7 +70,7 @@ run_one() {
   local build=$1 target=$2
   shift 2
   local work="$build/fuzz-work"
-  seeds "$target" "$work/seeds/$target"
+  seeds "$target" "$work/seeds/$target" "$build"
   mkdir -p "$work/corpus/$target" "$work/findings"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
@@ -81,7 +89,7 @@ if [[ ${1:-} == --smoke ]]; then
   build=$2 target=$3 seconds=${4:-15}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  seeds "$target" "$work/seeds"
+  seeds "$target" "$work/seeds" "$build"
   export TMPDIR=$work  # the targets' scratch files go with it
   "$build/tests/fuzz_smoke_$target" "$seconds" "$work/seeds"
   exit $?
@@ -105,7 +113,7 @@ fi
 
 BUILD="$SRC/build-fuzz"
 sanitized_build "$BUILD"
-cmake --build "$BUILD" -j"${KTUNE_FUZZ_JOBS:-$(nproc)}" --target "${TARGETS[@]/#/fuzz_}"
+cmake --build "$BUILD" -j"${KTUNE_FUZZ_JOBS:-$(nproc)}" --target ktune "${TARGETS[@]/#/fuzz_}"
 status=0
 for t in "${TARGETS[@]}"; do
   run_one "$BUILD" "$t" "${limit[@]}" || status=1
