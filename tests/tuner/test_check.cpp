@@ -111,6 +111,22 @@ TEST(Check, QuickCheckNamesAParameterNothingReads) {
         << b->name << ": " << quick_check_kernel(*b)[0].message;
 }
 
+// An entry whose template arguments name a macro nothing defines would fail to compile in
+// every configuration: the quick check (what `list` and every load print) says so.
+TEST(Check, AnEntryNamingAMacroNothingDefinesIsAWarning) {
+  KernelSpec k = ghost_kernel();
+  k.entry = "ghost<UNROLL, N, GHOST, TILE_W, 4, float>";
+  auto warnings = quick_check_kernel(k);
+  const auto entry = std::find_if(warnings.begin(), warnings.end(),
+                                  [](const CheckFinding& f) { return f.topic == "entry"; });
+  ASSERT_NE(entry, warnings.end());
+  EXPECT_TRUE(contains(entry->message, "names TILE_W, which no parameter")) << entry->message;
+  k.source = "#define TILE_W 4\n" + k.source;
+  warnings = quick_check_kernel(k);
+  EXPECT_TRUE(std::none_of(warnings.begin(), warnings.end(),
+                           [](const CheckFinding& f) { return f.topic == "entry"; }));
+}
+
 TEST(Check, AReferenceOutsideTheSpaceIsAnError) {
   KernelSpec k = ghost_kernel();
   k.restrictions = {"unroll > 1"};

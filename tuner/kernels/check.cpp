@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <regex>
 #include <set>
 
 #include "ktune/error.h"
@@ -46,6 +47,41 @@ bool names_identifier(std::string_view text, std::string_view name) {
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
+}
+
+// The first macro-like name (capitals, digits and '_') among the entry's template arguments that
+// nothing defines: not a parameter's or problem parameter's macro (ktune's rendering), not
+// KTUNE_..., not #defined in the source. Kernel Tuner's rendering (names as they are) is not
+// looked at.
+std::optional<std::string> undefined_entry_macro(const KernelSpec& k) {
+  if (k.define_style != DefineStyle::kKtune || k.run != nullptr) return std::nullopt;
+  const auto open = k.entry.find('<');
+  if (open == std::string::npos) return std::nullopt;
+  std::set<std::string> defined;
+  for (const auto& p : k.params) defined.insert(upper(p.name));
+  for (const auto& p : k.problem) defined.insert(upper(p.name));
+  const std::string_view args = std::string_view(k.entry).substr(open + 1);
+  for (std::size_t i = 0; i < args.size();) {
+    const auto word = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    };
+    if (!word(args[i]) || (i > 0 && word(args[i - 1]))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < args.size() && word(args[end])) ++end;
+    const std::string name(args.substr(i, end - i));
+    i = end;
+    const bool macro_like = std::isupper(static_cast<unsigned char>(name[0])) &&
+                            std::none_of(name.begin(), name.end(), [](char c) {
+                              return std::islower(static_cast<unsigned char>(c));
+                            });
+    if (!macro_like || defined.count(name) || name.rfind("KTUNE_", 0) == 0) continue;
+    const std::regex define("#[ \t]*define[ \t]+" + name + "\\b");
+    if (!std::regex_search(k.source, define)) return name;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -121,6 +157,12 @@ std::vector<CheckFinding> quick_check_kernel(const KernelSpec& k) {
                                "macro {} and no launch, buffer or argument expression names it",
                                k.name, p.name, upper(p.name))});
   }
+  if (auto undefined = undefined_entry_macro(k))
+    out.push_back({Level::kWarning, "entry",
+                   fmt::format("kernel '{}': the entry '{}' names {}, which no parameter or "
+                               "problem parameter defines and the source does not #define: "
+                               "every configuration would fail to compile",
+                               k.name, excerpt(k.entry, 200), *undefined)});
   if (!k.reference_config.empty()) {
     Constants constants;
     for (const auto& p : k.problem) constants.emplace_back(p.name, Value(p.default_value));
