@@ -373,5 +373,62 @@ class BatchedJournal(unittest.TestCase):
                 self.assertEqual([t[:5] for t in a.trials(0)], [t[:5] for t in b.trials(0)])
 
 
+class StorageCheck(unittest.TestCase):
+    """check_storage on generated URLs (a property test of --study-storage): it accepts a URL or
+    raises UsageError naming it, never another exception, and writes nothing. Servers are only
+    ever 127.0.0.1 port 1, where nothing listens."""
+
+    def test_any_url_is_accepted_or_refused_by_name(self):
+        import tempfile
+
+        rng = random.Random(53)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.mkdir(os.path.join(tmp, "folder"))
+            with open(os.path.join(tmp, "file"), "w") as f:
+                f.write("not a study\n")
+            paths = [tmp, os.path.join(tmp, "folder"), os.path.join(tmp, "file"),
+                     os.path.join(tmp, "new.log"), os.path.join(tmp, "missing", "x"), "", "/",
+                     "/dev/null", "rel/ative", "a\0b", "%3f?#", "x" * 5000, "\udcff"]
+            schemes = ["journal:", "sqlite:///", "sqlite://", "sqlite:", "redis://", "rediss://",
+                       "unix://", "postgresql://", "mysql://", "nosuch://", "://", "", "file:",
+                       "postgresql+nosuchdriver://"]
+            servers = ["127.0.0.1:1", "127.0.0.1:1/0", "ktune@127.0.0.1:1/study", ":1", "[::",
+                       "127.0.0.1:99999", ""]
+            before = sorted(os.listdir(tmp))
+            for _ in range(3000):
+                scheme = rng.choice(schemes)
+                rest = rng.choice(servers if scheme.endswith("//") and "sqlite" not in scheme
+                                  else paths)
+                url = scheme + rest
+                if rng.random() < 0.2:
+                    cut = rng.randrange(len(url) + 1)
+                    url = url[:cut] + rng.choice(["?", "#", "%", ":", "/", "@", " "]) + url[cut:]
+                with self.subTest(url=url):
+                    try:
+                        ktune_optuna.check_storage(url)
+                    except ktune_optuna.UsageError as e:
+                        self.assertIn("study_storage '", str(e))
+                    self.assertEqual(sorted(os.listdir(tmp)), before, url)
+
+    def test_what_cannot_hold_a_study_is_refused(self):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for url, says in [
+                ("journal:" + os.path.join(tmp, "missing", "s.log"), "does not exist"),
+                ("journal:" + tmp, "is a directory"),
+                ("sqlite:///" + os.path.join(tmp, "missing", "s.db"), "does not exist"),
+                ("nosuch://host/db", "not a storage Optuna knows"),
+                ("sqlite:///:memory:", "is a file"),
+                ("journal:a\0b", "study_storage"),
+            ]:
+                with self.subTest(url=url):
+                    with self.assertRaisesRegex(ktune_optuna.UsageError, says):
+                        ktune_optuna.check_storage(url)
+            ktune_optuna.check_storage("journal:" + os.path.join(tmp, "ok.log"))
+            ktune_optuna.check_storage("sqlite:///" + os.path.join(tmp, "ok.db"))
+            self.assertEqual(os.listdir(tmp), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

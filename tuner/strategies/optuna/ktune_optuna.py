@@ -874,6 +874,8 @@ def check_storage(url):
     def check_file(path):
         if not path:
             refuse("names no file")
+        if "\0" in path:
+            refuse("the path holds a NUL character")
         if os.path.isdir(path):
             refuse(f"{path} is a directory, not a file")
         folder = os.path.dirname(os.path.abspath(path))
@@ -895,13 +897,16 @@ def check_storage(url):
             import redis
         except ImportError:
             refuse("the Python package redis is missing (apt-get install python3-redis)")
+        # A Unix socket's connection takes no connect timeout, only socket_timeout.
+        timeout = {"socket_timeout" if url.startswith("unix://") else "socket_connect_timeout":
+                   CONNECT_SECONDS}
         try:
-            client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_SECONDS)
+            client = redis.Redis.from_url(url, **timeout)
             client.ping()
-        except ValueError as e:
-            refuse(f"not a Redis URL ({e})")
         except redis.exceptions.RedisError as e:
             refuse(f"the Redis server does not answer ({e})")
+        except Exception as e:  # redis-py's own parsing: ValueError, IndexError, TypeError
+            refuse(f"not a Redis URL redis-py can use ({type(e).__name__}: {e})")
         return
     if "://" not in url:
         refuse("is neither journal:PATH, redis://HOST:PORT nor a database URL such as "
@@ -918,7 +923,7 @@ def check_database_url(url, refuse, check_file):
 
     try:
         parsed = make_url(url)
-    except sqlalchemy.exc.ArgumentError as e:
+    except (sqlalchemy.exc.ArgumentError, ValueError) as e:
         refuse(f"not a database URL ({e})")
     try:
         parsed.get_dialect()
@@ -927,6 +932,8 @@ def check_database_url(url, refuse, check_file):
                "redis://HOST:PORT, sqlite:///PATH, postgresql://... or mysql://...")
     except ImportError as e:
         refuse(f"the database driver is missing ({e})")
+    except Exception as e:  # a malformed driver name, ...
+        refuse(f"not a database URL SQLAlchemy can use ({type(e).__name__}: {e})")
     if parsed.get_backend_name() == "sqlite":
         if not parsed.database or parsed.database == ":memory:":
             refuse("an SQLite storage is a file: sqlite:///PATH")
@@ -942,8 +949,10 @@ def check_database_url(url, refuse, check_file):
     except ImportError as e:
         refuse(f"the database driver is missing ({e})")
     except sqlalchemy.exc.SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        reason = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]
         refuse(f"cannot connect ({reason})")
+    except Exception as e:  # the driver's own parsing of the URL's parts
+        refuse(f"cannot connect ({type(e).__name__}: {e})")
     finally:
         if engine is not None:
             engine.dispose()
