@@ -268,6 +268,27 @@ TEST_F(StoreOpen, AFolderThatCannotTakeAShmIsReadOnlyWhereTheFileHoldsEveryChang
   EXPECT_EQ(best_of(hot / "r.db"), "b=128") << "where the folder takes a -shm, the -wal is read";
 }
 
+// A best row whose trial, device or kernel version a damaged file no longer holds is an error
+// naming the best, not a crash (found by fuzz_database).
+TEST_F(StoreOpen, ABestNamingARowTheFileDoesNotHoldIsAnError) {
+  {
+    Store store = Store::open(db_path_);
+    const Seeded s = seed(store);
+    store.set_best(store.add_trial(make_trial(s, "b=64", 0.25)));
+  }
+  {
+    SQLite::Database raw(db_path_.string(), SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA foreign_keys = OFF");
+    raw.exec("DELETE FROM devices");
+  }
+  const Store store = Store::open(db_path_, Store::Mode::kReadOnly);
+  expect_error(ErrorKind::kDatabase,
+               "damaged database: the best of reduce [n=1048576] names device",
+               [&] { store.bests(); });
+  expect_error(ErrorKind::kDatabase, "names device 1, which it does not hold",
+               [&] { store.best("reduce", "n=1048576", 1); });
+}
+
 TEST_F(StoreOpen, RefusesADatabaseLockedByAnotherProcess) {
   fill_database(db_path_, 2);
   // Exclusive locking mode in WAL keeps every other connection out, even readers.

@@ -332,10 +332,23 @@ struct Store::Impl {
   }
 
   void fill_best(BestRecord& b) {
-    // Foreign keys guarantee all three rows; value() would only throw on a broken database.
-    b.trial = trial(b.trial_id).value();
-    b.device = device(b.device_id).value();
-    b.kernel = kernel(b.kernel_id).value();
+    // Foreign keys guarantee all three rows where ktune wrote the file; a damaged one may lack
+    // them.
+    const auto missing = [&](const char* what, std::int64_t id) {
+      return Error(ErrorKind::kDatabase, where + ": damaged database: the best of " +
+                                             b.kernel_name + " [" + b.problem_key + "] names " +
+                                             what + " " + std::to_string(id) +
+                                             ", which it does not hold");
+    };
+    auto t = trial(b.trial_id);
+    if (!t) throw missing("trial", b.trial_id);
+    auto d = device(b.device_id);
+    if (!d) throw missing("device", b.device_id);
+    auto k = kernel(b.kernel_id);
+    if (!k) throw missing("kernel version", b.kernel_id);
+    b.trial = std::move(*t);
+    b.device = std::move(*d);
+    b.kernel = std::move(*k);
   }
 
   std::vector<TrialRecord> trials(const std::string& sql, std::int64_t a) {
