@@ -900,6 +900,7 @@ def check_storage(url):
         # A Unix socket's connection takes no connect timeout, only socket_timeout.
         timeout = {"socket_timeout" if url.startswith("unix://") else "socket_connect_timeout":
                    CONNECT_SECONDS}
+        client = None
         try:
             client = redis.Redis.from_url(url, **timeout)
             client.ping()
@@ -907,6 +908,9 @@ def check_storage(url):
             refuse(f"the Redis server does not answer ({e})")
         except Exception as e:  # redis-py's own parsing: ValueError, IndexError, TypeError
             refuse(f"not a Redis URL redis-py can use ({type(e).__name__}: {e})")
+        finally:
+            if client is not None:
+                client.connection_pool.disconnect()
         return
     if "://" not in url:
         refuse("is neither journal:PATH, redis://HOST:PORT nor a database URL such as "
