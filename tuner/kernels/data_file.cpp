@@ -105,7 +105,6 @@ std::string npy_dtype(ElemType type) {
 
 DataFile inspect_data_file(const std::string& path, ElemType type, const std::string& what) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(what, path, "is a directory");
   check_input_file(path, what + ": file", std::numeric_limits<std::uint64_t>::max());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(what, path, "cannot be read");

@@ -310,6 +310,25 @@ struct Store::Impl {
     }
   }
 
+  // The id of a device or problem by its identity; nullopt where there is none.
+  std::optional<std::int64_t> device_id(const DeviceRecord& device) {
+    Cached id = statement(
+        "SELECT id FROM devices WHERE name = ? AND arch = ? AND sm_count = ? AND memory_bytes = ?");
+    id->bind(1, device.name);
+    id->bind(2, device.arch);
+    id->bind(3, device.sm_count);
+    id->bind(4, device.memory_bytes);
+    if (!id->executeStep()) return std::nullopt;
+    return id->getColumn(0).getInt64();
+  }
+  std::optional<std::int64_t> problem_id(const std::string& kernel_name, const std::string& key) {
+    Cached id = statement("SELECT id FROM problems WHERE kernel_name = ? AND key = ?");
+    id->bind(1, kernel_name);
+    id->bind(2, key);
+    if (!id->executeStep()) return std::nullopt;
+    return id->getColumn(0).getInt64();
+  }
+
   std::optional<TrialRecord> trial(std::int64_t id) {
     Cached q = statement(select_from(kTrialColumns, "trials", "WHERE id = ?"));
     q->bind(1, id);
@@ -721,15 +740,7 @@ std::int64_t Store::upsert_device(const DeviceRecord& device) {
       q->bind(c++, now);
       q->exec();
     }
-    Cached id = impl_->statement(
-        "SELECT id FROM devices WHERE name = ? AND arch = ? AND sm_count = ? AND memory_bytes = ?");
-    id->bind(1, device.name);
-    id->bind(2, device.arch);
-    id->bind(3, device.sm_count);
-    id->bind(4, device.memory_bytes);
-    id->executeStep();
-    const std::int64_t result = id->getColumn(0).getInt64();
-    id->tryReset();
+    const std::int64_t result = impl_->device_id(device).value();  // the row just upserted
     tx.commit();
     return result;
   });
@@ -781,39 +792,19 @@ std::int64_t Store::upsert_problem(const ProblemRecord& problem) {
       q->bind(3, problem.json);
       q->exec();
     }
-    Cached id = impl_->statement("SELECT id FROM problems WHERE kernel_name = ? AND key = ?");
-    id->bind(1, problem.kernel_name);
-    id->bind(2, problem.key);
-    id->executeStep();
-    const std::int64_t result = id->getColumn(0).getInt64();
-    id->tryReset();
+    const std::int64_t result = impl_->problem_id(problem.kernel_name, problem.key).value();
     tx.commit();
     return result;
   });
 }
 
 std::optional<std::int64_t> Store::find_device(const DeviceRecord& device) const {
-  return impl_->guard("find_device", [&]() -> std::optional<std::int64_t> {
-    Cached id = impl_->statement(
-        "SELECT id FROM devices WHERE name = ? AND arch = ? AND sm_count = ? AND memory_bytes = ?");
-    id->bind(1, device.name);
-    id->bind(2, device.arch);
-    id->bind(3, device.sm_count);
-    id->bind(4, device.memory_bytes);
-    if (!id->executeStep()) return std::nullopt;
-    return id->getColumn(0).getInt64();
-  });
+  return impl_->guard("find_device", [&] { return impl_->device_id(device); });
 }
 
 std::optional<std::int64_t> Store::find_problem(const std::string& kernel_name,
                                                 const std::string& key) const {
-  return impl_->guard("find_problem", [&]() -> std::optional<std::int64_t> {
-    Cached id = impl_->statement("SELECT id FROM problems WHERE kernel_name = ? AND key = ?");
-    id->bind(1, kernel_name);
-    id->bind(2, key);
-    if (!id->executeStep()) return std::nullopt;
-    return id->getColumn(0).getInt64();
-  });
+  return impl_->guard("find_problem", [&] { return impl_->problem_id(kernel_name, key); });
 }
 
 std::int64_t Store::begin_run(const RunRecord& run) {
