@@ -337,13 +337,16 @@ std::vector<fs::path> data_dirs(const char* env, const char* installed_subdir,
     }
     return out;
   }
-  // Installed: <prefix>/bin/ktune next to <prefix>/share/ktune/...; otherwise the source tree
-  // this binary was built from.
+  // Installed: <prefix>/bin/ktune next to <prefix>/share/ktune/... (cmake --install), or
+  // <prefix>/lib/ktune/... (a wheel: pip removes that folder whole, with the Optuna module in
+  // it); otherwise the source tree this binary was built from.
   if (const fs::path program = shipped_data_program(); !program.empty()) {
-    std::error_code ec;
-    const fs::path installed =
-        program.parent_path().parent_path() / KTUNE_INSTALL_DATADIR / "ktune" / installed_subdir;
-    if (fs::is_directory(installed, ec)) return {installed};
+    const fs::path prefix = program.parent_path().parent_path();
+    for (const char* dir : {KTUNE_INSTALL_DATADIR, KTUNE_INSTALL_LIBDIR}) {
+      std::error_code ec;
+      const fs::path installed = prefix / dir / "ktune" / installed_subdir;
+      if (fs::is_directory(installed, ec)) return {installed};
+    }
   }
   return {fs::path(source_dir)};
 }

@@ -131,7 +131,8 @@ KernelSpec recorded_kernel(const Recording& recording, std::vector<std::string>&
 std::string arch_from_device_name(std::string_view name);
 
 // Where shipped data lives: $KTUNE_RECORDINGS (':'-separated) or the installed
-// share/ktune/recordings next to the binary, else the source tree's db/recordings. Likewise the
+// share/ktune/recordings next to the binary (lib/ktune/recordings in a wheel), else the source
+// tree's db/recordings. Likewise the
 // replay jobs (configs/replay) that hold the restrictions of known recorded spaces.
 std::vector<std::filesystem::path> recording_dirs();
 std::vector<std::filesystem::path> replay_job_dirs();
