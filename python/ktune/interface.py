@@ -50,9 +50,26 @@ STRATEGIES = {
     "greedy_ils": "greedy_ils",
     "mls": "mls",
     "greedy_mls": "greedy_mls",
+    "ordered_greedy_mls": "ordered_greedy_mls",
+    "diff_evo": "diff_evo",
+    "pso": "pso",
+    "firefly_algorithm": "firefly_algorithm",
+    "minimize": "minimize",
+    "basinhopping": "basinhopping",
+    "dual_annealing": "dual_annealing",
+    # Bayesian optimisation (Kernel Tuner's own, and scikit-optimize's) runs ktune's.
+    "bayes_opt": "bayes",
+    "skopt": "bayes",
+    # NSGA-II on the one objective, time: Optuna's sampler.
+    "nsga2": "optuna:nsgaii",
 }
-# Kernel Tuner's other strategies (firefly_algorithm, pso, basinhopping, bayes_opt, minimize,
-# dual_annealing, diff_evo, ordered_greedy_mls) have no ktune counterpart yet.
+# Kernel Tuner 1.4's strategies that ktune has no counterpart for, and why.
+UNSUPPORTED_STRATEGIES = {
+    "nsga3": "NSGA-III needs Optuna 3.2 or later (Debian 12 has 3.1); nsga2 runs",
+    "pyatf_strategies": "pyATF's search techniques are not part of ktune",
+    "hybrid_vndx": "the hybrid VNDX search is not part of ktune",
+    "adaptive_tabu_greywolf": "the adaptive tabu grey wolf search is not part of ktune",
+}
 
 ELEMENT_TYPES = {
     numpy.dtype(numpy.int8): "int8",
@@ -527,6 +544,9 @@ def write_manifest(folder, kernel):
 
 def _strategy(strategy, strategy_options, iterations):
     name = strategy or "brute_force"
+    if name in UNSUPPORTED_STRATEGIES:
+        raise KtuneError(f"ktune: strategy '{name}' is not supported: "
+                         f"{UNSUPPORTED_STRATEGIES[name]}")
     if name not in STRATEGIES:
         raise KtuneError(f"ktune: strategy '{name}' is not supported; ktune has Kernel Tuner's "
                          f"{', '.join(sorted(STRATEGIES))}")
@@ -538,7 +558,10 @@ def _strategy(strategy, strategy_options, iterations):
     if budget_seconds is not None:
         budget_seconds = _number("strategy_options['time_limit']", budget_seconds, 0,
                                  inclusive=False)
-    # The rest go to ktune's strategy by name, which refuses one it does not know.
+    # The rest go to ktune's strategy by name, which refuses one it does not know; Kernel
+    # Tuner's spelling of the local searches' neighbourhood is ktune's.
+    if "neighbor" in options:
+        options["neighbour"] = options.pop("neighbor")
     options = {k: str(v) for k, v in options.items()}
     return STRATEGIES[name], options, budget_evals, budget_seconds
 

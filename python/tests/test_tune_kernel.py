@@ -146,6 +146,24 @@ class ReplayTest(unittest.TestCase):
                                         "HBM3', this is 'NVIDIA A100-PCIE-40GB'"):
                 self.tune(simulation_mode=False)
 
+    def test_every_kernel_tuner_strategy_name_runs_with_its_options(self):
+        options = {"diff_evo": {"method": "rand1exp", "popsize": 2, "F": 0.5},
+                   "pso": {"popsize": 3, "w": 0.4, "c1": 2.0, "constraint_aware": False},
+                   "firefly_algorithm": {"popsize": 3, "B0": 0.5, "alpha": 0.1},
+                   "minimize": {"method": "Nelder-Mead"},
+                   "basinhopping": {"method": "L-BFGS-B", "T": 0.5},
+                   "dual_annealing": {"method": "COBYLA"},
+                   "ordered_greedy_mls": {"neighbor": "adjacent"}}
+        for name in interface.STRATEGIES:
+            if interface.STRATEGIES[name].startswith("optuna"):
+                continue  # needs the Optuna module: the CLI's tests run it
+            with self.subTest(strategy=name):
+                results, env = self.tune(strategy=name,
+                                         strategy_options=dict(options.get(name, {}),
+                                                               max_fevals=3))
+                self.assertEqual(len(results), 3)
+                self.assertIn(env["best_config"]["block_size_x"], SIZES)
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -193,7 +211,8 @@ class UnsupportedTest(unittest.TestCase):
             (dict(observers=[object()]), "observers"),
             (dict(verify="numpy.allclose"), "verify must be a function"),
             (dict(restrictions=[42]), "neither a string nor a function"),
-            (dict(strategy="pso"), "strategy 'pso'"),
+            (dict(strategy="hybrid_vndx"), "strategy 'hybrid_vndx' is not supported"),
+            (dict(strategy="no_such_one"), "strategy 'no_such_one' is not supported; ktune has"),
             (dict(objective="GFLOP/s"), "objective"),
             (dict(smem_args={"carveout": 1}), "only 'size'"),
             (dict(cmem_args={"not a name": numpy.zeros(4)}), "not the name of a __constant__"),

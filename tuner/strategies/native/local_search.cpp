@@ -30,6 +30,8 @@ class LocalSearch final : public NativeStrategy {
         return "mls";
       case LocalSearchKind::kGreedyMultiStart:
         return "greedy_mls";
+      case LocalSearchKind::kOrderedGreedyMultiStart:
+        return "ordered_greedy_mls";
       case LocalSearchKind::kGreedyIterated:
         return "greedy_ils";
     }
@@ -42,6 +44,9 @@ class LocalSearch final : public NativeStrategy {
                          ? Neighbourhood::kAdjacent
                          : Neighbourhood::kHamming;
     first_improvement_ = options.flag("restart", kind_ != LocalSearchKind::kMultiStart);
+    // Kernel Tuner's randomize: the neighbourhood in a random order, or in the order of the
+    // parameters (ordered_greedy_mls's default).
+    randomize_ = options.flag("randomize", kind_ != LocalSearchKind::kOrderedGreedyMultiStart);
     sample_ = options.count("sample", 20, 0, UINT32_MAX);
     parallel_ = options.count("parallel", 8, 0, 1u << 20);
     if (iterated()) {
@@ -149,7 +154,7 @@ class LocalSearch final : public NativeStrategy {
     current_ = c;
     current_value_ = value;
     neighbours_ = space().neighbours(c, neighbourhood_);
-    rng().shuffle(neighbours_);
+    if (randomize_) rng().shuffle(neighbours_);
     next_ = 0;
     batch_.clear();
     best_neighbour_.reset();
@@ -201,6 +206,7 @@ class LocalSearch final : public NativeStrategy {
   }
 
   const LocalSearchKind kind_;
+  bool randomize_ = true;
   // Options.
   Neighbourhood neighbourhood_ = Neighbourhood::kHamming;
   bool first_improvement_ = true;
@@ -218,7 +224,7 @@ class LocalSearch final : public NativeStrategy {
   Config waiting_;  // the start whose tell is awaited
   Config current_;
   double current_value_ = kFailed;
-  std::vector<Config> neighbours_;  // of current_, shuffled
+  std::vector<Config> neighbours_;  // of current_, shuffled unless !randomize_
   std::size_t next_ = 0;
   std::unordered_set<Config, ConfigHash> batch_;  // neighbours of current_ with tells outstanding
   std::optional<Config> best_neighbour_;

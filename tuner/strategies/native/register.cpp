@@ -28,6 +28,27 @@ void add_native_strategies(std::vector<StrategyEntry>& table) {
   table.push_back({"greedy_mls",
                    "greedy multi-start local search: first-improvement climbing, random restarts",
                    [] { return native::make_local_search(LocalSearchKind::kGreedyMultiStart); }});
+  table.push_back(
+      {"ordered_greedy_mls",
+       "greedy multi-start local search, neighbours in the order of the parameters",
+       [] { return native::make_local_search(LocalSearchKind::kOrderedGreedyMultiStart); }});
+  table.push_back({"diff_evo",
+                   "differential evolution on the value indices (DE/best/1/bin and the others)",
+                   [] { return native::make_differential_evolution(); }});
+  table.push_back({"pso", "particle swarm optimisation in Kernel Tuner's scaled space",
+                   [] { return native::make_particle_swarm(); }});
+  table.push_back({"firefly_algorithm", "firefly algorithm in Kernel Tuner's scaled space",
+                   [] { return native::make_firefly(); }});
+  table.push_back({"minimize",
+                   "a local minimisation (quasi-Newton or Nelder-Mead) from a random start, "
+                   "restarted",
+                   [] { return native::make_minimize(); }});
+  table.push_back({"basinhopping",
+                   "basin hopping: local minima joined by random hops, Metropolis-accepted",
+                   [] { return native::make_basinhopping(); }});
+  table.push_back({"dual_annealing",
+                   "dual annealing: generalised simulated annealing with local searches",
+                   [] { return native::make_dual_annealing(); }});
 }
 
 }  // namespace ktune
