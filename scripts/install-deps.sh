@@ -6,7 +6,7 @@ pkgs=(
   cmake ninja-build g++ pkg-config
   libboost-program-options-dev libsqlite3-dev libsqlitecpp-dev
   nlohmann-json3-dev libtomlplusplus-dev libfmt-dev
-  python3-dev pybind11-dev python3-optuna python3-numpy python3-scipy python3-venv python3-pip
+  python3-dev pybind11-dev python3-optuna python3-numpy python3-scipy python3-venv python3-pip python3-pandas
   postgresql python3-psycopg2 python3-sqlalchemy redis-server python3-redis
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libxxhash-dev
   chromium clang-format clang libclang-rt-14-dev universal-ctags

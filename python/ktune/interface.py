@@ -15,6 +15,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -672,7 +673,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         if kernel["fetched"]:
             request.fetch_outputs = list(kernel["fetched"])
             check = _verify_check(verify, answer, arguments, kernel["fetched"], atol)
-        summary = _ktune.tune(request, check)
+        bar = progress_bar(quiet)
+        try:
+            summary = _ktune.tune(request, check, bar)
+        finally:
+            if bar:
+                bar.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)
@@ -821,6 +827,51 @@ def kt_env(summary, iterations, compiler_options, problem_size, wall_s):
         "total_benchmark_time": summary["backend_s"] * 1e3,
         "total_time": wall_s * 1e3,
     }
+
+
+class ProgressBar:
+    """tune_kernel's progress: a bar redrawn in place on a stream, at most ten times a second."""
+
+    WIDTH = 30
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.last = None
+        self.drawn = 0
+
+    def __call__(self, done, total, best_ms, phase):
+        now = time.monotonic()
+        if self.last is not None and now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        filled = min(self.WIDTH, self.WIDTH * done // total) if total else 0
+        text = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}"
+        if best_ms is not None:
+            text += f", best {best_ms:.4g} ms"
+        if phase:
+            text += f", {phase}"
+        self.stream.write("\r" + text.ljust(self.drawn))
+        self.stream.flush()
+        self.drawn = len(text)
+
+    def close(self):
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def progress_bar(quiet, stream=None):
+    """A ProgressBar where someone watches the run (a terminal, or Jupyter, whose output
+    redraws a carriage return), else None: quiet, a pipe, a file, a batch job."""
+    stream = stream or sys.stderr
+    if quiet:
+        return None
+    watched = "ipykernel" in sys.modules
+    try:
+        watched = watched or stream.isatty()
+    except (AttributeError, ValueError):
+        pass
+    return ProgressBar(stream) if watched else None
 
 
 def _report(results, env, tune_params, metrics, verbose, quiet):

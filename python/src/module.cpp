@@ -128,7 +128,23 @@ std::function<std::optional<std::string>(const std::map<std::string, std::string
 }
 
 // Tunes; returns {"run_id", "status", "device", "replayed", "strategy", "notes", "wall_s"}.
-py::dict tune(const TuneRequest& r, py::object check) {
+// progress(done, total, best_ms or None, phase) after each trial, with the GIL held: the Python
+// half's progress bar. An exception it raises is dropped (a display never ends a run), but a
+// Ctrl-C in it is raised again once the run returns.
+std::unique_ptr<ktune::ProgressObserver> progress_observer(py::object progress) {
+  if (progress.is_none()) return nullptr;
+  return std::make_unique<ktune::ProgressObserver>([progress](const ktune::Progress& p) {
+    py::gil_scoped_acquire gil;
+    try {
+      progress(p.done, p.total, p.best_ms ? py::object(py::float_(*p.best_ms)) : py::none(),
+               p.phase);
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) PyErr_SetInterrupt();
+    }
+  });
+}
+
+py::dict tune(const TuneRequest& r, py::object check, py::object progress) {
   ktune::Registry registry;
   load_kernel(registry, r);
   // The engine runs inside python3: the shipped recordings are those of the ktune program the
@@ -144,10 +160,11 @@ py::dict tune(const TuneRequest& r, py::object check) {
   options.host_check = host_check(std::move(check));
   options.fetch_outputs = r.fetch_outputs;
   ktune::Session session(registry, std::move(options));
+  const std::unique_ptr<ktune::ProgressObserver> observer = progress_observer(std::move(progress));
   ktune::TuneSummary summary;
   {
-    py::gil_scoped_release release;  // the tuning loop runs no Python
-    summary = session.run();
+    py::gil_scoped_release release;  // the tuning loop runs no Python but the callbacks
+    summary = session.run(observer.get());
   }
   py::dict out;
   out["run_id"] = summary.run_id;
@@ -281,8 +298,10 @@ PYBIND11_MODULE(_ktune, m) {
       .def_readwrite("listed_names", &TuneRequest::listed_names)
       .def_readwrite("listed_rows", &TuneRequest::listed_rows);
   m.def("tune", &tune, py::arg("request"), py::arg("check") = py::none(),
+        py::arg("progress") = py::none(),
         "tune a manifest kernel; returns the run's summary. check(outputs) is called with the "
-        "fetched outputs of each configuration ({name: bytes}) and returns None or an error");
+        "fetched outputs of each configuration ({name: bytes}) and returns None or an error; "
+        "progress(done, total, best_ms, phase) after each trial");
   m.def("trials", &trials, py::arg("db"), py::arg("run_id"));
   m.def("version", [] { return std::string(KTUNE_VERSION); });
   m.def(

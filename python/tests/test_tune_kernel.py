@@ -4,6 +4,7 @@ Each test builds a Kernel Tuner cache of a small vector_add space, then tunes th
 Kernel Tuner script would, and checks what comes back, what the database holds and what the
 cache file holds afterwards."""
 
+import io
 import json
 import os
 import tempfile
@@ -164,6 +165,34 @@ class ReplayTest(unittest.TestCase):
                 self.assertEqual(len(results), 3)
                 self.assertIn(env["best_config"]["block_size_x"], SIZES)
 
+    def test_a_watched_run_draws_a_bar_from_its_progress(self):
+        screen = Terminal()
+        with mock.patch.object(interface, "progress_bar",
+                               lambda quiet: interface.ProgressBar(screen)):
+            self.tune()
+        drawn = screen.getvalue()
+        self.assertTrue(drawn.endswith("\n"), drawn)
+        last = drawn.rstrip("\n").split("\r")[-1].rstrip()
+        self.assertRegex(last, r"^\[#{30}\] (\d+)/\1, best 0\.25 ms")
+
+    def test_results_become_a_pandas_data_frame_without_loss(self):
+        try:
+            import pandas
+        except ImportError:
+            self.skipTest("pandas is not installed (Debian: python3-pandas)")
+        results, _ = self.tune()
+        frame = pandas.DataFrame(results)
+        self.assertEqual(len(frame), len(results))
+        self.assertEqual(set(frame.columns), set().union(*results))
+        # Every value as it was; a key a result lacks (ktune_error of a working one) and a None
+        # (the time of a failure) are pandas' missing value.
+        for row, result in zip(frame.to_dict("records"), results):
+            for key, value in row.items():
+                if result.get(key) is None:
+                    self.assertTrue(pandas.isna(value), (key, value))
+                else:
+                    self.assertEqual(value, result[key], key)
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -197,6 +226,31 @@ class ReplayTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "cache of kernel 'vector_add'"):
             ktune.tune_kernel("other", KERNEL, 10000, arguments(), {"block_size_x": SIZES},
                               cache=self.cache, simulation_mode=True, db=self.db, quiet=True)
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class ProgressBarTest(unittest.TestCase):
+    def test_only_where_someone_watches(self):
+        self.assertIsInstance(interface.progress_bar(False, Terminal()), interface.ProgressBar)
+        self.assertIsNone(interface.progress_bar(True, Terminal()))
+        self.assertIsNone(interface.progress_bar(False, io.StringIO()))  # a file or a pipe
+
+    def test_the_bar_is_redrawn_in_place_and_ended_by_a_newline(self):
+        screen = Terminal()
+        bar = interface.ProgressBar(screen)
+        bar(0, 4, None, "")
+        bar(4, 4, 0.5, "retiming")
+        bar.close()
+        frames = screen.getvalue().split("\r")[1:]
+        self.assertEqual(frames[0], "[" + "." * 30 + "] 0/4")
+        self.assertEqual(frames[1], "[" + "#" * 30 + "] 4/4, best 0.5 ms, retiming\n")
+        bar = interface.ProgressBar(io.StringIO())
+        bar.close()  # nothing drawn, nothing to end
+        self.assertEqual(bar.stream.getvalue(), "")
 
 
 class UnsupportedTest(unittest.TestCase):
