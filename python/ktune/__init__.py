@@ -9,6 +9,7 @@ ktune.best() and ktune.Client read as the C++ run-time client does.
 """
 
 from ._ktune import Error, version
+from . import observers
 from .interface import Client, KtuneError, best, default_db, run_kernel, tune_kernel
 
 __version__ = version()

@@ -28,7 +28,6 @@ from ._paths import BUILD_EXECUTABLE, INSTALLED_EXECUTABLE
 
 # Arguments of Kernel Tuner's tune_kernel that ktune does not support yet, with what to do.
 UNSUPPORTED = {
-    "observers": "observers are not supported; ktune records time, samples and resources",
     "texmem_args": "texture memory arguments are not supported",
     "defines": "user defines are not supported; tunable parameters are defined as Kernel Tuner does",
     "compiler": "ktune compiles with NVRTC; the compiler argument is not supported",
@@ -164,6 +163,25 @@ def _reject_unsupported(lang, kwargs):
                 raise KtuneError(f"ktune: {name}: {UNSUPPORTED[name]}")
         else:
             raise KtuneError(f"ktune: tune_kernel() got an unknown argument '{name}'")
+
+
+def _observed(observers):
+    """The result keys Kernel Tuner's observers would add; an observer ktune cannot serve is a
+    KtuneError naming it. A RegisterObserver of ktune's or of Kernel Tuner's own is recognised
+    by its class name."""
+    if observers is None:
+        return set()
+    if not isinstance(observers, (list, tuple)):
+        raise KtuneError("ktune: observers must be a list of observers")
+    keys = set()
+    for observer in observers:
+        name = type(observer).__name__
+        if name != "RegisterObserver":
+            raise KtuneError(f"ktune: observers: {name} is not supported; ktune serves "
+                             "RegisterObserver (ktune.observers) and records time, samples and "
+                             "registers of every configuration")
+        keys.add("num_regs")
+    return keys
 
 
 def _source_text(kernel_source):
@@ -604,7 +622,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 block_size_names=None, quiet=False, strategy=None, strategy_options=None,
                 cache=None, metrics=None, simulation_mode=None, objective=None,
                 objective_higher_is_better=None, seed=None, db=None, effort=None,
-                **unsupported):
+                observers=None, **unsupported):
     """Tunes a CUDA kernel as Kernel Tuner's tune_kernel does; returns (results, env).
 
     ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db);
@@ -613,6 +631,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     simulation_mode replays the cache file instead of measuring (no GPU needed).
     """
     _reject_unsupported(lang, unsupported)
+    observed = _observed(observers)
     iterations = _integer("iterations", iterations, 1, INT32_MAX)
     if seed is not None:
         seed = _integer("seed", seed, 0, UINT64_MAX)
@@ -681,7 +700,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 bar.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics)
+    results = kt_results(_ktune.trials(request.db, summary["run_id"]), tune_params, metrics,
+                         observed)
     env = kt_env(summary, iterations, compiler_options, problem_size, time.perf_counter() - started)
     if reused:
         results = _with_metrics(list(reused.values()), metrics) + results
@@ -774,9 +794,10 @@ def _cached_only(reused, header, tune_params, metrics, iterations, compiler_opti
     return results, env
 
 
-def kt_results(trials, tune_params, metrics):
+def kt_results(trials, tune_params, metrics, observed=frozenset()):
     """A run's search trials as Kernel Tuner's results: one dict per configuration with the
-    parameters, time (mean of the samples, ms), times, the metrics and ktune's own figures."""
+    parameters, time (mean of the samples, ms), times, what the observers add (observed:
+    num_regs), the metrics and ktune's own figures."""
     results = []
     for t in trials:
         if t["kind"] != 0:  # re-timing and warm-start trials are not Kernel Tuner results
@@ -795,6 +816,8 @@ def kt_results(trials, tune_params, metrics):
         r["strategy_time"] = 0
         r["framework_time"] = 0
         r["timestamp"] = t["created_at"]
+        if "num_regs" in observed:
+            r["num_regs"] = t["registers"] if t["registers"] >= 0 else None
         r["ktune_status"] = t["status"]
         r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
         if t["status"] != "ok":

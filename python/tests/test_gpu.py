@@ -29,7 +29,7 @@ class GpuTest(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def tune(self, coeff, answer_coeff, verify=None, functions=False, cache=None):
+    def tune(self, coeff, answer_coeff, verify=None, functions=False, cache=None, **more):
         n = 100003
         # Kernel Tuner's functions of the parameters for the same launch: the problem size, the
         # grid divisor and the shared memory size, evaluated per configuration.
@@ -45,7 +45,8 @@ class GpuTest(unittest.TestCase):
                 "scale_by_constants", KERNEL, launch.pop("problem_size"),
                 [out, x, numpy.int32(n)], {"block_size_x": [64, 128, 256, 512]}, answer=answer,
                 atol=1e-5, cmem_args={"coeff": coeff}, verify=verify,
-                db=os.path.join(self.dir.name, "gpu.db"), quiet=True, cache=cache, **launch)
+                db=os.path.join(self.dir.name, "gpu.db"), quiet=True, cache=cache, **launch,
+                **more)
         except (ktune.KtuneError, ktune.Error) as e:
             if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
                 self.skipTest(f"no CUDA device: {e}")
@@ -59,6 +60,13 @@ class GpuTest(unittest.TestCase):
             self.assertEqual(r["ktune_status"], "ok", r)
             self.assertIsInstance(r["time"], float)
         self.assertIsNotNone(env["best_config"])
+
+    def test_a_register_observer_adds_each_configurations_registers(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        results, _ = self.tune(coeff, coeff, observers=[ktune.observers.RegisterObserver()])
+        for r in results:
+            self.assertIsInstance(r["num_regs"], int, r)
+            self.assertGreater(r["num_regs"], 0, r)
 
     def test_an_answer_that_does_not_match_the_constants_fails_every_configuration(self):
         coeff = numpy.arange(16, dtype=numpy.float32) * 0.5

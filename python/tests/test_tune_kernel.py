@@ -193,6 +193,13 @@ class ReplayTest(unittest.TestCase):
                 else:
                     self.assertEqual(value, result[key], key)
 
+    def test_a_register_observer_adds_num_regs(self):
+        results, _ = self.tune(observers=[ktune.observers.RegisterObserver()])
+        # A replayed cache holds no register counts: the key is there, its value unknown.
+        self.assertTrue(all("num_regs" in r and r["num_regs"] is None for r in results))
+        results, _ = self.tune()
+        self.assertFalse(any("num_regs" in r for r in results))
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -262,7 +269,9 @@ class UnsupportedTest(unittest.TestCase):
         cases = [
             (dict(lang="OpenCL"), "lang='OpenCL'"),
             (dict(lang="HIP"), "lang='HIP'"),
-            (dict(observers=[object()]), "observers"),
+            (dict(observers=[object()]), "observers: object is not supported; ktune serves "
+                                         "RegisterObserver"),
+            (dict(observers=ktune.observers.RegisterObserver()), "a list of observers"),
             (dict(verify="numpy.allclose"), "verify must be a function"),
             (dict(restrictions=[42]), "neither a string nor a function"),
             (dict(strategy="hybrid_vndx"), "strategy 'hybrid_vndx' is not supported"),
