@@ -50,7 +50,7 @@ class DifferentialEvolution final : public SequentialStrategy {
     for (std::size_t i = 0; i < n; ++i)
       if (cost[i] < best_cost || i == 0) best_cost = cost[i], best_x = population[i];
     int stabilized = 0;
-    const std::uint64_t generations = std::min<std::uint64_t>(maxiter_, valid_count(maxiter_));
+    const std::uint64_t generations = valid_count(maxiter_);  // Kernel Tuner: at most the space
     for (std::uint64_t generation = 0; generation < generations; ++generation) {
       std::vector<Config> trial;
       if (stabilized > 2) {
@@ -91,7 +91,7 @@ class DifferentialEvolution final : public SequentialStrategy {
     if (times_dimensions_) {
       std::uint64_t tunable = 0;
       for (const auto& p : space().params()) tunable += p.values.size() > 1;
-      n *= std::max<std::uint64_t>(1, std::min<std::uint64_t>(tunable, valid_count(tunable)));
+      n *= std::max<std::uint64_t>(1, valid_count(tunable));
     }
     return static_cast<std::size_t>(std::min<std::uint64_t>(n, 1u << 20));
   }

@@ -89,10 +89,8 @@ class Minimizer : public SequentialStrategy {
     return out;
   }
   Task<double> f(const Point& x) {
-    std::vector<Config> configs;
-    configs.push_back(snap(x));
-    const std::vector<double> v = co_await evaluate(std::move(configs));
-    co_return priced(v)[0];
+    const std::vector<Point> one(1, x);
+    co_return (co_await f_all(one))[0];
   }
   Task<std::vector<double>> f_all(const std::vector<Point>& xs) {
     std::vector<Config> configs;

@@ -159,10 +159,9 @@ Config SequentialStrategy::snap(const Point& x) {
 Config SequentialStrategy::repair(Config c) { return snap(position(c)); }
 
 std::uint64_t SequentialStrategy::valid_count(std::uint64_t limit) const {
-  if (const std::size_t listed = valid_listed()) return std::min<std::uint64_t>(listed, limit);
-  std::uint64_t n = 0;
-  space().for_each_valid([&](const Config&) { return ++n < limit; });
-  return n;
+  // A space too large to list holds more than 2^19 valid configurations: never walked here.
+  const std::size_t listed = valid_listed();
+  return listed ? std::min<std::uint64_t>(listed, limit) : limit;
 }
 
 }  // namespace ktune::native

@@ -76,7 +76,8 @@ class SequentialStrategy : public NativeStrategy {
   Point random_point();
   // The nearest valid configuration to index vector idx (rounded and clipped), as snap().
   Config repair(Config c);
-  // How many valid configurations there are, counted up to limit.
+  // How many valid configurations there are, at most limit; limit for a space too large to
+  // keep in memory (more than 2^19 of them), which is not walked again.
   std::uint64_t valid_count(std::uint64_t limit) const;
   // How many runs of search() have started (1 in the first).
   std::uint64_t run_number() const { return runs_; }
