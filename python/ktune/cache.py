@@ -68,7 +68,7 @@ def entry_key(result, tune_params):
     return ",".join(str(result[k]) for k in tune_params)
 
 
-def write(path, kernel_name, tune_params, problem_size, env, results):
+def write(path, kernel_name, tune_params, problem_size, env, results, objective="time"):
     """Writes (or extends) the cache with the call's results; entries already there for other
     configurations are kept, and the configurations of this call replace theirs."""
     old = read(path) if os.path.exists(path) else {}
@@ -85,7 +85,7 @@ def write(path, kernel_name, tune_params, problem_size, env, results):
         "problem_size": _problem_json(problem_size),
         "tune_params_keys": list(tune_params),
         "tune_params": {k: list(v) for k, v in tune_params.items()},
-        "objective": "time",
+        "objective": objective,
         "cache": cache,
     }
     tmp = path + ".tmp"

@@ -24,12 +24,12 @@ import numpy
 
 from . import _ktune
 from . import cache as kt_cache
+from . import observers as observers_module
 from ._paths import BUILD_EXECUTABLE, INSTALLED_EXECUTABLE
 
 # Arguments of Kernel Tuner's tune_kernel that ktune does not support yet, with what to do.
 UNSUPPORTED = {
     "texmem_args": "texture memory arguments are not supported",
-    "defines": "user defines are not supported; tunable parameters are defined as Kernel Tuner does",
     "compiler": "ktune compiles with NVRTC; the compiler argument is not supported",
     "parallel": "parallel (Ray) tuning is not supported",
     "objectives": "multi-objective tuning is not supported",
@@ -82,6 +82,14 @@ ELEMENT_TYPES = {
     numpy.dtype(numpy.uint64): "uint64",
     numpy.dtype(numpy.float32): "float32",
     numpy.dtype(numpy.float64): "float64",
+}
+
+# Kernel Tuner 1.4's objectives whose direction it knows (util.objective_default_map); any other
+# needs objective_higher_is_better.
+OBJECTIVE_DIRECTIONS = {
+    "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
+    "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True, "GFLOPS/W": True,
+    "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True,
 }
 
 # np.allclose's relative tolerance, with which Kernel Tuner checks an answer.
@@ -166,9 +174,9 @@ def _reject_unsupported(lang, kwargs):
 
 
 def _observed(observers):
-    """The result keys Kernel Tuner's observers would add; an observer ktune cannot serve is a
-    KtuneError naming it. A RegisterObserver of ktune's or of Kernel Tuner's own is recognised
-    by its class name."""
+    """The result keys Kernel Tuner's observers would add; an observer or observable ktune
+    cannot serve is a KtuneError naming it. ktune's observers and Kernel Tuner's own are
+    recognised by their class names."""
     if observers is None:
         return set()
     if not isinstance(observers, (list, tuple)):
@@ -176,12 +184,33 @@ def _observed(observers):
     keys = set()
     for observer in observers:
         name = type(observer).__name__
-        if name != "RegisterObserver":
+        if name == "RegisterObserver":
+            keys.add("num_regs")
+        elif name == "NVMLObserver":
+            keys |= _nvml_observables(observer)
+        else:
             raise KtuneError(f"ktune: observers: {name} is not supported; ktune serves "
-                             "RegisterObserver (ktune.observers) and records time, samples and "
-                             "registers of every configuration")
-        keys.add("num_regs")
+                             "RegisterObserver and NVMLObserver (ktune.observers) and records "
+                             "time, samples and registers of every configuration")
     return keys
+
+
+def _nvml_observables(observer):
+    """The observables of an NVMLObserver (ktune's, or Kernel Tuner's, which keeps its power
+    observables apart), each one ktune records; any other is a KtuneError naming it."""
+    wanted = list(getattr(observer, "observables", []))
+    power = getattr(observer, "continuous_observer", None)
+    wanted += list(getattr(power, "observables", []) or [])
+    if getattr(observer, "measure_power", False) and not power:
+        wanted.append("nvml_power")
+    for o in wanted:
+        if o in observers_module.NVML_NOT_SERVED:
+            raise KtuneError(f"ktune: NVMLObserver: '{o}' is not supported: "
+                             f"{observers_module.NVML_NOT_SERVED[o]}; ktune records "
+                             f"{', '.join(observers_module.NVML_SERVED)}")
+        if o not in observers_module.NVML_SERVED:
+            raise KtuneError(f"ktune: NVMLObserver: unknown observable {o!r}")
+    return set(wanted)
 
 
 def _source_text(kernel_source):
@@ -301,7 +330,7 @@ def _listed(tune_params, functions, derived, skip=frozenset()):
         for name, f in derived.items():
             v = f(params)
             seen[name].add(v)
-            extra.append(str(v))
+            extra.append(_literal(v))
         rows.append([_literal(v) for v in values] + extra)
     if not rows and not skip:
         raise KtuneError("ktune: no configuration satisfies the restrictions")
@@ -336,6 +365,40 @@ def _derived(derived, name, function, what):
         return int(v)
     derived[DERIVED_PREFIX + name] = value
     return DERIVED_PREFIX + name
+
+
+def _derived_text(derived, name, function, what):
+    """Registers a per-configuration text computed by `function(params)` (Kernel Tuner's str of
+    what it returns); returns its name."""
+    def value(params):
+        v = str(function(params))
+        if "," in v or "=" in v or v != v.strip() or not v:
+            raise KtuneError(f"ktune: {what} returned {v!r} for {params}; ktune keeps it as a "
+                             "parameter value, which cannot be empty, hold ',' or '=', or start "
+                             "or end with a space")
+        return v
+    derived[DERIVED_PREFIX + name] = value
+    return DERIVED_PREFIX + name
+
+
+def _user_defines(defines, derived):
+    """Kernel Tuner's defines as [[name, value]]: a value is defined as it is, a string with each
+    tunable parameter's name in it replaced by its value, a function of the parameters' dict
+    called for each configuration (a hidden parameter); None without defines (Kernel Tuner then
+    defines the grid, the block and every parameter)."""
+    if defines is None:
+        return None
+    if not isinstance(defines, dict):
+        raise KtuneError("ktune: defines must be a dict of macro name: value, string or function")
+    out = []
+    for name, v in defines.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise KtuneError(f"ktune: defines: name is not a valid identifier: {name!r}")
+        if callable(v):
+            out.append([name, _derived_text(derived, f"define_{name}", v, f"defines['{name}']")])
+        else:
+            out.append([name, str(v)])
+    return out
 
 
 def _problem(problem_size, derived):
@@ -540,6 +603,8 @@ def write_manifest(folder, kernel):
     lines = [f"restrictions = {_toml(kernel['restrictions'])}", "", "[kernel]"]
     for key in ("name", "entry", "compile_options", "defines", "block_names"):
         lines.append(f"{key} = {_toml(kernel[key])}")
+    if kernel.get("user_defines") is not None:
+        lines.append(f"kernel_tuner_defines = {_toml(kernel['user_defines'])}")
     lines.append(f"source = {_toml(kernel['source_name'])}")
     for name, values in kernel["params"]:
         lines += ["", "[[param]]", f"name = {_toml(name)}", f"values = {_toml(values)}"]
@@ -588,7 +653,7 @@ def _strategy(strategy, strategy_options, iterations):
 def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tune_params,
                         grid_div, restrictions, answer, atol, block_size_names,
                         compiler_options, cmem_args, smem_args, folder, verify=None,
-                        skip=frozenset()):
+                        skip=frozenset(), defines=None):
     source, file_name = _source_text(kernel_source)
     names = list(block_size_names or [])
     block_names = names + ["block_size_x", "block_size_y", "block_size_z"][len(names):]
@@ -596,6 +661,7 @@ def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tun
     problem, exprs = _problem(problem_size, derived)
     grid, block = _launch(exprs, grid_div, block_names, tune_params, derived)
     shared_mem = _shared_memory(smem_args, derived)
+    user_defines = _user_defines(defines, derived)
     buffers, args, checked, fetched = _arguments(arguments, answer, atol, folder, cmem_args,
                                                  verify)
     strings, functions = _restrictions(restrictions, tune_params)
@@ -607,6 +673,7 @@ def _kernel_description(kernel_name, kernel_source, problem_size, arguments, tun
         "name": kernel_name, "entry": kernel_name, "source": source,
         "source_name": file_name or kernel_name + ".cu",
         "compile_options": list(compiler_options or []), "defines": "kernel_tuner",
+        "user_defines": user_defines,
         "block_names": block_names,
         "params": params,
         "restrictions": strings, "listed": listed and listed[:2], "problem": problem,
@@ -622,7 +689,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 block_size_names=None, quiet=False, strategy=None, strategy_options=None,
                 cache=None, metrics=None, simulation_mode=None, objective=None,
                 objective_higher_is_better=None, seed=None, db=None, effort=None,
-                observers=None, **unsupported):
+                observers=None, defines=None, **unsupported):
     """Tunes a CUDA kernel as Kernel Tuner's tune_kernel does; returns (results, env).
 
     ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db);
@@ -640,8 +707,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     compiler_options = _compiler_options(compiler_options)
     if verify is not None and not callable(verify):
         raise KtuneError("ktune: verify must be a function verify(answer, gpu_result, atol=...)")
-    if objective not in (None, "time"):
-        raise KtuneError(f"ktune: objective '{objective}' is not supported; ktune minimises time")
+    objective, higher = _objective(objective, objective_higher_is_better, metrics)
     if simulation_mode and not cache:
         raise KtuneError("ktune: simulation_mode needs a cache file to replay")
     mapped, options, budget_evals, budget_seconds = _strategy(strategy, strategy_options, iterations)
@@ -663,10 +729,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                                      tune_params, (grid_div_x, grid_div_y, grid_div_z),
                                      restrictions, answer, atol, block_size_names,
                                      compiler_options, cmem_args, smem_args, folder, verify,
-                                     frozenset(reused))
+                                     frozenset(reused), defines)
         if kernel["listed"] is not None and not kernel["listed"][1]:
             return _cached_only(reused, header, tune_params, metrics, iterations,
-                                compiler_options, problem_size, started, verbose, quiet)
+                                compiler_options, problem_size, started, verbose, quiet,
+                                (objective, higher))
         request = _ktune.TuneRequest()
         request.manifest = write_manifest(folder, kernel)
         request.kernel = kernel_name
@@ -686,6 +753,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         request.device = int(device)
         if simulation_mode:
             request.replay = os.path.abspath(cache)
+        request.objective = objective
+        request.objective_higher_is_better = higher
+        value = None
+        if objective != "time":
+            def value(trial):
+                return _objective_value(trial, tune_params, metrics, objective)
         if kernel["listed"] is not None:
             request.listed_names, request.listed_rows = kernel["listed"]
         check = None
@@ -694,7 +767,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             check = _verify_check(verify, answer, arguments, kernel["fetched"], atol)
         bar = progress_bar(quiet)
         try:
-            summary = _ktune.tune(request, check, bar)
+            summary = _ktune.tune(request, check, bar, value)
         finally:
             if bar:
                 bar.close()
@@ -706,9 +779,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if reused:
         results = _with_metrics(list(reused.values()), metrics) + results
         env["ktune_notes"].append(f"{len(reused)} configurations from the cache file {cache}")
-    _best(results, env)
+    _best(results, env, objective, higher)
     if cache:
-        kt_cache.write(cache, kernel_name, tune_params, problem_size, env, results)
+        kt_cache.write(cache, kernel_name, tune_params, problem_size, env, results,
+                       objective=objective)
     _report(results, env, tune_params, metrics, verbose, quiet)
     return results, env
 
@@ -772,15 +846,56 @@ def _with_metrics(results, metrics):
     return results
 
 
-def _best(results, env):
-    """env's best_config: the fastest configuration that ran right, if any."""
-    ok = [r for r in results if not isinstance(r["time"], str)]
+def _objective(objective, higher_is_better, metrics):
+    """(name, higher is better) of Kernel Tuner's objective: time, or one of the metrics, whose
+    direction Kernel Tuner knows for its usual names (GFLOP/s, GB/s ...)."""
+    name = "time" if objective is None else objective
+    if not isinstance(name, str):
+        raise KtuneError(f"ktune: objective={objective!r}: expected the name of a metric or "
+                         "'time'")
+    if name != "time" and name not in (metrics or {}):
+        known = ", ".join(["time"] + [repr(m) for m in (metrics or {})])
+        raise KtuneError(f"ktune: objective '{name}' is neither time nor one of the metrics "
+                         f"({known}); give a metric of that name")
+    if higher_is_better is None:
+        if name not in OBJECTIVE_DIRECTIONS:
+            raise KtuneError(f"ktune: objective '{name}': give objective_higher_is_better "
+                             "(True or False)")
+        higher_is_better = OBJECTIVE_DIRECTIONS[name]
+    if not isinstance(higher_is_better, (bool, numpy.bool_)):
+        raise KtuneError(f"ktune: objective_higher_is_better={higher_is_better!r}: expected "
+                         "True or False")
+    if name == "time" and higher_is_better:
+        raise KtuneError("ktune: objective 'time' is lower-is-better; "
+                         "objective_higher_is_better=True is not supported for it")
+    return name, bool(higher_is_better)
+
+
+def _objective_value(trial, tune_params, metrics, objective):
+    """A trial's value of the objective: its Kernel Tuner result with the metrics, as results
+    will hold it; None where it is not a number."""
+    r = _with_metrics([_kt_result(trial, tune_params)], metrics)[0]
+    v = r.get(objective)
+    if isinstance(v, (bool, numpy.bool_, str)) or v is None:
+        return None
+    return v
+
+
+def _best(results, env, objective="time", higher_is_better=False):
+    """env's best_config: the best configuration by the objective that ran right, if any (as
+    Kernel Tuner's get_best_config: a value that is not a number never wins)."""
+    def number(r):
+        v = r.get(objective)
+        return isinstance(v, (int, float, numpy.number)) and not isinstance(
+            v, (bool, numpy.bool_)) and math.isfinite(float(v))
+    ok = [r for r in results if not isinstance(r["time"], str) and number(r)]
     if ok:
-        env["best_config"] = min(ok, key=lambda r: r["time"])
+        pick = max if higher_is_better else min
+        env["best_config"] = pick(ok, key=lambda r: float(r[objective]))
 
 
 def _cached_only(reused, header, tune_params, metrics, iterations, compiler_options,
-                 problem_size, started, verbose, quiet):
+                 problem_size, started, verbose, quiet, objective):
     """Every configuration is in the cache: Kernel Tuner's results from it, nothing measured."""
     results = _with_metrics(list(reused.values()), metrics)
     env = {"device_name": header.get("device_name", ""), "iterations": iterations,
@@ -789,7 +904,7 @@ def _cached_only(reused, header, tune_params, metrics, iterations, compiler_opti
            "simulation": False, "ktune_version": _ktune.version(), "ktune_run_id": None,
            "ktune_notes": ["every configuration came from the cache file; nothing was measured"],
            "total_time": (time.perf_counter() - started) * 1e3}
-    _best(results, env)
+    _best(results, env, *objective)
     _report(results, env, tune_params, metrics, verbose, quiet)
     return results, env
 
@@ -798,36 +913,50 @@ def kt_results(trials, tune_params, metrics, observed=frozenset()):
     """A run's search trials as Kernel Tuner's results: one dict per configuration with the
     parameters, time (mean of the samples, ms), times, what the observers add (observed:
     num_regs), the metrics and ktune's own figures."""
-    results = []
-    for t in trials:
-        if t["kind"] != 0:  # re-timing and warm-start trials are not Kernel Tuner results
-            continue
-        config = json.loads(t["config_json"])
-        r = {k: config[k] for k in tune_params}
-        if t["status"] == "ok":
-            r["time"] = t["time_mean_ms"]
-            r["times"] = list(t["samples_ms"])
-        else:
-            r["time"] = kt_cache.error_name(t["status"])
-            r["times"] = []
-        r["compile_time"] = t["compile_ms"]
-        r["verification_time"] = 0
-        r["benchmark_time"] = t["eval_ms"]
-        r["strategy_time"] = 0
-        r["framework_time"] = 0
-        r["timestamp"] = t["created_at"]
-        if "num_regs" in observed:
-            r["num_regs"] = t["registers"] if t["registers"] >= 0 else None
-        r["ktune_status"] = t["status"]
-        r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
-        if t["status"] != "ok":
-            r["ktune_error"] = t["error"]
-        results.append(r)
+    # Re-timing and warm-start trials are not Kernel Tuner results.
+    results = [_kt_result(t, tune_params, observed) for t in trials if t["kind"] == 0]
     return _with_metrics(results, metrics)
 
 
+def _kt_result(t, tune_params, observed=frozenset()):
+    """One trial as Kernel Tuner's result, before the metrics."""
+    config = json.loads(t["config_json"])
+    r = {k: config[k] for k in tune_params}
+    if t["status"] == "ok":
+        r["time"] = t["time_mean_ms"]
+        r["times"] = list(t["samples_ms"])
+    else:
+        r["time"] = kt_cache.error_name(t["status"])
+        r["times"] = []
+    r["compile_time"] = t["compile_ms"]
+    r["verification_time"] = 0
+    r["benchmark_time"] = t["eval_ms"]
+    r["strategy_time"] = 0
+    r["framework_time"] = 0
+    r["timestamp"] = t["created_at"]
+    if "num_regs" in observed:
+        r["num_regs"] = t["registers"] if t["registers"] >= 0 else None
+    for key, field in observers_module.NVML_SERVED.items():
+        if key in observed:
+            r[key] = t[field] if t[field] >= 0 else None
+    r["ktune_status"] = t["status"]
+    r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
+    if t["status"] != "ok":
+        r["ktune_error"] = t["error"]
+    return r
+
+
 def _metric_expression(text, r):
-    raise KtuneError(f"ktune: metric {text!r}: metrics are functions of the result dict")
+    """A metric given as a string, as Kernel Tuner evaluates one: a Python expression over the
+    result's parameters, its time and the metrics before it, by name."""
+    if not isinstance(text, str):
+        raise KtuneError(f"ktune: metric {text!r}: a metric is a function of the result dict or "
+                         "a string expression")
+    names = {k: v for k, v in r.items() if isinstance(k, str) and k.isidentifier()}
+    try:
+        return eval(text, {"__builtins__": __builtins__}, names)  # noqa: S307 (the user's own)
+    except Exception as e:
+        raise KtuneError(f"ktune: metric {text!r}: {type(e).__name__}: {e}") from None
 
 
 def kt_env(summary, iterations, compiler_options, problem_size, wall_s):

@@ -1,8 +1,33 @@
-"""Kernel Tuner's observers that ktune serves: `from ktune.observers import RegisterObserver`
-(was `from kernel_tuner.observers.register import RegisterObserver`)."""
+"""Kernel Tuner's observers that ktune serves: `from ktune.observers import RegisterObserver,
+NVMLObserver` (was `from kernel_tuner.observers.register import RegisterObserver` and
+`from kernel_tuner.observers.nvml import NVMLObserver`)."""
+
+# NVMLObserver's observables ktune records for every measured configuration, by the trial field
+# that holds each; and those it does not record yet, with why.
+NVML_SERVED = {"core_freq": "sm_clock_mhz", "temperature": "temperature_c"}
+NVML_NOT_SERVED = {
+    "power_readings": "power readings are not recorded",
+    "nvml_power": "power is not recorded",
+    "nvml_energy": "energy is not recorded",
+    "mem_freq": "the memory clock is not recorded",
+    "gr_voltage": "the graphics voltage is not recorded",
+}
 
 
 class RegisterObserver:
     """tune_kernel(..., observers=[RegisterObserver()]) adds num_regs to each result: the
     registers per thread of the configuration's compiled kernel, which ktune records for every
     trial (None where none were recorded, as in a replayed cache)."""
+
+
+class NVMLObserver:
+    """tune_kernel(..., observers=[NVMLObserver(["core_freq", "temperature"])]) adds those
+    readings to each result: the GPU's SM clock (MHz) and temperature (degrees C), which ktune
+    reads through NVML, read-only, right after each configuration's timed samples (None where
+    they were not read: no NVML, or a replayed cache). ktune never changes a clock or a power
+    limit, so the arguments that would (use_locked_clocks) do nothing here."""
+
+    def __init__(self, observables, device=None, save_all=False, nvidia_smi_fallback=None,
+                 use_locked_clocks=False, continuous_duration=1):
+        self.observables = list(observables)
+        self.device = device

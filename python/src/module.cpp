@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,7 +52,32 @@ struct TuneRequest {
   // columns named by listed_names): what restrictions given as Python functions let through.
   std::vector<std::string> listed_names;
   std::vector<std::vector<std::string>> listed_rows;
+  // What the run ranks configurations by: "time", or the name of the value tune()'s
+  // `objective` computes from each trial (Kernel Tuner's objective over its metrics).
+  std::string objective = "time";
+  bool objective_higher_is_better = false;
 };
+
+// A trial as a dict: config (JSON text), status, error, times in ms, resources, the objective.
+py::dict trial_dict(const ktune::TrialRecord& t) {
+  py::dict d;
+  d["config_key"] = t.config_key;
+  d["config_json"] = t.config_json;
+  d["kind"] = static_cast<int>(t.kind);
+  d["status"] = std::string(ktune::to_string(t.status));
+  d["error"] = t.error;
+  d["time_ms"] = t.time_ms;
+  d["time_mean_ms"] = t.time_mean_ms;
+  d["samples_ms"] = t.samples_ms;
+  d["registers"] = t.registers;
+  d["compile_ms"] = t.compile_ms;
+  d["eval_ms"] = t.eval_ms;
+  d["created_at"] = t.created_at;
+  d["objective"] = t.objective;
+  d["sm_clock_mhz"] = t.sm_clock_mhz;
+  d["temperature_c"] = t.temperature_c;
+  return d;
+}
 
 // The manifest's kernel, with the listed configurations when there are any.
 void load_kernel(ktune::Registry& registry, const TuneRequest& r) {
@@ -144,7 +170,34 @@ std::unique_ptr<ktune::ProgressObserver> progress_observer(py::object progress) 
   });
 }
 
-py::dict tune(const TuneRequest& r, py::object check, py::object progress) {
+// The caller's objective(trial dict) as the run's objective_value, called on the tuning thread
+// with the GIL taken: a number, or NaN where it returns something else (None: no value). An
+// exception it raises ends the run with an Error naming the objective (as Kernel Tuner stops on
+// a metric that raises); what was measured stays in the database. A Ctrl-C during it is raised
+// again when tune() returns.
+std::function<double(const ktune::TrialRecord&)> objective_value(const TuneRequest& r,
+                                                                 py::object objective) {
+  if (objective.is_none()) return nullptr;
+  return [objective, name = r.objective](const ktune::TrialRecord& t) -> double {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object v = objective(trial_dict(t));
+      if (v.is_none() || py::isinstance<py::str>(v) || py::isinstance<py::bool_>(v) ||
+          !py::hasattr(v, "__float__"))
+        return std::nan("");
+      return py::float_(v).cast<double>();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) {
+        PyErr_SetInterrupt();
+        return std::nan("");
+      }
+      throw ktune::Error(ktune::ErrorKind::kUsage,
+                         "objective '" + name + "' raised " + e.what() + " for " + t.config_key);
+    }
+  };
+}
+
+py::dict tune(const TuneRequest& r, py::object check, py::object progress, py::object objective) {
   ktune::Registry registry;
   load_kernel(registry, r);
   // The engine runs inside python3: the shipped recordings are those of the ktune program the
@@ -159,6 +212,12 @@ py::dict tune(const TuneRequest& r, py::object check, py::object progress) {
   options.compile_threads = static_cast<unsigned>(std::max(1, r.compile_processes));
   options.host_check = host_check(std::move(check));
   options.fetch_outputs = r.fetch_outputs;
+  options.objective = {r.objective.empty() ? std::string("time") : r.objective,
+                       r.objective_higher_is_better};
+  if (!options.objective.is_time() && objective.is_none())
+    throw ktune::Error(ktune::ErrorKind::kUsage,
+                       "objective '" + r.objective + "' needs tune()'s objective function");
+  options.objective_value = objective_value(r, std::move(objective));
   ktune::Session session(registry, std::move(options));
   const std::unique_ptr<ktune::ProgressObserver> observer = progress_observer(std::move(progress));
   ktune::TuneSummary summary;
@@ -181,26 +240,11 @@ py::dict tune(const TuneRequest& r, py::object check, py::object progress) {
   return out;
 }
 
-// A run's trials as dicts: config (JSON text), status, error, times in ms, resources.
+// A run's trials as dicts (trial_dict).
 py::list trials(const std::string& db, std::int64_t run_id) {
   const ktune::Store store = ktune::Store::open(db, ktune::Store::Mode::kReadOnly);
   py::list out;
-  for (const auto& t : store.trials_of_run(run_id)) {
-    py::dict d;
-    d["config_key"] = t.config_key;
-    d["config_json"] = t.config_json;
-    d["kind"] = static_cast<int>(t.kind);
-    d["status"] = std::string(ktune::to_string(t.status));
-    d["error"] = t.error;
-    d["time_ms"] = t.time_ms;
-    d["time_mean_ms"] = t.time_mean_ms;
-    d["samples_ms"] = t.samples_ms;
-    d["registers"] = t.registers;
-    d["compile_ms"] = t.compile_ms;
-    d["eval_ms"] = t.eval_ms;
-    d["created_at"] = t.created_at;
-    out.append(d);
-  }
+  for (const auto& t : store.trials_of_run(run_id)) out.append(trial_dict(t));
   return out;
 }
 
@@ -223,6 +267,9 @@ py::dict best_dict(const ktune::BestConfig& b) {
   out["problem_match"] = std::string(ktune::to_string(b.problem_match));
   out["device_match"] = std::string(ktune::to_string(b.device_match));
   out["time_ms"] = b.measurement.time_ms;
+  out["objective"] = b.objective;
+  out["objective_higher_is_better"] = b.objective_higher_is_better;
+  out["objective_value"] = b.measurement.objective;
   out["time_min_ms"] = b.measurement.time_min_ms;
   out["samples"] = b.measurement.sample_count;
   out["device"] = b.provenance.device_name;
@@ -296,12 +343,15 @@ PYBIND11_MODULE(_ktune, m) {
       .def_readwrite("compile_processes", &TuneRequest::compile_processes)
       .def_readwrite("fetch_outputs", &TuneRequest::fetch_outputs)
       .def_readwrite("listed_names", &TuneRequest::listed_names)
-      .def_readwrite("listed_rows", &TuneRequest::listed_rows);
+      .def_readwrite("listed_rows", &TuneRequest::listed_rows)
+      .def_readwrite("objective", &TuneRequest::objective)
+      .def_readwrite("objective_higher_is_better", &TuneRequest::objective_higher_is_better);
   m.def("tune", &tune, py::arg("request"), py::arg("check") = py::none(),
-        py::arg("progress") = py::none(),
+        py::arg("progress") = py::none(), py::arg("objective") = py::none(),
         "tune a manifest kernel; returns the run's summary. check(outputs) is called with the "
         "fetched outputs of each configuration ({name: bytes}) and returns None or an error; "
-        "progress(done, total, best_ms, phase) after each trial");
+        "progress(done, total, best_ms, phase) after each trial; objective(trial) returns the "
+        "trial's value of the request's objective where it is not time");
   m.def("trials", &trials, py::arg("db"), py::arg("run_id"));
   m.def("version", [] { return std::string(KTUNE_VERSION); });
   m.def(

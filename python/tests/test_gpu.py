@@ -68,6 +68,16 @@ class GpuTest(unittest.TestCase):
             self.assertIsInstance(r["num_regs"], int, r)
             self.assertGreater(r["num_regs"], 0, r)
 
+    def test_an_nvml_observer_adds_each_configurations_clock_and_temperature(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        observer = ktune.observers.NVMLObserver(["core_freq", "temperature"])
+        results, _ = self.tune(coeff, coeff, observers=[observer])
+        for r in results:
+            self.assertIsInstance(r["core_freq"], int, r)
+            self.assertGreater(r["core_freq"], 100, r)  # MHz
+            self.assertIsInstance(r["temperature"], int, r)
+            self.assertGreater(r["temperature"], 0, r)  # degrees C
+
     def test_an_answer_that_does_not_match_the_constants_fails_every_configuration(self):
         coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
         results, _ = self.tune(coeff, coeff + 1)
@@ -171,6 +181,42 @@ __global__ void faulty(float *out, const float *in, int n) {
         with self.assertRaisesRegex(ktune.KtuneError, "not a valid configuration"):
             ktune.run_kernel("scale_by_constants", KERNEL, n, [out, x, numpy.int32(n)],
                              {"block_size_x": 4096}, cmem_args={"coeff": coeff})
+
+    def test_defines_are_the_only_macros_and_an_objective_picks_the_stored_best(self):
+        # With defines, Kernel Tuner defines only those: the kernel reads BS and SCALE, and
+        # block_size_x is not a macro (the kernel would not compile if it used it).
+        kernel = """
+        #ifdef block_size_x
+        #error block_size_x is defined
+        #endif
+        __global__ void scaled(float *out, const float *in, int n) {
+            int i = blockIdx.x * BS + threadIdx.x;
+            if (i < n) out[i] = SCALE * in[i];
+        }
+        """
+        n = 1 << 20
+        x = numpy.random.default_rng(7).uniform(-1, 1, n).astype(numpy.float32)
+        db = os.path.join(self.dir.name, "defines.db")
+        try:
+            results, env = ktune.tune_kernel(
+                "scaled", kernel, n, [numpy.zeros_like(x), x, numpy.int32(n)],
+                {"block_size_x": [64, 128, 256, 512]}, answer=[3 * x, None, None],
+                defines={"BS": "block_size_x", "SCALE": lambda p: "3.0f"},
+                metrics={"threads/ms": lambda p: p["block_size_x"] / p["time"]},
+                objective="threads/ms", objective_higher_is_better=True, db=db, quiet=True)
+        except (ktune.KtuneError, ktune.Error) as e:
+            if "CUDA device" in str(e) or "no GPU" in str(e) or "driver" in str(e):
+                self.skipTest(f"no CUDA device: {e}")
+            raise
+        for r in results:
+            self.assertEqual(r["ktune_status"], "ok", r)
+        best = max(results, key=lambda r: r["threads/ms"])
+        self.assertEqual(env["best_config"]["block_size_x"], best["block_size_x"])
+        stored = ktune.best("scaled", n, db=db)
+        self.assertIsNotNone(stored)
+        self.assertEqual(stored["objective"], "threads/ms")
+        self.assertTrue(stored["objective_higher_is_better"])
+        self.assertGreater(stored["objective_value"], 0)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,80 @@ class ReplayTest(unittest.TestCase):
         self.assertAlmostEqual(by_size[512]["GB/s"], 12e4 / 1e9 / 0.25e-3)
         self.assertEqual(by_size[1024]["GB/s"], "RuntimeFailedConfig")
 
+    def test_a_metric_given_as_a_string_is_evaluated_as_kernel_tuner_does(self):
+        metrics = {"GB/s": "(3 * 4 * 10000 / 1e9) / (time / 1e3)",
+                   "per_thread": "time / block_size_x"}
+        results, _ = self.tune(metrics=metrics)
+        by_size = {r["block_size_x"]: r for r in results}
+        self.assertAlmostEqual(by_size[512]["GB/s"], 12e4 / 1e9 / 0.25e-3)
+        self.assertAlmostEqual(by_size[256]["per_thread"], 0.30 / 256)
+        with self.assertRaisesRegex(ktune.KtuneError, "metric 'no_such_name / time': NameError"):
+            self.tune(metrics={"x": "no_such_name / time"})
+
+    def best_row(self):
+        import sqlite3
+        with sqlite3.connect(self.db) as db:
+            return db.execute(
+                "SELECT t.config_json, b.objective, b.objective_higher_is_better, t.objective "
+                "FROM best b JOIN trials t ON t.id = b.trial_id "
+                "ORDER BY b.updated_at DESC").fetchall()
+
+    def test_an_objective_over_the_metrics_chooses_and_stores_the_best(self):
+        # Ranked by time, 512 wins; by these metrics 256 does, higher and lower is better.
+        cases = [
+            ("score", True, lambda p: 1.0 if p["block_size_x"] == 512 else 1 / p["time"]),
+            ("cost", False, lambda p: p["time"] / (2 if p["block_size_x"] == 256 else 1)),
+        ]
+        for name, higher, metric in cases:
+            with self.subTest(objective=name):
+                results, env = self.tune(metrics={name: metric}, objective=name,
+                                         objective_higher_is_better=higher,
+                                         db=os.path.join(self.dir.name, name + ".db"))
+                self.assertEqual(env["best_config"]["block_size_x"], 256)
+                self.db = os.path.join(self.dir.name, name + ".db")
+                rows = self.best_row()
+                self.assertEqual(len(rows), 1)
+                config, stored_name, stored_higher, value = rows[0]
+                self.assertEqual(json.loads(config)["block_size_x"], 256)
+                self.assertEqual((stored_name, stored_higher), (name, int(higher)))
+                self.assertAlmostEqual(value, metric({"block_size_x": 256, "time": 0.30}))
+                by_size = {r["block_size_x"]: r for r in results}
+                self.assertAlmostEqual(by_size[256][name], value)
+                with open(self.cache) as f:
+                    self.assertEqual(json.load(f)["objective"], name)
+
+    def test_a_later_run_by_time_stores_the_best_by_time_again(self):
+        self.tune(metrics={"cost": lambda p: -p["block_size_x"] + 2000}, objective="cost",
+                  objective_higher_is_better=False)
+        self.assertEqual(json.loads(self.best_row()[0][0])["block_size_x"], 512)
+        self.tune(metrics={"cost": lambda p: p["block_size_x"]}, objective="cost",
+                  objective_higher_is_better=False)
+        self.assertEqual(json.loads(self.best_row()[0][0])["block_size_x"], 128)
+        _, env = self.tune()
+        config, name, higher, value = self.best_row()[0]
+        self.assertEqual((json.loads(config)["block_size_x"], name, higher, value),
+                         (512, "time", 0, None))
+
+    def test_a_kernel_tuner_objective_name_knows_its_direction(self):
+        # GFLOP/s is higher-is-better to Kernel Tuner: no objective_higher_is_better needed.
+        _, env = self.tune(metrics={"GFLOP/s": lambda p: 1 / p["time"]}, objective="GFLOP/s")
+        self.assertEqual(env["best_config"]["block_size_x"], 512)
+        self.assertEqual(self.best_row()[0][1:3], ("GFLOP/s", 1))
+
+    def test_a_configuration_whose_objective_is_not_a_number_is_never_the_best(self):
+        metric = lambda p: None if p["block_size_x"] == 512 else 1 / p["time"]  # noqa: E731
+        _, env = self.tune(metrics={"GB/s": metric}, objective="GB/s")
+        self.assertEqual(env["best_config"]["block_size_x"], 256)
+        self.assertEqual(json.loads(self.best_row()[0][0])["block_size_x"], 256)
+
+    def test_an_objective_that_raises_ends_the_run_naming_it(self):
+        def metric(p):
+            if p["block_size_x"] == 256:
+                raise ZeroDivisionError("no")
+            return 1.0
+        with self.assertRaisesRegex(Exception, "objective 'GB/s' raised ZeroDivisionError"):
+            self.tune(metrics={"GB/s": metric}, objective="GB/s")
+
     def test_string_restrictions_remove_configurations(self):
         results, env = self.tune(restrictions=["block_size_x <= 256"])
         self.assertEqual(sorted(r["block_size_x"] for r in results), [128, 256])
@@ -200,6 +274,20 @@ class ReplayTest(unittest.TestCase):
         results, _ = self.tune()
         self.assertFalse(any("num_regs" in r for r in results))
 
+    def test_an_nvml_observer_adds_the_clock_and_temperature_ktune_reads(self):
+        observer = ktune.observers.NVMLObserver(["core_freq", "temperature"])
+        results, _ = self.tune(observers=[observer])
+        # A replayed cache holds no readings: the keys are there, their values unknown.
+        for r in results:
+            self.assertIsNone(r["core_freq"], r)
+            self.assertIsNone(r["temperature"], r)
+        for observable, text in [("nvml_energy", "'nvml_energy' is not supported: energy"),
+                                 ("nvml_power", "'nvml_power' is not supported: power"),
+                                 ("volts", "unknown observable 'volts'")]:
+            with self.subTest(observable=observable):
+                with self.assertRaisesRegex(ktune.KtuneError, text):
+                    self.tune(observers=[ktune.observers.NVMLObserver([observable])])
+
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})
         self.assertEqual(len(results), 2)
@@ -270,13 +358,20 @@ class UnsupportedTest(unittest.TestCase):
             (dict(lang="OpenCL"), "lang='OpenCL'"),
             (dict(lang="HIP"), "lang='HIP'"),
             (dict(observers=[object()]), "observers: object is not supported; ktune serves "
-                                         "RegisterObserver"),
+                                         "RegisterObserver and NVMLObserver"),
             (dict(observers=ktune.observers.RegisterObserver()), "a list of observers"),
             (dict(verify="numpy.allclose"), "verify must be a function"),
             (dict(restrictions=[42]), "neither a string nor a function"),
             (dict(strategy="hybrid_vndx"), "strategy 'hybrid_vndx' is not supported"),
             (dict(strategy="no_such_one"), "strategy 'no_such_one' is not supported; ktune has"),
-            (dict(objective="GFLOP/s"), "objective"),
+            (dict(objective="GFLOP/s"), "objective 'GFLOP/s' is neither time nor one of the "
+                                        "metrics"),
+            (dict(objective="work", metrics={"work": len}), "objective 'work': give "
+                                                            "objective_higher_is_better"),
+            (dict(objective="time", objective_higher_is_better=True), "lower-is-better"),
+            (dict(objective=["time"]), "expected the name of a metric"),
+            (dict(objective="GB/s", objective_higher_is_better="yes",
+                  metrics={"GB/s": len}), "expected True or False"),
             (dict(smem_args={"carveout": 1}), "only 'size'"),
             (dict(cmem_args={"not a name": numpy.zeros(4)}), "not the name of a __constant__"),
             (dict(simulation_mode=True), "simulation_mode needs a cache"),
@@ -510,6 +605,34 @@ class MappingTest(unittest.TestCase):
         self.assertEqual(k["block"], ["bx", "1", "1"])
         k, _ = self.describe(tune_params={"other": [1]})
         self.assertEqual(k["block"], ["256", "1", "1"])
+
+    def test_defines_are_rendered_alone_as_kernel_tuner_renders_them(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        defines = {"BLOCK": "block_size_x", "HALF": lambda p: p["block_size_x"] // 2,
+                   "VERSION": 3, "TYPE": "float"}
+        k = interface._kernel_description(
+            "vector_add", KERNEL.replace("block_size_x", "BLOCK"), 10000, arguments(),
+            {"block_size_x": SIZES}, (None, None, None), None, None, 1e-3, None, [], None, None,
+            self.dir.name, None, frozenset(), defines)
+        path = interface.write_manifest(self.dir.name, k)
+        # The function of the parameters is a hidden parameter, one value per configuration.
+        names, rows = k["listed"]
+        self.assertEqual(names, ["block_size_x", "ktune_define_HALF"])
+        self.assertEqual(rows[1], ["256", '"128"'])
+        import subprocess
+        out = subprocess.run(
+            [interface.ktune_executable(), "compile", "vector_add", "--plugin", path, "--set",
+             "block_size_x=256,ktune_define_HALF=128", "--arch", "sm_90", "--source"],
+            capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [line for line in out.stdout.splitlines() if line.startswith("#define")]
+        self.assertEqual(lines, ["#define BLOCK 256", "#define HALF 128", "#define VERSION 3",
+                                 "#define TYPE float"])
+        for bad, text in [({"not an identifier": 1}, "not a valid identifier"),
+                          (["BLOCK"], "defines must be a dict")]:
+            with self.assertRaisesRegex(ktune.KtuneError, text):
+                interface._user_defines(bad, {})
 
     def test_manifest_is_written(self):
         k, _ = self.describe()

@@ -104,6 +104,8 @@ struct BestSpec {
   std::string arch;                                       // trial.arch; the device's when empty
   bool replayed = false;                                  // a run of the replay backend
   std::string strategy = "brute_force", strategy_chosen;  // the run's
+  Objective objective;                                    // the run's; its value of it:
+  double objective_value = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Registers everything a best needs and returns the best trial's id.
@@ -122,6 +124,8 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   run.replayed = b.replayed;
   run.strategy = b.strategy;
   run.strategy_chosen = b.strategy_chosen;
+  run.objective = b.objective.name;
+  run.objective_higher_is_better = b.objective.higher_is_better;
   run.host = "test-host";
   run.ktune_version = "0.1.0";
   run.nvrtc_version = "13.0";
@@ -145,8 +149,9 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   t.arch = b.arch.empty() ? b.device.arch : b.arch;
   t.compile_options = "-std=c++17 --gpu-architecture=" + t.arch;
   t.cubin_hash = b.binary_key;
+  t.objective = b.objective_value;
   const std::int64_t trial_id = store.add_trial(t);
-  store.set_best(trial_id);
+  store.set_best(trial_id, b.objective);
   store.finish_run(run_id, RunStatus::kFinished, "{}");
   return trial_id;
 }

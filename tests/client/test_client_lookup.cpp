@@ -57,6 +57,31 @@ TEST_F(Lookup, ProvenanceOfAnAutoRunNamesTheStrategyItChose) {
   EXPECT_EQ(r->provenance.strategy, "auto (bayes)");
 }
 
+TEST_F(Lookup, ABestSaysWhichObjectiveChoseIt) {
+  Store store = Store::open(db_path_);
+  BestSpec b;
+  b.kernel_id = kernel_;
+  b.device = h200();
+  b.problem = {{"n", 1 << 20}};
+  b.objective = {"GFLOP/s", true};
+  b.objective_value = 812.5;
+  add_best(store, b);
+  b.problem = {{"n", 1 << 22}};
+  b.objective = {};
+  b.objective_value = NAN;
+  add_best(store, b);
+  const LookupResult by_rate = client(h200()).best("reduce", {{"n", 1 << 20}});
+  ASSERT_TRUE(by_rate) << by_rate.message;
+  EXPECT_EQ(by_rate->objective, "GFLOP/s");
+  EXPECT_TRUE(by_rate->objective_higher_is_better);
+  EXPECT_DOUBLE_EQ(by_rate->measurement.objective, 812.5);
+  const LookupResult by_time = client(h200()).best("reduce", {{"n", 1 << 22}});
+  ASSERT_TRUE(by_time) << by_time.message;
+  EXPECT_EQ(by_time->objective, "time");
+  EXPECT_FALSE(by_time->objective_higher_is_better);
+  EXPECT_TRUE(std::isnan(by_time->measurement.objective));
+}
+
 TEST_F(Lookup, ExactDeviceAndProblemWithMeasurementAndProvenance) {
   const std::int64_t trial = add(h200(), 1 << 24, 0.0213);
   Client c = client(h200());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "ktune/render.h"
 
@@ -56,6 +57,36 @@ TEST(RenderKernelTuner, LoopUnrollFactors) {
       render(k, {{"loop_unroll_factor_0", Value(0)}}, dims, "loop_unroll_factor_0=0", "sm_90");
   EXPECT_EQ(zero.source.find("#pragma unroll"), std::string::npos);
   EXPECT_EQ(zero.source.find("constexpr int"), std::string::npos);
+}
+
+// With the user's defines, Kernel Tuner defines those alone, each value with the parameters'
+// names in it replaced by their values (whole names only), and no kernel_tuner 1.
+TEST(RenderKernelTuner, UserDefinesAreDefinedAloneWithTheParametersReplaced) {
+  KernelText k = kernel_tuner_text("__global__ void vector_add() {}\n");
+  k.user_defines = Defines{{"WORK", "block_size_x * tile"},
+                           {"TILE2", "tile_x2 + tile"},  // tile_x2 is not a parameter
+                           {"CONST", "42"},
+                           {"TWO_LINES", "a\nb"}};
+  const RenderDims dims{{40, 2, 1}, {256, 4, 1}};
+  const std::vector<Setting> settings{{"block_size_x", Value(256)}, {"tile", Value(4)}};
+  const Defines expected{
+      {"WORK", "256 * 4"}, {"TILE2", "tile_x2 + 4"}, {"CONST", "42"}, {"TWO_LINES", "a\\\nb"}};
+  EXPECT_EQ(render_defines(k, settings, dims), expected);
+  k.user_defines = Defines{};  // defines={}: nothing at all
+  EXPECT_TRUE(render_defines(k, settings, dims).empty());
+}
+
+TEST(RenderKernelTuner, AUserDefinedUnrollFactorIsAConstant) {
+  KernelText k = kernel_tuner_text(
+      "__global__ void f(float* x) {\n  #pragma unroll loop_unroll_factor_0\n  for (;;) {}\n}\n");
+  k.user_defines = Defines{{"loop_unroll_factor_0", "u"}, {"N", "u"}};
+  const RenderDims dims{{1, 1, 1}, {32, 1, 1}};
+  const CompileRequest four = render(k, {{"u", Value(4)}}, dims, "u=4", "sm_90");
+  EXPECT_NE(four.source.find("constexpr int loop_unroll_factor_0 = 4;\n"), std::string::npos);
+  EXPECT_NE(four.source.find("#define N 4\n"), std::string::npos);
+  EXPECT_EQ(four.source.find("#define u "), std::string::npos);
+  const CompileRequest zero = render(k, {{"u", Value(0)}}, dims, "u=0", "sm_90");
+  EXPECT_EQ(zero.source.find("#pragma unroll"), std::string::npos);
 }
 
 TEST(RenderKtune, DefaultStyleIsUnchanged) {

@@ -80,7 +80,8 @@ struct Seeded {
 
 inline Seeded seed(Store& store, const DeviceRecord& device = h200(),
                    const KernelRecord& kernel = reduce_kernel(),
-                   const ProblemRecord& problem = problem_n(1 << 20)) {
+                   const ProblemRecord& problem = problem_n(1 << 20),
+                   const Objective& objective = {}) {
   Seeded s;
   s.kernel = store.upsert_kernel(kernel);
   s.device = store.upsert_device(device);
@@ -91,6 +92,8 @@ inline Seeded seed(Store& store, const DeviceRecord& device = h200(),
   run.problem_id = s.problem;
   run.backend = "replay";
   run.strategy = "random";
+  run.objective = objective.name;
+  run.objective_higher_is_better = objective.higher_is_better;
   s.run = store.begin_run(run);
   return s;
 }
@@ -132,6 +135,9 @@ inline void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
   EXPECT_PRED2(same_double, a.time_min_ms, b.time_min_ms);
   EXPECT_PRED2(same_double, a.time_mean_ms, b.time_mean_ms);
   EXPECT_PRED2(same_double, a.time_spread, b.time_spread);
+  EXPECT_PRED2(same_double, a.objective, b.objective);
+  EXPECT_EQ(a.sm_clock_mhz, b.sm_clock_mhz);
+  EXPECT_EQ(a.temperature_c, b.temperature_c);
   EXPECT_EQ(a.sample_count, b.sample_count);
   ASSERT_EQ(a.samples_ms.size(), b.samples_ms.size());
   for (std::size_t i = 0; i < a.samples_ms.size(); ++i) {

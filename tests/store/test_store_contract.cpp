@@ -429,7 +429,8 @@ TEST_F(StoreContract, BestInvariantHoldsEvenForDirectSql) {
   }
   SQLite::Database db(db_path_.string(), SQLite::OPEN_READWRITE);
   db.exec("PRAGMA foreign_keys = ON");
-  SQLite::Statement q(db, "INSERT INTO best VALUES (?, ?, ?, ?, 'reduce', 'n=1048576', 'now')");
+  SQLite::Statement q(
+      db, "INSERT INTO best VALUES (?, ?, ?, ?, 'reduce', 'n=1048576', 'now', 'time', 0)");
   q.bind(1, s.kernel);
   q.bind(2, s.device);
   q.bind(3, s.problem);

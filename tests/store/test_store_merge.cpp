@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "store/store_test_util.h"
 
@@ -268,6 +270,51 @@ TEST_F(StoreMerge, ConflictingDuplicatesTakeTheMedianAndAWrongResultAnywhereDisq
   ASSERT_TRUE(best);
   EXPECT_EQ(best->trial.config_key, "b=256");
   EXPECT_DOUBLE_EQ(best->trial.time_ms, 1.2);
+}
+
+// A (kernel, device, problem) is ranked by the objective of its newest run, in whichever order
+// the databases are merged; the best row records it.
+TEST_F(StoreMerge, TheObjectiveOfTheNewestRunRanksTheBestInAnyOrder) {
+  const Objective gflops{"GFLOP/s", true};
+  const auto run_on = [&](const std::string& name, const Objective& objective,
+                          const std::vector<std::tuple<std::string, double, double>>& trials) {
+    const auto path = file(name + ".db");
+    {
+      Store store = Store::open(path);
+      const Seeded s = seed(store, h200(), reduce_kernel(), problem_n(1 << 20), objective);
+      std::int64_t first = 0;
+      for (const auto& [key, time, value] : trials) {
+        TrialRecord t = make_trial(s, key, time);
+        t.objective = value;
+        const std::int64_t id = store.add_trial(t);
+        if (!first) first = id;
+      }
+      store.set_best(first, objective);
+    }
+    set_origin(path, 1, "host-" + name, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the next run starts later
+    return path;
+  };
+  const auto by_time = run_on("a", {}, {{"b=128", 1.0, NAN}, {"b=256", 2.0, NAN}});
+  const auto by_rate = run_on("b", gflops, {{"b=256", 2.0, 50}, {"b=128", 1.0, 10}});
+  const auto best_of = [](const std::filesystem::path& path) {
+    Store store = Store::open(path, Store::Mode::kReadOnly);
+    const BestRecord b = store.bests().at(0);
+    return b.trial.config_key + " " + b.objective + " " +
+           std::to_string(b.objective_higher_is_better);
+  };
+  for (const bool reversed : {false, true}) {
+    const auto fleet = file(reversed ? "fleet2.db" : "fleet1.db");
+    Store into = Store::open(fleet);
+    into.merge_from(reversed ? by_rate : by_time);
+    into.merge_from(reversed ? by_time : by_rate);
+    EXPECT_EQ(best_of(fleet), "b=256 GFLOP/s 1") << reversed;
+  }
+  // A newer run by time ranks every trial by time again.
+  const auto later = run_on("c", {}, {{"b=512", 1.5, NAN}});
+  Store into = Store::open(file("fleet1.db"));
+  into.merge_from(later);
+  EXPECT_EQ(best_of(file("fleet1.db")), "b=128 time 0");
 }
 
 // A damaged trial (a negative or zero time, text where the time belongs) is never a best: not

@@ -331,6 +331,89 @@ TEST_F(TunerLoop, TheWinnerIsRankedOnOtherRoundsThanTheOnesThatTimeIt) {
   EXPECT_DOUBLE_EQ(s.finalists[3].time_ms, 7.0);
 }
 
+// An objective of each trial that ranks configurations otherwise than their time: the time,
+// but higher is better, so the slowest wins.
+double per_ms(const TrialRecord& t) { return t.time_ms; }
+
+TEST_F(TunerLoop, AnotherObjectiveRanksTheSearchAndTheBestAndIsRecordedWithIt) {
+  FakeBackend backend(*instance_);
+  Recording strategy(make_strategy("brute_force"));
+  TuneOptions options;
+  options.retime_top = 3;
+  options.objective = {"slowness", true};
+  options.objective_value = per_ms;
+  const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
+  ASSERT_TRUE(s.best.has_value());
+  // The best by the objective, not by time.
+  double top = 0, fastest = 1e9;
+  for (const TrialRecord& t : store_->trials_of_run(s.run_id)) {
+    if (t.kind != TrialKind::kSearch) continue;
+    EXPECT_DOUBLE_EQ(t.objective, per_ms(t)) << t.config_key;
+    top = std::max(top, t.objective);
+    fastest = std::min(fastest, t.time_ms);
+  }
+  EXPECT_DOUBLE_EQ(s.best->objective, top);
+  EXPECT_GT(s.best->time_ms, fastest);
+  // The strategy was told the inverse of the value, a lower-is-better score like a time.
+  for (const auto& [config, outcome] : strategy.told)
+    EXPECT_DOUBLE_EQ(outcome.time_ms, 1.0 / backend.time_of(config));
+  // The finalists were re-timed and ranked by the objective too.
+  ASSERT_EQ(s.finalists.size(), 3u);
+  EXPECT_GE(s.finalists[0].objective, s.finalists[1].objective);
+  EXPECT_GE(s.finalists[1].objective, s.finalists[2].objective);
+  // The database records the objective with the run and the best.
+  const auto stored = store_->best("reduce", instance_->problem_key(), s.best->device_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->trial_id, s.best->id);
+  EXPECT_EQ(stored->objective, "slowness");
+  EXPECT_TRUE(stored->objective_higher_is_better);
+  EXPECT_EQ(store_->run(s.run_id)->ranked_by(), (Objective{"slowness", true}));
+}
+
+TEST_F(TunerLoop, ATrialWithoutAValueOfTheObjectiveIsAFailureToTheSearchAndNeverTheBest) {
+  FakeBackend backend(*instance_);
+  Recording strategy(make_strategy("brute_force"));
+  TuneOptions options;
+  options.retime_top = 0;
+  options.objective = {"slowness", true};
+  // The largest block has no value (NaN), the next a negative one.
+  options.objective_value = [](const TrialRecord& t) {
+    const double block = nlohmann::json::parse(t.config_json).at("block_size").get<double>();
+    return block == 1024 ? std::nan("") : block == 512 ? -1.0 : block / t.time_ms;
+  };
+  const TuneSummary s = tune(*instance_, backend, *store_, strategy, options, nullptr);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_LT(nlohmann::json::parse(s.best->config_json).at("block_size").get<int>(), 512);
+  int failed = 0;
+  for (const auto& [config, outcome] : strategy.told) {
+    const bool without = instance_->space().to_json(config).at("block_size").get<int>() >= 512;
+    EXPECT_EQ(outcome.status != TrialStatus::kOk, without) << instance_->space().key(config);
+    failed += without;
+  }
+  EXPECT_GT(failed, 0);
+}
+
+TEST_F(TunerLoop, ARunByTimeAfterOneByAnotherObjectiveStoresTheFastestAgain) {
+  FakeBackend backend(*instance_);
+  TuneOptions by_value;
+  by_value.retime_top = 0;
+  by_value.objective = {"slowness", true};
+  by_value.objective_value = per_ms;
+  auto first = make_strategy("brute_force");
+  const TuneSummary a = tune(*instance_, backend, *store_, *first, by_value, nullptr);
+  TuneOptions by_time;
+  by_time.retime_top = 0;
+  auto second = make_strategy("brute_force");
+  const TuneSummary b = tune(*instance_, backend, *store_, *second, by_time, nullptr);
+  ASSERT_TRUE(a.best && b.best);
+  EXPECT_LT(b.best->time_ms, a.best->time_ms);
+  const auto stored = store_->best("reduce", instance_->problem_key(), b.best->device_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->trial.config_key, b.best->config_key);
+  EXPECT_EQ(stored->objective, "time");
+  EXPECT_FALSE(stored->objective_higher_is_better);
+}
+
 // A strategy that proposes an invalid configuration once.
 class Misbehaving final : public Strategy {
  public:

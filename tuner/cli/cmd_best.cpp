@@ -132,7 +132,11 @@ void print_best_json(const Store& store, const std::string& kernel, const std::s
          {"run_status", run_status(store, b.trial.run_id)},
          {"trial_id", b.trial_id},
          {"updated_at", b.updated_at},
-         {"source_hash", b.kernel.source_hash}});
+         {"source_hash", b.kernel.source_hash},
+         {"objective", b.objective},
+         {"objective_higher_is_better", b.objective_higher_is_better},
+         {"objective_value", std::isfinite(b.trial.objective) ? nlohmann::json(b.trial.objective)
+                                                              : nlohmann::json()}});
   }
   for (const Picked& p : picked) out["results"].push_back(picked_json(p));
   print_json(out);
@@ -146,6 +150,10 @@ void print_best_text(const Store& store, const std::string& kernel, const std::s
         b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms, b.trial.sample_count,
         100 * b.trial.time_spread);
     if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
+    if (b.objective != "time")
+      std::cout << fmt::format("\n  chosen by {}: {:.6g}",
+                               Objective{b.objective, b.objective_higher_is_better}.text(),
+                               b.trial.objective);
     std::cout << fmt::format("\n  run {} ({}), trial {}, {}\n", b.trial.run_id,
                              run_status(store, b.trial.run_id), b.trial_id, b.updated_at);
   }

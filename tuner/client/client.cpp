@@ -436,15 +436,17 @@ int read_trial(const detail::Query& q, BestConfig& b, std::string& config_json) 
 }
 
 // The query of a best's trial, run, kernel version, problem key and the best row's date, with
-// `chosen` as the strategy auto chose.
-std::string best_query(const std::string& chosen) {
+// `chosen` as the strategy auto chose and `objective` as the objective the best was chosen by
+// and the trial's value of it.
+std::string best_query(const std::string& chosen, const std::string& objective) {
   return "SELECT t.config_key, t.config_json, t.time_ms, t.time_min_ms, t.time_mean_ms, "
          "t.time_spread, t.sample_count, t.gbps, t.gflops, t.arch, t.compile_options, "
          "t.cubin_hash, t.created_at, t.run_id, r.started_at, r.finished_at, r.strategy, " +
          chosen +
          ", r.host, r.ktune_version, r.nvrtc_version, r.driver_version, k.source_hash, "
-         "k.space_hash, p.key, b.updated_at, k.name, k.source, k.entry, k.spec_json "
-         "FROM trials t JOIN runs r ON r.id = t.run_id JOIN kernels k ON k.id = t.kernel_id "
+         "k.space_hash, p.key, b.updated_at, k.name, k.source, k.entry, k.spec_json, " +
+         objective +
+         " FROM trials t JOIN runs r ON r.id = t.run_id JOIN kernels k ON k.id = t.kernel_id "
          "JOIN problems p ON p.id = t.problem_id LEFT JOIN best b ON b.kernel_id = t.kernel_id "
          "AND b.device_id = t.device_id AND b.problem_id = t.problem_id WHERE t.id = ?";
 }
@@ -470,9 +472,16 @@ std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& c, const std:
   auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
-  // its problem's key and the best row's date. What auto chose is a column from schema 6 on.
-  static const std::string kSql[2] = {best_query("''"), best_query("r.strategy_chosen")};
-  auto q = db.query("best", kSql[db.schema_version() >= 6 ? 1 : 0]);
+  // its problem's key and the best row's date. What auto chose is a column from schema 6 on, the
+  // objective from schema 10.
+  static const std::string kOld = "'time', 0, NULL", kObjective =
+                                                         "COALESCE(b.objective, 'time'), "
+                                                         "COALESCE(b.objective_higher_is_better, "
+                                                         "0), t.objective";
+  static const std::string kSql[3] = {best_query("''", kOld), best_query("r.strategy_chosen", kOld),
+                                      best_query("r.strategy_chosen", kObjective)};
+  const int schema = db.schema_version();
+  auto q = db.query("best", kSql[schema >= 10 ? 2 : schema >= 6 ? 1 : 0]);
   q.bind(1, c.trial_id);
   if (!q.step()) {
     throw Error(ErrorKind::kDatabase,
@@ -486,6 +495,9 @@ std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& c, const std:
                                            q.text(i + 3), db.where());
     stored.emplace(c.kernel_id, b->stored);
   }
+  b->objective = q.text(i + 4);
+  b->objective_higher_is_better = q.integer(i + 5) != 0;
+  b->measurement.objective = q.real(i + 6);
   read_config(*b, config_json, c.trial_id, db.where());
   return b;
 }

@@ -62,6 +62,7 @@ std::shared_ptr<const StoredKernel> make_stored_kernel(std::int64_t id, std::str
   if (k->spec.defines == "kernel_tuner") {
     k->text.define_style = DefineStyle::kKernelTuner;
     k->text.block_names = k->spec.block_names;
+    k->text.user_defines = k->spec.user_defines;
   }
   // The tuner's registry names a plugin's source "<kernel>.cu" unless it says otherwise.
   k->text.source_name = k->spec.source_name.empty() ? k->text.name + ".cu" : k->spec.source_name;

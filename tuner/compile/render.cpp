@@ -30,9 +30,53 @@ bool is_unroll_factor(std::string_view name) {
   return name.find("loop_unroll_factor") != std::string_view::npos;
 }
 
-// What Kernel Tuner prepends (its util.prepare_kernel_string without user `defines`).
+// Kernel Tuner's replace_param_occurrences: each run of letters, digits and underscores in
+// `text` that names a parameter becomes the parameter's value.
+std::string replace_param_occurrences(const std::string& text,
+                                      const std::vector<Setting>& settings) {
+  std::string out;
+  std::size_t i = 0;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (i < text.size()) {
+    if (!word(text[i])) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && word(text[end])) ++end;
+    const std::string_view token(text.data() + i, end - i);
+    const Value* v = setting(settings, token);
+    out += v ? v->to_string() : std::string(token);
+    i = end;
+  }
+  return out;
+}
+
+// The user's `defines` as Kernel Tuner renders them: values with the parameters replaced and
+// newlines escaped (loop_unroll_factor names included; kernel_tuner_defines leaves them out).
+Defines user_defines(const Defines& defines, const std::vector<Setting>& settings) {
+  Defines out;
+  for (const auto& [name, text] : defines) {
+    std::string value;
+    for (const char c : replace_param_occurrences(text, settings)) {
+      if (c == '\n') value += '\\';
+      value += c;
+    }
+    out.emplace_back(name, std::move(value));
+  }
+  return out;
+}
+
+// What Kernel Tuner prepends (its util.prepare_kernel_string): without user `defines`, the grid,
+// block and parameters and kernel_tuner 1; with them, those alone.
 Defines kernel_tuner_defines(const KernelText& k, const std::vector<Setting>& settings,
                              const RenderDims& dims) {
+  if (k.user_defines) {
+    Defines out;
+    for (auto& [name, value] : user_defines(*k.user_defines, settings))
+      if (!is_unroll_factor(name)) out.emplace_back(std::move(name), std::move(value));
+    return out;
+  }
   Defines out;
   static constexpr const char* kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
   const auto set = [&out](const std::string& name, std::string value) {
@@ -51,19 +95,24 @@ Defines kernel_tuner_defines(const KernelText& k, const std::vector<Setting>& se
   return out;
 }
 
-// Kernel Tuner's loop_unroll_factor parameters: `#pragma unroll NAME` needs a constant
-// expression, not a macro, so a non-zero factor becomes `constexpr int NAME = N;` and a zero
-// one removes the pragma. Returns the body without those pragmas and sets `prefix` to the
+// Kernel Tuner's loop_unroll_factor parameters (or user defines): `#pragma unroll NAME` needs a
+// constant expression, not a macro, so a non-zero factor becomes `constexpr int NAME = N;` and a
+// zero one removes the pragma. Returns the body without those pragmas and sets `prefix` to the
 // constants; `edited` says whether there was anything to do.
-std::string kernel_tuner_unroll(const std::string& body, const std::vector<Setting>& settings,
+std::string kernel_tuner_unroll(const KernelText& k, const std::vector<Setting>& settings,
                                 std::string& prefix, bool& edited) {
-  std::string out = body;
+  Defines factors;
+  if (k.user_defines)
+    factors = user_defines(*k.user_defines, settings);
+  else
+    for (const auto& [name, value] : settings) factors.emplace_back(name, value.to_string());
+  std::string out = k.source;
   edited = false;
-  for (const auto& [name, value] : settings) {
+  for (const auto& [name, value] : factors) {
     if (!is_unroll_factor(name)) continue;
     edited = true;
-    if (value.to_string() != "0") {
-      prefix += fmt::format("constexpr int {} = {};\n", name, value.to_string());
+    if (value != "0") {
+      prefix += fmt::format("constexpr int {} = {};\n", name, value);
       continue;
     }
     const std::regex pragma("\n\\s*#pragma\\s+unroll\\s+" + name + "\\b");
@@ -146,7 +195,7 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   bool edited = false;
   std::string constants;
   const std::string source = k.define_style == DefineStyle::kKernelTuner
-                                 ? kernel_tuner_unroll(k.source, settings, constants, edited)
+                                 ? kernel_tuner_unroll(k, settings, constants, edited)
                                  : k.source;
   // A source that starts with `#include <...>` lines gets them before the configuration's macros,
   // ended by a declaration, so that every configuration's program starts with the same text and

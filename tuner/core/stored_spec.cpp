@@ -45,6 +45,7 @@ std::string StoredSpec::to_json() const {
   if (!defines.empty()) {
     spec["defines"] = defines;
     spec["block_names"] = block_names;
+    if (user_defines) spec["kernel_tuner_defines"] = *user_defines;
   }
   return spec.dump();
 }
@@ -80,6 +81,8 @@ StoredSpec StoredSpec::parse(std::string_view text, const std::string& where) {
     s.defines = spec.value("defines", std::string());
     if (spec.contains("block_names"))
       s.block_names = spec.at("block_names").get<std::array<std::string, 3>>();
+    if (spec.contains("kernel_tuner_defines"))
+      s.user_defines = spec.at("kernel_tuner_defines").get<Defines>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInput, where + ": unreadable spec_json (" + e.what() + ")");
   } catch (const Error& e) {

@@ -227,8 +227,8 @@ double KernelInstance::flops(const Config& config) const {
 namespace {
 // What rendering reads of a kernel.
 KernelText kernel_text(const KernelSpec& k) {
-  return {k.name,         k.source,      k.source_name,  k.entry, k.compile_options,
-          k.define_style, k.block_names, k.arch_specific};
+  return {k.name,         k.source,      k.source_name,  k.entry,        k.compile_options,
+          k.define_style, k.block_names, k.user_defines, k.arch_specific};
 }
 
 std::vector<Setting> settings(const SearchSpace& space, const Config& config) {

@@ -192,6 +192,9 @@ class SpecChecker {
   // Names shared by every expression of the kernel: parameters, problem, device limits.
   void check_names() {
     std::set<std::string> seen;
+    for (const auto& [name, value] : k_.user_defines.value_or(Defines{}))
+      if (!is_identifier(name))
+        fail(fmt::format("kernel_tuner_defines: name is not a valid identifier: '{}'", name));
     for (const auto& p : k_.params) {
       if (!is_identifier(p.name))
         fail(fmt::format("parameter name '{}' is not an identifier", p.name));
@@ -201,8 +204,9 @@ class SpecChecker {
         fail(fmt::format("parameter '{}': default index out of range", p.name));
       for (const auto& v : p.values) {
         // Categorical values become macros (LAYOUT soa, LAYOUT_SOA 1), so they must be
-        // identifiers.
-        if (v.is_string() && !is_identifier(v.as_string()))
+        // identifiers; Kernel Tuner's rule defines a value as it is.
+        if (k_.define_style == DefineStyle::kKtune && v.is_string() &&
+            !is_identifier(v.as_string()))
           fail(fmt::format("parameter '{}': categorical value '{}' is not an identifier", p.name,
                            v.as_string()));
       }

@@ -416,6 +416,22 @@ void read_define_style(const ManifestReader& r, const toml::table& kt, KernelSpe
       k.block_names[d] = *s;
     }
   }
+  // Kernel Tuner's `defines`: [[name, value], ...], the values with parameter names in them.
+  if (const toml::node* node = kt.get("kernel_tuner_defines")) {
+    if (k.define_style != DefineStyle::kKernelTuner)
+      r.fail("[kernel].kernel_tuner_defines needs defines = \"kernel_tuner\"");
+    const auto* list = node->as_array();
+    if (list == nullptr) r.fail("[kernel].kernel_tuner_defines must be a list of [name, value]");
+    k.user_defines.emplace();
+    for (const toml::node& item : *list) {
+      const auto* pair = item.as_array();
+      const auto name = pair && pair->size() == 2 ? (*pair)[0].value<std::string>() : std::nullopt;
+      const auto value = pair && pair->size() == 2 ? (*pair)[1].value<std::string>() : std::nullopt;
+      if (!name || !value)
+        r.fail("[kernel].kernel_tuner_defines must be a list of [name, value], both strings");
+      k.user_defines->emplace_back(*name, *value);
+    }
+  }
 }
 
 // [kernel]: the names, and the source read from beside the manifest.
@@ -425,7 +441,7 @@ void read_kernel_table(const ManifestReader& r, const toml::table& root, const s
   if (kt == nullptr) r.fail("missing [kernel] table");
   r.known_keys(*kt, "[kernel]",
                {"name", "description", "source", "entry", "compile_options", "arch_specific",
-                "defines", "block_names"});
+                "defines", "block_names", "kernel_tuner_defines"});
   read_define_style(r, *kt, k);
 
   k.name = r.required_string(*kt, "[kernel]", "name");

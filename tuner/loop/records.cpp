@@ -51,6 +51,8 @@ KernelRecord kernel_record(const KernelInstance& instance) {
   h.add(k.source).add(k.entry);
   for (const auto& o : k.compile_options) h.add(o);
   add_input_identity(k, h);
+  if (k.user_defines)
+    for (const auto& [name, value] : *k.user_defines) h.add("define").add(name).add(value);
   r.source_hash = h.hex();
   r.space_hash = instance.space().hash();
   r.source = k.source;
@@ -85,6 +87,7 @@ StoredSpec stored_spec(const KernelSpec& k) {
   if (k.define_style == DefineStyle::kKernelTuner) {
     s.defines = "kernel_tuner";
     s.block_names = k.block_names;
+    s.user_defines = k.user_defines;
   }
   return s;
 }
@@ -110,6 +113,8 @@ void set_timing(TrialRecord& t, const Measurement& m, const Throughput& rate) {
   t.sample_count = static_cast<int>(m.samples_ms.size());
   t.rank_ms = m.rank_ms;
   t.cut = m.cut;
+  t.sm_clock_mhz = m.sm_clock_mhz;
+  t.temperature_c = m.temperature_c;
   t.gbps = rate.gbps;
   t.gflops = rate.gflops;
 }

@@ -211,6 +211,8 @@ void Session::Impl::start(const Registry& registry, Impl* previous) {
   driver.reset();
   setup.job.options.measure.fetch_outputs = options.fetch_outputs;
   setup.job.options.seeds = options.seeds;
+  setup.job.options.objective = options.objective;
+  setup.job.options.objective_value = options.objective_value;
   if (!options.listed.empty()) list_configs();
   step_done("the device and the kernel's space");
   if (!setup.backend->needs_compilation()) pool.reset();  // fell back to a recording

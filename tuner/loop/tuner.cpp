@@ -306,6 +306,8 @@ class TuningRun {
     run.driver_version = device_.driver_version;
     run.command_line = options_.command_line;
     run.seed = options_.seed;
+    run.objective = options_.objective.name;
+    run.objective_higher_is_better = options_.objective.higher_is_better;
     ids_.run = store_.begin_run(run);
     summary_.run_id = ids_.run;
   }
@@ -559,19 +561,31 @@ class TuningRun {
 
   // A run that times every configuration fully (--no-cutoff) measures again what the early
   // cut-off stopped in an earlier run.
-  bool reusable(const TrialRecord& t) const { return !t.cut || options_.measure.cutoff; }
+  // A run of another objective than time reuses only the trials of runs with that objective,
+  // whose values of it are stored with them.
+  bool reusable(const TrialRecord& t) {
+    if (t.cut && !options_.measure.cutoff) return false;
+    if (options_.objective.is_time()) return true;
+    auto it = run_objectives_.find(t.run_id);
+    if (it == run_objectives_.end()) {
+      const std::optional<RunRecord> run = store_.run(t.run_id);
+      it = run_objectives_.emplace(t.run_id, run ? run->ranked_by() : Objective{}).first;
+    }
+    return it->second == options_.objective;
+  }
 
   // Stores a trial (unless it came from the database), tells the strategy, reports progress.
   void record(const Pending& p, const Measurement* m, const CompileResult* c) {
     TrialRecord t;
     if (p.cached) {
-      t = *p.cached;
+      t = *p.cached;  // of a run with this run's objective (reusable)
       ++summary_.from_database;
     } else {
       t = measured_trial(instance_, p.config, device_.arch, *m, c);
       const bool opening =
           (transfer_ && transfer_->from_opening(p.config)) || seed_keys_.count(p.key);
       t.kind = opening && !told_keys_.count(p.key) ? TrialKind::kWarmStart : TrialKind::kSearch;
+      evaluate_objective(t);
       ensure_registered();
       ids_.stamp(t);
       t.id = timed(Activity::kStore, [&] { return store_.add_trial(t); });
@@ -585,26 +599,59 @@ class TuningRun {
     // A strategy that only repeats configurations told before would never end a run without a
     // budget; after max_repeats_ repeats in a row the run ends.
     repeats_ = told_keys_.insert(p.key).second ? 0 : repeats_ + 1;
-    timed(Activity::kStrategy, [&] {
-      strategy_->tell(p.config, Outcome{t.status, t.time_ms, p.cached.has_value()});
-    });
+    timed(Activity::kStrategy,
+          [&] { strategy_->tell(p.config, outcome(t, p.cached.has_value())); });
     if (summary_.trials == 0) summary_.first_result_seconds = seconds_since(t0_);
     const bool counts = t.status == TrialStatus::kOk && !t.cut;
-    stagnation_.tell(counts ? t.time_ms : std::nan(""), t.time_spread);
+    stagnation_.tell(counts ? score(t) : std::nan(""), t.time_spread);
     ++summary_.trials;
     ++summary_.by_status[std::string(to_string(t.status))];
     report_progress(t);
   }
 
+  // --- The objective (ktune/store.h Objective; docs/objectives.md) ---------------------------
+  // A trial's value of another objective than time: the caller's function of an ok trial that
+  // was not cut; NaN for the others.
+  void evaluate_objective(TrialRecord& t) const {
+    if (options_.objective.is_time()) return;
+    t.objective = t.status == TrialStatus::kOk && !t.cut && options_.objective_value
+                      ? options_.objective_value(t)
+                      : std::nan("");
+  }
+
+  // What ranks a trial, lower is better and above zero: its time, its objective's value, or
+  // the inverse of a value where higher is better (a rate: its inverse is proportional to the
+  // time), so that the strategies see the same kind of number as a time. NaN where there is no
+  // such number.
+  double score(const TrialRecord& t) const {
+    const double v = options_.objective.is_time() ? t.time_ms : t.objective;
+    if (!std::isfinite(v) || v <= 0) return std::nan("");
+    return !options_.objective.is_time() && options_.objective.higher_is_better ? 1.0 / v : v;
+  }
+
+  // What the strategy is told: an ok trial without a usable value of the objective is a failed
+  // one to the search (it can never be the best either).
+  Outcome outcome(const TrialRecord& t, bool cached) const {
+    if (options_.objective.is_time()) return Outcome{t.status, t.time_ms, cached};
+    const double s = score(t);
+    if (t.status == TrialStatus::kOk && !std::isfinite(s))
+      return Outcome{TrialStatus::kWrongResult, 0, cached};
+    return Outcome{t.status, s, cached};
+  }
+
   void report_progress(const TrialRecord& t) {
     Progress& prog = progress_state_;
-    if (t.status == TrialStatus::kOk && !t.cut && std::isfinite(t.time_ms) && t.time_ms > 0 &&
-        (!prog.best_ms || t.time_ms < *prog.best_ms)) {
+    const double s = score(t);
+    if (t.status == TrialStatus::kOk && !t.cut && std::isfinite(s) &&
+        (!best_score_ || s < *best_score_)) {
+      best_score_ = s;
       prog.best_ms = t.time_ms;
       prog.best_key = t.config_key;
       prog.best_gbps = t.gbps;
-      // The early cut-off follows the best (docs/measuring.md#early-cut-off).
-      if (options_.measure.cutoff) backend_.set_cutoff(MeasureOptions::kCutoffFactor * t.time_ms);
+      // The early cut-off follows the best (docs/measuring.md#early-cut-off); a run of another
+      // objective has none (TuneOptions::objective).
+      if (options_.measure.cutoff && options_.objective.is_time())
+        backend_.set_cutoff(MeasureOptions::kCutoffFactor * t.time_ms);
       check_ceiling(t);
     }
     prog.done = summary_.trials;
@@ -652,7 +699,7 @@ class TuningRun {
       if (!summary_.finalists.empty()) winner = summary_.finalists.front();
     }
     ensure_registered();
-    store_.set_best(winner.id);
+    store_.set_best(winner.id, options_.objective);
     // Keep the winner's CUBIN, so a client can launch it without compiling.
     if (backend_.needs_compilation()) {
       const CompileResult c =
@@ -666,7 +713,8 @@ class TuningRun {
   // re-timing takes, at least the winner.
   std::vector<TrialRecord> leaders() const {
     const auto n = static_cast<std::size_t>(std::max(options_.retime_top, 1));
-    return store_.leaders(ids_.kernel, ids_.device, ids_.problem, backend_.replays(), n);
+    return store_.leaders(ids_.kernel, ids_.device, ids_.problem, backend_.replays(), n,
+                          options_.objective);
   }
 
   // Re-times the finalists interleaved and stores each as a re-timing trial.
@@ -701,8 +749,22 @@ class TuningRun {
       r.created_at.clear();
       ids_.stamp(r);
       set_timing(r, re[i], throughput(instance_, configs[i], re[i].time_ms));
+      evaluate_objective(r);
       r.id = store_.add_trial(r);
       summary_.finalists.push_back(r);
+    }
+    if (!options_.objective.is_time()) {
+      // Ranked on their re-timed value of the objective; one without a value comes last.
+      const auto rank = [this](const TrialRecord& t) {
+        const double s = score(t);
+        return std::isfinite(s) ? s : std::numeric_limits<double>::infinity();
+      };
+      std::stable_sort(
+          summary_.finalists.begin(), summary_.finalists.end(),
+          [&](const TrialRecord& a, const TrialRecord& b) { return rank(a) < rank(b); });
+      while (!summary_.finalists.empty() && !std::isfinite(score(summary_.finalists.back())))
+        summary_.finalists.pop_back();
+      return;
     }
     // Ranked on the rounds the backend ranked them on, where it kept those apart from the rounds
     // that time them (the CUDA backend: the stored time of the winner is not the draw that made
@@ -766,7 +828,9 @@ class TuningRun {
   RunObservers observers_;  // the timers, then the caller's observer
   bool observed_ = false;   // the caller gave an observer
   Progress progress_state_;
-  StagnationWatch stagnation_;              // Budget::stagnation
+  std::optional<double> best_score_;                  // the best score(t) so far
+  std::map<std::int64_t, Objective> run_objectives_;  // reusable(): the objective of each run
+  StagnationWatch stagnation_;                        // Budget::stagnation
   std::optional<DeviceCeilings> ceilings_;  // --stop-at-ceiling: the device's, where stored
   RunStatus status_ = RunStatus::kFinished;
   double compile_busy_start_ = 0;

@@ -247,7 +247,8 @@ void read_objective(const json& d, const std::string& origin, Recording& r) {
   r.objective = d["objective"].get<std::string>();
   if (r.objective != "time")
     r.notes.push_back(
-        fmt::format("{}: the recording's objective is '{}'; ktune ranks by time all the same",
+        fmt::format("{}: the recording's objective is '{}'; its times are replayed, and the run "
+                    "ranks by its own objective (time unless it is given another)",
                     origin, r.objective));
 }
 

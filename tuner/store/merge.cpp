@@ -76,7 +76,23 @@ struct Evidence {
   bool retime = false;
   bool replayed = false;
   std::string created_at;
+  double objective = NAN;  // its value of its run's objective (schema 10); NaN: none
+  Objective ranked_by;     // its run's objective
+  std::string run_started_at;
 };
+
+// What a (kernel, device, problem) is ranked by: the objective of its newest run (ties: the
+// name), so that merging in any order gives the same answer. Every trial has a time, so time
+// ranks every trial; another objective only the trials of runs with it.
+Objective ranking_objective(const std::vector<Evidence>& all) {
+  const Evidence* newest = nullptr;
+  for (const Evidence& e : all)
+    if (!newest || std::tie(e.run_started_at, e.ranked_by.name, e.ranked_by.higher_is_better) >
+                       std::tie(newest->run_started_at, newest->ranked_by.name,
+                                newest->ranked_by.higher_is_better))
+      newest = &e;
+  return newest ? newest->ranked_by : Objective{};
+}
 
 // The merge rule: a configuration with a wrong result anywhere is never a best; measured runs
 // answer before replayed ones; re-timing trials (the runs' interleaved final measurements)
@@ -84,19 +100,28 @@ struct Evidence {
 // (the lower middle one, so it is a real measurement), and the fastest wins, ties going to the
 // smaller config key. A re-timing trial counts with its ranking rounds' time where it has one
 // (rank_ms), as the run that made it chose: the winner's stored time (time_ms) is then not the
-// draw that made it win. Returns the trial that carries the winning time.
-std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all) {
+// draw that made it win. With another objective than time (ranking_objective), the trials of
+// runs with that objective rank by their value of it instead, the best first. Returns the trial
+// that carries the winning time.
+std::optional<const Evidence*> choose_best(const std::vector<Evidence>& all,
+                                           const Objective& objective) {
   std::set<std::string> wrong;
   for (const Evidence& e : all)
     if (e.status == TrialStatus::kWrongResult) wrong.insert(e.key);
+  const auto counts = [&](const Evidence& e) {
+    return objective.is_time() || (e.ranked_by == objective && is_time(e.objective));
+  };
+  const auto rank = [&](const Evidence* e) {
+    if (objective.is_time()) return retime_ranking_ms(e->rank_ms, e->time_ms);
+    return objective.higher_is_better ? -e->objective : e->objective;
+  };
   for (const bool replayed : {false, true}) {
     for (const bool retime : {true, false}) {
       std::map<std::string, std::vector<const Evidence*>> by_config;
       for (const Evidence& e : all)
         if (e.replayed == replayed && e.retime == retime && is_ok(e.status) && is_time(e.time_ms) &&
-            !wrong.count(e.key))
+            counts(e) && !wrong.count(e.key))
           by_config[e.key].push_back(&e);
-      const auto rank = [](const Evidence* e) { return retime_ranking_ms(e->rank_ms, e->time_ms); };
       const Evidence* best = nullptr;
       for (auto& [key, trials] : by_config) {
         std::sort(trials.begin(), trials.end(), [&](const Evidence* a, const Evidence* b) {
@@ -304,7 +329,9 @@ struct Merger {
   std::vector<Evidence> evidence(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
     SQLite::Statement q(db,
                         "SELECT t.id, t.config_key, t.status, t.time_ms, t.kind, t.created_at, "
-                        "r.replayed, t.rank_ms FROM main.trials t JOIN main.runs r "
+                        "r.replayed, t.rank_ms, t.objective, r.objective, "
+                        "r.objective_higher_is_better, r.started_at FROM main.trials t JOIN "
+                        "main.runs r "
                         "ON r.id = t.run_id "
                         "WHERE t.kernel_id = ? AND t.device_id = ? AND t.problem_id = ? "
                         "AND t.cut = 0");
@@ -323,6 +350,9 @@ struct Merger {
       e.replayed = q.getColumn(6).getInt() != 0;
       e.rank_ms = number_or_nan(q.getColumn(7));
       if (!is_time(e.rank_ms)) e.rank_ms = NAN;
+      e.objective = number_or_nan(q.getColumn(8));
+      e.ranked_by = {q.getColumn(9).getString(), q.getColumn(10).getInt() != 0};
+      e.run_started_at = q.getColumn(11).getString();
       out.push_back(std::move(e));
     }
     return out;
@@ -330,7 +360,8 @@ struct Merger {
 
   void best(std::int64_t kernel, std::int64_t device, std::int64_t problem) {
     const std::vector<Evidence> all = evidence(kernel, device, problem);
-    const std::optional<const Evidence*> chosen = choose_best(all);
+    const Objective objective = ranking_objective(all);
+    const std::optional<const Evidence*> chosen = choose_best(all, objective);
     if (!chosen) {
       // Nothing may be a best (say, every candidate gave a wrong result somewhere).
       SQLite::Statement q(db,
@@ -345,16 +376,21 @@ struct Merger {
     SQLite::Statement q(
         db,
         "INSERT INTO main.best (kernel_id, device_id, problem_id, trial_id, kernel_name, "
-        "problem_key, updated_at) SELECT ?1, ?2, ?3, ?4, k.name, p.key, ?5 FROM main.kernels k, "
-        "main.problems p WHERE k.id = ?1 AND p.id = ?3 "
+        "problem_key, updated_at, objective, objective_higher_is_better) "
+        "SELECT ?1, ?2, ?3, ?4, k.name, p.key, ?5, ?6, ?7 FROM main.kernels k, main.problems p "
+        "WHERE k.id = ?1 AND p.id = ?3 "
         "ON CONFLICT (kernel_id, device_id, problem_id) DO UPDATE SET "
-        "trial_id = excluded.trial_id, updated_at = excluded.updated_at "
+        "trial_id = excluded.trial_id, updated_at = excluded.updated_at, "
+        "objective = excluded.objective, "
+        "objective_higher_is_better = excluded.objective_higher_is_better "
         "WHERE best.trial_id <> excluded.trial_id");
     q.bind(1, kernel);
     q.bind(2, device);
     q.bind(3, problem);
     q.bind(4, (*chosen)->id);
     q.bind(5, (*chosen)->created_at);  // so the newest kernel version still answers first
+    q.bind(6, objective.name);
+    q.bind(7, objective.higher_is_better ? 1 : 0);
     report.bests += q.exec();
   }
 

@@ -59,6 +59,9 @@ double column_real(SQLite::Statement& q, int index) {
 // (9e999 is SQLite's +Inf); not NULL, text or a blob.
 constexpr const char* kUsableTime =
     "typeof(t.time_ms) IN ('integer', 'real') AND t.time_ms > 0 AND t.time_ms < 9e999";
+// A trial's value of its run's objective that can rank it (schema 10): a finite number above 0.
+constexpr const char* kUsableObjective =
+    "(typeof(t.objective) IN ('integer', 'real') AND t.objective > 0 AND t.objective < 9e999)";
 
 // SQL that holds for a best row whose trial's time can be a best: a damaged one never is.
 std::string usable_best() {
@@ -117,16 +120,18 @@ constexpr const char* kRunColumns =
     "id, kernel_id, device_id, problem_id, backend, strategy, strategy_options, budget, status, "
     "started_at, finished_at, ktune_version, nvrtc_version, driver_version, host, command_line, "
     "seed, summary, replayed, flush_l2, boot_id, pid, process_start, heartbeat_unix, "
-    "strategy_chosen";
+    "strategy_chosen, objective, objective_higher_is_better";
 // The order read_trial and add_trial use; id comes first and is not inserted.
 constexpr const char* kTrialColumns =
     "id, run_id, kernel_id, device_id, problem_id, config_key, config_json, status, error, "
     "time_ms, time_min_ms, time_mean_ms, time_spread, sample_count, samples_ms, gbps, gflops, "
     "registers, local_bytes, spill_bytes, static_shared_bytes, dynamic_shared_bytes, "
     "max_threads_per_block, occupancy, arch, compile_options, compile_log, cubin_hash, "
-    "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms, cut";
+    "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms, cut, objective, sm_clock_mhz, "
+    "temperature_c";
 constexpr const char* kBestColumns =
-    "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at";
+    "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at, "
+    "objective, objective_higher_is_better";
 
 DeviceRecord read_device(SQLite::Statement& q) {
   DeviceRecord d;
@@ -197,6 +202,8 @@ RunRecord read_run(SQLite::Statement& q) {
   r.process_start = q.getColumn(c++).getInt64();
   r.heartbeat_unix = q.getColumn(c++).getInt64();
   r.strategy_chosen = q.getColumn(c++).getString();
+  r.objective = q.getColumn(c++).getString();
+  r.objective_higher_is_better = q.getColumn(c++).getInt() != 0;
   // A run is only as live as its process.
   if (r.status == RunStatus::kRunning &&
       !ProcessIdentity{r.host, r.boot_id, r.pid, r.process_start}.alive(r.heartbeat_unix))
@@ -244,6 +251,9 @@ TrialRecord read_trial(SQLite::Statement& q) {
   t.l2_flushed = q.getColumn(c++).getInt();
   t.rank_ms = column_real(q, c++);
   t.cut = q.getColumn(c++).getInt() != 0;
+  t.objective = column_real(q, c++);
+  t.sm_clock_mhz = q.getColumn(c++).getInt();
+  t.temperature_c = q.getColumn(c++).getInt();
   return t;
 }
 
@@ -257,6 +267,8 @@ BestRecord read_best(SQLite::Statement& q) {
   b.kernel_name = q.getColumn(c++).getString();
   b.problem_key = q.getColumn(c++).getString();
   b.updated_at = q.getColumn(c++).getString();
+  b.objective = q.getColumn(c++).getString();
+  b.objective_higher_is_better = q.getColumn(c++).getInt() != 0;
   return b;
 }
 
@@ -490,7 +502,7 @@ struct Store::Impl {
     Cached q = statement(std::string("INSERT INTO trials (") +
                          (kTrialColumns + std::string_view("id, ").size()) +
                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int c = 1;
     q->bind(c++, trial.run_id);
     q->bind(c++, trial.kernel_id);
@@ -526,6 +538,9 @@ struct Store::Impl {
     q->bind(c++, trial.l2_flushed);
     bind_real(*q, c++, trial.rank_ms);
     q->bind(c++, trial.cut ? 1 : 0);
+    bind_real(*q, c++, trial.objective);
+    q->bind(c++, trial.sm_clock_mhz);
+    q->bind(c++, trial.temperature_c);
     q->exec();
   }
 
@@ -814,8 +829,9 @@ std::int64_t Store::begin_run(const RunRecord& run) {
         "INSERT INTO runs (kernel_id, device_id, problem_id, backend, strategy, "
         "strategy_options, budget, status, started_at, finished_at, ktune_version, "
         "nvrtc_version, driver_version, host, command_line, seed, summary, replayed, flush_l2, "
-        "boot_id, pid, process_start, heartbeat_unix, strategy_chosen) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "boot_id, pid, process_start, heartbeat_unix, strategy_chosen, objective, "
+        "objective_higher_is_better) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, '', ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const ProcessIdentity self = ProcessIdentity::current();
     int c = 1;
     q->bind(c++, run.kernel_id);
@@ -840,6 +856,8 @@ std::int64_t Store::begin_run(const RunRecord& run) {
     q->bind(c++, self.start);
     q->bind(c++, unix_seconds());
     q->bind(c++, run.strategy_chosen);
+    q->bind(c++, run.objective.empty() ? std::string("time") : run.objective);
+    q->bind(c++, run.objective_higher_is_better ? 1 : 0);
     q->exec();
     return impl_->db.getLastInsertRowid();
   });
@@ -898,7 +916,8 @@ std::vector<RunRecord> Store::runs(std::optional<std::string> kernel_name) const
         "r.strategy_options, r.budget, r.status, r.started_at, r.finished_at, r.ktune_version, "
         "r.nvrtc_version, r.driver_version, r.host, r.command_line, r.seed, r.summary, "
         "r.replayed, r.flush_l2, r.boot_id, r.pid, r.process_start, r.heartbeat_unix, "
-        "r.strategy_chosen FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+        "r.strategy_chosen, r.objective, r.objective_higher_is_better FROM runs r JOIN kernels k "
+        "ON k.id = r.kernel_id "
         "WHERE ?1 IS NULL OR k.name = ?1 ORDER BY r.id");
     if (kernel_name) q->bind(1, *kernel_name);
     std::vector<RunRecord> out;
@@ -946,17 +965,30 @@ std::vector<TrialRecord> Store::trials_for(std::int64_t kernel_id, std::int64_t 
 }
 
 std::vector<TrialRecord> Store::leaders(std::int64_t kernel_id, std::int64_t device_id,
-                                        std::int64_t problem_id, bool replayed,
-                                        std::size_t limit) const {
+                                        std::int64_t problem_id, bool replayed, std::size_t limit,
+                                        const Objective& objective) const {
   return impl_->guard("leaders", [&] {
     // Each configuration's latest trial through the identity index (max(id) per config key),
-    // where its time is a number above zero and finite (9e999 is SQLite's +Inf).
+    // where its time is a number above zero and finite (9e999 is SQLite's +Inf). Another
+    // objective than time ranks the trials of the runs that have it by their value of it.
+    const bool by_time = objective.is_time();
+    const std::string runs = by_time ? "replayed = ?4"
+                                     : "replayed = ?4 AND objective = ?7 AND "
+                                       "objective_higher_is_better = ?8";
+    const std::string order = by_time                      ? "t.time_ms"
+                              : objective.higher_is_better ? "t.objective DESC"
+                                                           : "t.objective";
     Cached q = impl_->statement(
-        "SELECT id FROM trials WHERE id IN (SELECT max(id) FROM trials WHERE kernel_id = ?1 AND "
-        "device_id = ?2 AND problem_id = ?3 AND kind != 1 AND run_id IN (SELECT id FROM runs "
-        "WHERE replayed = ?4) GROUP BY config_key) AND status = ?5 AND cut = 0 AND "
-        "typeof(time_ms) IN ('integer', 'real') AND time_ms > 0 AND time_ms < 9e999 "
-        "ORDER BY time_ms, config_key LIMIT ?6");
+        "SELECT t.id FROM trials t WHERE t.id IN (SELECT max(id) FROM trials WHERE kernel_id = ?1 "
+        "AND device_id = ?2 AND problem_id = ?3 AND kind != 1 AND run_id IN (SELECT id FROM runs "
+        "WHERE " +
+        runs + ") GROUP BY config_key) AND t.status = ?5 AND t.cut = 0 AND " + kUsableTime +
+        (by_time ? "" : std::string(" AND ") + kUsableObjective) + " ORDER BY " + order +
+        ", t.config_key LIMIT ?6");
+    if (!by_time) {
+      q->bind(7, objective.name);
+      q->bind(8, objective.higher_is_better ? 1 : 0);
+    }
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);
@@ -1024,7 +1056,7 @@ void Store::release_claims() {
   });
 }
 
-void Store::set_best(std::int64_t trial_id) {
+void Store::set_best(std::int64_t trial_id, const Objective& objective) {
   impl_->require_writable("set_best");
   impl_->guard("set_best", [&] {
     SQLite::Transaction tx(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
@@ -1034,7 +1066,7 @@ void Store::set_best(std::int64_t trial_id) {
     {
       Cached q = impl_->statement(
           std::string("SELECT t.status, t.kernel_id, t.device_id, t.problem_id, k.name, p.key, ") +
-          kUsableTime +
+          kUsableTime + ", " + kUsableObjective +
           " FROM trials t JOIN kernels k ON k.id = t.kernel_id "
           "JOIN problems p ON p.id = t.problem_id WHERE t.id = ?");
       q->bind(1, trial_id);
@@ -1055,13 +1087,21 @@ void Store::set_best(std::int64_t trial_id) {
       problem_id = q->getColumn(3).getInt64();
       kernel_name = q->getColumn(4).getString();
       problem_key = q->getColumn(5).getString();
+      // Chosen by another objective than time (schema 10), the trial has a value of it.
+      if (!objective.is_time() && q->getColumn(7).getInt() == 0)
+        throw Error(ErrorKind::kInternal, context + "trial " + std::to_string(trial_id) +
+                                              " has no value of the objective '" + objective.name +
+                                              "'; it cannot be its best");
     }
     {
       Cached q = impl_->statement(
           "INSERT INTO best (kernel_id, device_id, problem_id, trial_id, kernel_name, "
-          "problem_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+          "problem_key, updated_at, objective, objective_higher_is_better) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (kernel_id, device_id, problem_id) DO UPDATE SET "
-          "trial_id = excluded.trial_id, updated_at = excluded.updated_at");
+          "trial_id = excluded.trial_id, updated_at = excluded.updated_at, "
+          "objective = excluded.objective, "
+          "objective_higher_is_better = excluded.objective_higher_is_better");
       int c = 1;
       q->bind(c++, kernel_id);
       q->bind(c++, device_id);
@@ -1070,6 +1110,8 @@ void Store::set_best(std::int64_t trial_id) {
       q->bind(c++, kernel_name);
       q->bind(c++, problem_key);
       q->bind(c++, utc_now());
+      q->bind(c++, objective.name);
+      q->bind(c++, objective.higher_is_better ? 1 : 0);
       q->exec();
     }
     tx.commit();

@@ -84,6 +84,8 @@ struct BestMeasurement {
   int sample_count = 0;
   double gbps = 0;
   double gflops = 0;
+  // The trial's value of the objective the best was chosen by, where that is not time (NaN).
+  double objective = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Where the answer comes from.
@@ -138,6 +140,10 @@ struct BestConfig {
   };
   SelectorInfo selector;
   BestMeasurement measurement;  // of the answer's trial (a selector's: at `problem`)
+  // What the best was chosen by (the database's best.objective): "time", or the objective of
+  // the run that chose it ("GFLOP/s", higher is better).
+  std::string objective = "time";
+  bool objective_higher_is_better = false;
   BestProvenance provenance;
   std::shared_ptr<const detail::StoredKernel> stored;
 
@@ -244,7 +250,7 @@ class Client {
   // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
   // which the client does not read; 7 added the families' selectors (read where present); 8
   // the early cut-off's flag on trials (a cut trial is never a best, so never an answer).
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a

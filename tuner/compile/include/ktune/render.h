@@ -11,11 +11,15 @@
 //
 // Kernel Tuner's style (DefineStyle::kKernelTuner, for kernels written for Kernel Tuner) defines
 // instead what Kernel Tuner prepends: grid_size_x/y/z, the block's names (block_size_x/y/z
-// unless renamed), every parameter under its own name, and kernel_tuner 1.
+// unless renamed), every parameter under its own name, and kernel_tuner 1; or, with the user's
+// `defines` (KernelText::user_defines), those alone, each value with every parameter's name in
+// it replaced by the parameter's value (Kernel Tuner's replace_param_occurrences). In both, a
+// name holding "loop_unroll_factor" is a constexpr int (its `#pragma unroll` dropped at 0).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +41,8 @@ struct KernelText {
   DefineStyle define_style = DefineStyle::kKtune;
   // kKernelTuner: the names the block's dimensions are defined under.
   std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
+  // Kernel Tuner's `defines` where given: (name, value template) in the user's order.
+  std::optional<Defines> user_defines;
   // Compile for arch_specific_target(arch) (sm_90 -> sm_90a): instructions of one architecture.
   bool arch_specific = false;
 };
@@ -49,7 +55,6 @@ struct RenderDims {
 
 // A parameter's value in a configuration, in the kernel's declaration order.
 using Setting = std::pair<std::string, Value>;
-using Defines = std::vector<std::pair<std::string, std::string>>;
 
 Defines render_defines(const KernelText& kernel, const std::vector<Setting>& settings,
                        const RenderDims& dims);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,11 +39,13 @@ struct StoredSpec {
   // block names); empty: ktune's rule.
   std::string defines;
   std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
+  std::optional<Defines> user_defines;  // Kernel Tuner's `defines`, where given
 
   // {"parameters": [{"name", "values": [text], "default": text}], "problem": [{"name",
   // "default"}], "restrictions", "grid", "block", "shared_mem", "bytes", "flops",
   // "compile_options", "source_name", where true "arch_specific", and where not ktune's rule
-  // "defines" and "block_names"};
+  // "defines" and "block_names", and Kernel Tuner's defines where given as
+  // "kernel_tuner_defines": [[name, value]]};
   // values as their canonical text (Value::to_string).
   std::string to_json() const;
   // Reads a spec written by any ktune (fields it lacks take the defaults above; values may also

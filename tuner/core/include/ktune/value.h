@@ -7,9 +7,14 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace ktune {
+
+// Preprocessor macros as (name, text), in the order they are defined.
+using Defines = std::vector<std::pair<std::string, std::string>>;
 
 class Value {
  public:

@@ -131,6 +131,9 @@ struct KernelSpec {
   // kernels written for it, with the names its block dimensions go by.
   DefineStyle define_style = DefineStyle::kKtune;
   std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
+  // Kernel Tuner's `defines` (DefineStyle::kKernelTuner only): the macros defined instead of
+  // the grid, block and parameters (KernelText::user_defines).
+  std::optional<Defines> user_defines;
   std::vector<Parameter> params;
   std::vector<std::string> restrictions;
   std::vector<ProblemParam> problem;

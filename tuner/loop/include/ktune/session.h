@@ -52,6 +52,10 @@ struct SessionOptions {
   // the buffers it is given (MeasureOptions::fetch_outputs).
   std::function<std::optional<std::string>(const std::map<std::string, std::string>&)> host_check;
   std::vector<std::string> fetch_outputs;
+  // What the run ranks configurations by, and each trial's value of it where that is not time
+  // (TuneOptions::objective, objective_value): Kernel Tuner's objective over its metrics.
+  Objective objective;
+  std::function<double(const TrialRecord&)> objective_value;
   // Config keys to measure instead of searching: the run proposes exactly these (those valid
   // for its problem; one already measured there is answered from the database), with no other
   // budget. A family's cross-measurement (ktune/family.h).

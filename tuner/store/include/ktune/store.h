@@ -90,6 +90,21 @@ struct ProblemRecord {
   std::string json;  // {"n": 268435456}
 };
 
+// What a run ranks its configurations by (schema 10): time (lower is better), or a named value
+// computed from each trial (Kernel Tuner's objective over its metrics, "GFLOP/s"), stored with
+// the trial (TrialRecord::objective) and by name with the run and its best.
+struct Objective {
+  std::string name = "time";
+  bool higher_is_better = false;
+  bool is_time() const { return name == "time"; }
+  // "time", "GFLOP/s (higher is better)".
+  std::string text() const {
+    return is_time() ? name
+                     : name + (higher_is_better ? " (higher is better)" : " (lower is better)");
+  }
+  bool operator==(const Objective&) const = default;
+};
+
 struct RunRecord {
   std::int64_t id = 0;
   std::int64_t kernel_id = 0;
@@ -115,9 +130,14 @@ struct RunRecord {
   std::int64_t heartbeat_unix = 0;  // last sign of life (Unix seconds); 0 before schema 4
   std::string command_line;
   std::uint64_t seed = 0;
-  std::string summary;  // JSON written when the run finishes
+  std::string summary;             // JSON written when the run finishes
+  std::string objective = "time";  // Objective::name (schema 10)
+  bool objective_higher_is_better = false;
 
-  std::string strategy_text() const;  // ktune::strategy_text of the two
+  std::string strategy_text() const;
+  Objective ranked_by() const {
+    return {objective, objective_higher_is_better};
+  }  // ktune::strategy_text of the two
 };
 
 // A run's strategy for people: "auto (bayes)" for a run of auto, else the strategy's name.
@@ -172,6 +192,12 @@ struct TrialRecord {
   // The early cut-off stopped its sampling (MeasureOptions::cutoff): its time is the median of
   // the samples it has, far slower than the run's best; never a best, finalist or candidate.
   bool cut = false;
+  // Its value of its run's objective where that is not time (schema 10); NaN otherwise, and
+  // where it has none.
+  double objective = std::numeric_limits<double>::quiet_NaN();
+  // The GPU right after the timed samples, read through NVML (schema 10); -1 where not read.
+  int sm_clock_mhz = -1;
+  int temperature_c = -1;
   // Compilation.
   std::string arch;
   std::string compile_options;  // space-separated
@@ -190,6 +216,9 @@ struct BestRecord {
   std::string kernel_name;
   std::string problem_key;
   std::string updated_at;
+  // The objective it was chosen by, its run's (schema 10; "time" before).
+  std::string objective = "time";
+  bool objective_higher_is_better = false;
   TrialRecord trial;
   DeviceRecord device;
   KernelRecord kernel;
@@ -297,9 +326,12 @@ class Store {
   // flag is `replayed`, each by its latest search (or warm-start) trial, where that trial is ok
   // with a finite time and not cut (TrialRecord::cut): fastest first (ties by config key). A
   // configuration whose latest trial failed is not among them, whatever its earlier trials gave.
-  // Reads only those trials, however many the database holds.
+  // Reads only those trials, however many the database holds. With an objective other than
+  // time, only the trials of runs with that objective count, ranked by their value of it (best
+  // first), where it is a finite number above zero.
   std::vector<TrialRecord> leaders(std::int64_t kernel_id, std::int64_t device_id,
-                                   std::int64_t problem_id, bool replayed, std::size_t limit) const;
+                                   std::int64_t problem_id, bool replayed, std::size_t limit,
+                                   const Objective& objective = {}) const;
   // The latest search (or warm-start) trial of that config key for (kernel, device, problem)
   // among runs whose `replayed` flag is `replayed`, if any: what resume and duplicate answers
   // use. Re-timing trials never answer for a search, and replayed measurements never answer
@@ -330,9 +362,10 @@ class Store {
   // How long a claim of a process on another host is honoured (its process cannot be checked).
   static constexpr std::int64_t claim_seconds = 3600;
 
-  // Records the trial as the best of its (kernel, device, problem); throws Error(kInternal)
-  // unless the trial exists and has status ok.
-  void set_best(std::int64_t trial_id);
+  // Records the trial as the best of its (kernel, device, problem), chosen by `objective`
+  // (recorded with it); throws Error(kInternal) unless the trial exists, has status ok and a
+  // time, and (for another objective than time) a value of it.
+  void set_best(std::int64_t trial_id, const Objective& objective = {});
   // Best for a kernel name and problem key on a device (exact device id), over every kernel
   // version: the one set most recently (updated_at) wins; nullopt when none.
   std::optional<BestRecord> best(const std::string& kernel_name, const std::string& problem_key,
