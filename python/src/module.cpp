@@ -45,7 +45,7 @@ struct TuneRequest {
   std::optional<std::string> replay;  // a recording (Kernel Tuner cache): no GPU is used
   std::uint64_t seed = 1;
   int device = 0;
-  int compile_processes = 4;
+  int compile_processes = 0;  // 0: ktune tune's default, one per core less one
   // Buffers whose outputs the caller's check (tune()'s `check`) is given: Kernel Tuner's verify.
   std::vector<std::string> fetch_outputs;
   // When set, the space holds only these configurations (values as literals, one row each,
@@ -209,7 +209,7 @@ py::dict tune(const TuneRequest& r, py::object check, py::object progress, py::o
   options.executable = r.ktune;
   options.device = r.device;
   options.plugins = {r.manifest};
-  options.compile_threads = static_cast<unsigned>(std::max(1, r.compile_processes));
+  if (r.compile_processes > 0) options.compile_threads = static_cast<unsigned>(r.compile_processes);
   options.host_check = host_check(std::move(check));
   options.fetch_outputs = r.fetch_outputs;
   options.objective = {r.objective.empty() ? std::string("time") : r.objective,

@@ -89,6 +89,17 @@ TEST(RenderKernelTuner, AUserDefinedUnrollFactorIsAConstant) {
   EXPECT_EQ(zero.source.find("#pragma unroll"), std::string::npos);
 }
 
+// A constant buffer's __constant__ variable is found by its name (Kernel Tuner's cmem_args): such
+// a kernel is never batched into namespaces, which would change the name.
+TEST(RenderKernelTuner, AKernelWithAConstantBufferIsNotBatched) {
+  const RenderDims dims{{1, 1, 1}, {32, 1, 1}};
+  KernelText k =
+      kernel_tuner_text("__constant__ float c[4];\n__global__ void f(float* x) { x[0] = c[0]; }\n");
+  EXPECT_FALSE(render(k, {}, dims, "", "sm_90").batch_group.empty());
+  k.constants_by_name = true;
+  EXPECT_TRUE(render(k, {}, dims, "", "sm_90").batch_group.empty());
+}
+
 TEST(RenderKtune, DefaultStyleIsUnchanged) {
   KernelText k = kernel_tuner_text("");
   k.define_style = DefineStyle::kKtune;

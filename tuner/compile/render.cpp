@@ -223,9 +223,11 @@ CompileRequest render(const KernelText& k, const std::vector<Setting>& settings,
   r.options.push_back("--gpu-architecture=" + arch);
   r.options.push_back("--ptxas-options=-v");
   // Several configurations can share one NVRTC program, each in its own namespace, unless the
-  // template would break there: an #include or #pragma once inside a namespace, or extern "C"
-  // names that would clash between the copies.
-  const bool batchable = !edited && k.source.find("#include") == std::string::npos &&
+  // template would break there: an #include or #pragma once inside a namespace, extern "C"
+  // names that would clash between the copies, or a constant buffer, whose __constant__ variable
+  // the GPU worker finds by its name, which a namespace would change.
+  const bool batchable = !edited && !k.constants_by_name &&
+                         k.source.find("#include") == std::string::npos &&
                          k.source.find("extern \"C\"") == std::string::npos &&
                          k.source.find("#pragma once") == std::string::npos;
   // Without headers the source needs none of NVRTC's built-in runtime declarations: -minimal

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -227,8 +228,20 @@ double KernelInstance::flops(const Config& config) const {
 namespace {
 // What rendering reads of a kernel.
 KernelText kernel_text(const KernelSpec& k) {
-  return {k.name,         k.source,      k.source_name,  k.entry,        k.compile_options,
-          k.define_style, k.block_names, k.user_defines, k.arch_specific};
+  KernelText t;
+  t.name = k.name;
+  t.source = k.source;
+  t.source_name = k.source_name;
+  t.entry = k.entry;
+  t.compile_options = k.compile_options;
+  t.define_style = k.define_style;
+  t.block_names = k.block_names;
+  t.user_defines = k.user_defines;
+  t.arch_specific = k.arch_specific;
+  t.constants_by_name = std::any_of(k.buffers.begin(), k.buffers.end(), [](const BufferSpec& b) {
+    return b.role == BufferRole::kConstant;
+  });
+  return t;
 }
 
 std::vector<Setting> settings(const SearchSpace& space, const Config& config) {

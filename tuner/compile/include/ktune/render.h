@@ -43,6 +43,9 @@ struct KernelText {
   std::array<std::string, 3> block_names{"block_size_x", "block_size_y", "block_size_z"};
   // Kernel Tuner's `defines` where given: (name, value template) in the user's order.
   std::optional<Defines> user_defines;
+  // A constant buffer fills a __constant__ variable that the GPU worker finds by its name (a
+  // manifest's role = "constant", Kernel Tuner's cmem_args): never batched into namespaces.
+  bool constants_by_name = false;
   // Compile for arch_specific_target(arch) (sm_90 -> sm_90a): instructions of one architecture.
   bool arch_specific = false;
 };
