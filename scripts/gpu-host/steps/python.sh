@@ -3,7 +3,7 @@
 
 # step kt-examples: Kernel Tuner's examples run by Kernel Tuner and, with the import line changed, by the ktune Python package: the best configuration each prints and its wall time
 # param peer=.peers/kernel_tuner: the Kernel Tuner folder, with examples/ and site/
-# param examples=vector_add,reduction,matmul: the examples (examples/NAME.py)
+# param examples=vector_add,vector_add_metric,stencil,matmul,convolution,reduction: the examples (examples/NAME.py); one the folder lacks is logged and skipped
 # param runners=kernel_tuner,ktune: who runs them: kernel_tuner (as written), ktune (`from ktune import tune_kernel`, `import ktune as kernel_tuner`)
 step_kt_examples() {
   local kt ex pypath name variants runner variant t0 rc wall best
@@ -14,6 +14,10 @@ step_kt_examples() {
   ex=$(mktemp -d); cp "$kt"/examples/* "$ex/"
   pypath="$build/python:$kt/site"
   for name in ${P[examples]//,/ }; do
+    if [ ! -f "$ex/$name.py" ]; then
+      log "kt-examples $name: skipped, no $name.py in ${P[peer]}/examples (copy it there from Kernel Tuner's examples/cuda)"
+      continue
+    fi
     sed -e 's/^from kernel_tuner import tune_kernel$/from ktune import tune_kernel/' \
       -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' "$ex/$name.py" >"$ex/${name}_ktune.py"
     variants=""
