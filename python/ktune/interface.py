@@ -201,8 +201,6 @@ def _nvml_observables(observer):
     wanted = list(getattr(observer, "observables", []))
     power = getattr(observer, "continuous_observer", None)
     wanted += list(getattr(power, "observables", []) or [])
-    if getattr(observer, "measure_power", False) and not power:
-        wanted.append("nvml_power")
     for o in wanted:
         if o in observers_module.NVML_NOT_SERVED:
             raise KtuneError(f"ktune: NVMLObserver: '{o}' is not supported: "

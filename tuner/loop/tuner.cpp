@@ -609,9 +609,9 @@ class TuningRun {
     report_progress(t);
   }
 
-  // --- The objective (ktune/store.h Objective; docs/objectives.md) ---------------------------
-  // A trial's value of another objective than time: the caller's function of an ok trial that
-  // was not cut; NaN for the others.
+  // --- The objective (ktune/store.h Objective; docs/python.md#objectives)
+  // --------------------------- A trial's value of another objective than time: the caller's
+  // function of an ok trial that was not cut; NaN for the others.
   void evaluate_objective(TrialRecord& t) const {
     if (options_.objective.is_time()) return;
     t.objective = t.status == TrialStatus::kOk && !t.cut && options_.objective_value
@@ -754,16 +754,12 @@ class TuningRun {
       summary_.finalists.push_back(r);
     }
     if (!options_.objective.is_time()) {
-      // Ranked on their re-timed value of the objective; one without a value comes last.
-      const auto rank = [this](const TrialRecord& t) {
-        const double s = score(t);
-        return std::isfinite(s) ? s : std::numeric_limits<double>::infinity();
-      };
+      // Ranked on their re-timed value of the objective; one without a value is no finalist.
+      std::erase_if(summary_.finalists,
+                    [this](const TrialRecord& t) { return !std::isfinite(score(t)); });
       std::stable_sort(
           summary_.finalists.begin(), summary_.finalists.end(),
-          [&](const TrialRecord& a, const TrialRecord& b) { return rank(a) < rank(b); });
-      while (!summary_.finalists.empty() && !std::isfinite(score(summary_.finalists.back())))
-        summary_.finalists.pop_back();
+          [this](const TrialRecord& a, const TrialRecord& b) { return score(a) < score(b); });
       return;
     }
     // Ranked on the rounds the backend ranked them on, where it kept those apart from the rounds

@@ -64,8 +64,8 @@ struct TuneOptions {
   int retime_rounds = 10;
   std::size_t lookahead = 0;  // configs compiled ahead of the backend; 0: 4 x compile threads
   std::string command_line;   // provenance
-  // What the run ranks configurations by (ktune/store.h Objective; docs/objectives.md): time,
-  // or a value of each ok trial that objective_value computes (NaN: none; such a trial is a
+  // What the run ranks configurations by (ktune/store.h Objective; docs/python.md#objectives):
+  // time, or a value of each ok trial that objective_value computes (NaN: none; such a trial is a
   // failure to the search and never the best). Another objective than time has no early
   // cut-off, and the run's best comes from the trials of runs with that objective.
   Objective objective;
