@@ -19,6 +19,7 @@ set(ktune_api_headers
 # under #include and holds no header that the API does not reach).
 set(ktune_api_dependencies
   tuner/core/include/ktune/device_identity.h tuner/core/include/ktune/device_limits.h
+  tuner/core/include/ktune/energy.h
   tuner/core/include/ktune/expr.h tuner/core/include/ktune/problem.h
   tuner/core/include/ktune/problem_set.h tuner/core/include/ktune/selector.h
   tuner/core/include/ktune/space.h tuner/core/include/ktune/status.h

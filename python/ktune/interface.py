@@ -86,10 +86,15 @@ ELEMENT_TYPES = {
 
 # Kernel Tuner 1.4's objectives whose direction it knows (util.objective_default_map); any other
 # needs objective_higher_is_better.
+# GPU milliseconds each configuration runs back to back while NVML's energy counter is read,
+# where an NVMLObserver asks for energy or power (ktune tune's --energy-ms default for energy).
+ENERGY_MS = 300.0
+
 OBJECTIVE_DIRECTIONS = {
     "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
     "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True, "GFLOPS/W": True,
-    "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True,
+    "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True, "nvml_energy": False,
+    "nvml_power": False,
 }
 
 # np.allclose's relative tolerance, with which Kernel Tuner checks an answer.
@@ -705,7 +710,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     compiler_options = _compiler_options(compiler_options)
     if verify is not None and not callable(verify):
         raise KtuneError("ktune: verify must be a function verify(answer, gpu_result, atol=...)")
-    objective, higher = _objective(objective, objective_higher_is_better, metrics)
+    objective, higher = _objective(objective, objective_higher_is_better, metrics, observed)
     if simulation_mode and not cache:
         raise KtuneError("ktune: simulation_mode needs a cache file to replay")
     mapped, options, budget_evals, budget_seconds = _strategy(strategy, strategy_options, iterations)
@@ -753,10 +758,14 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             request.replay = os.path.abspath(cache)
         request.objective = objective
         request.objective_higher_is_better = higher
+        if observed & observers_module.NVML_ENERGY:
+            request.energy_ms = ENERGY_MS
         value = None
-        if objective != "time":
+        if objective == "nvml_energy":
+            request.objective = "energy"  # ktune's own: joules per run, computed in the engine
+        elif objective != "time":
             def value(trial):
-                return _objective_value(trial, tune_params, metrics, objective)
+                return _objective_value(trial, tune_params, metrics, objective, observed)
         if kernel["listed"] is not None:
             request.listed_names, request.listed_rows = kernel["listed"]
         check = None
@@ -844,17 +853,17 @@ def _with_metrics(results, metrics):
     return results
 
 
-def _objective(objective, higher_is_better, metrics):
+def _objective(objective, higher_is_better, metrics, observed=frozenset()):
     """(name, higher is better) of Kernel Tuner's objective: time, or one of the metrics, whose
     direction Kernel Tuner knows for its usual names (GFLOP/s, GB/s ...)."""
     name = "time" if objective is None else objective
     if not isinstance(name, str):
         raise KtuneError(f"ktune: objective={objective!r}: expected the name of a metric or "
                          "'time'")
-    if name != "time" and name not in (metrics or {}):
+    if name != "time" and name not in (metrics or {}) and name not in observed:
         known = ", ".join(["time"] + [repr(m) for m in (metrics or {})])
         raise KtuneError(f"ktune: objective '{name}' is neither time nor one of the metrics "
-                         f"({known}); give a metric of that name")
+                         f"({known}) nor an observed value; give a metric of that name")
     if higher_is_better is None:
         if name not in OBJECTIVE_DIRECTIONS:
             raise KtuneError(f"ktune: objective '{name}': give objective_higher_is_better "
@@ -869,10 +878,10 @@ def _objective(objective, higher_is_better, metrics):
     return name, bool(higher_is_better)
 
 
-def _objective_value(trial, tune_params, metrics, objective):
+def _objective_value(trial, tune_params, metrics, objective, observed=frozenset()):
     """A trial's value of the objective: its Kernel Tuner result with the metrics, as results
     will hold it; None where it is not a number."""
-    r = _with_metrics([_kt_result(trial, tune_params)], metrics)[0]
+    r = _with_metrics([_kt_result(trial, tune_params, observed)], metrics)[0]
     v = r.get(objective)
     if isinstance(v, (bool, numpy.bool_, str)) or v is None:
         return None
@@ -936,7 +945,8 @@ def _kt_result(t, tune_params, observed=frozenset()):
         r["num_regs"] = t["registers"] if t["registers"] >= 0 else None
     for key, field in observers_module.NVML_SERVED.items():
         if key in observed:
-            r[key] = t[field] if t[field] >= 0 else None
+            v = t[field]
+            r[key] = v if v is not None and v == v and v >= 0 else None  # NaN: not read
     r["ktune_status"] = t["status"]
     r["ktune_median_time"] = t["time_ms"] if t["status"] == "ok" else None
     if t["status"] != "ok":
@@ -1053,13 +1063,19 @@ class Client:
             raise KtuneError("ktune: Client(device=...) needs arch= too (e.g. 'sm_90')")
         self._client = _ktune.Client(db or default_db(), device or "", arch or "")
 
-    def best(self, kernel, problem, other_devices=True, nearest_problem=True):
+    def best(self, kernel, problem, other_devices=True, nearest_problem=True, policy="fastest"):
+        """The answer as a dict, or None (last_message says why). policy chooses among the
+        problem's time-energy Pareto set (docs/energy.md): "fastest", "least-energy" or
+        "least-energy-within=5%"."""
         if isinstance(problem, (int, numpy.integer)):
             problem = {"problem_size": int(problem)}
         elif isinstance(problem, (tuple, list)):
             problem = dict(zip(["problem_size_x", "problem_size_y", "problem_size_z"],
                                (int(p) for p in problem)))
-        return self._client.best(kernel, dict(problem), other_devices, nearest_problem)
+        if not isinstance(policy, str):
+            raise KtuneError(f"ktune: policy={policy!r}: expected fastest, least-energy or "
+                             "least-energy-within=PCT%")
+        return self._client.best(kernel, dict(problem), other_devices, nearest_problem, policy)
 
     @property
     def last_message(self):

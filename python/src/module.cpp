@@ -17,6 +17,7 @@
 #include "ktune/client.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/objectives.h"
 #include "ktune/registry.h"
 #include "ktune/replay.h"
 #include "ktune/session.h"
@@ -56,6 +57,9 @@ struct TuneRequest {
   // `objective` computes from each trial (Kernel Tuner's objective over its metrics).
   std::string objective = "time";
   bool objective_higher_is_better = false;
+  // GPU milliseconds each configuration runs back to back for its energy (MeasureOptions::
+  // energy_ms); none: only where the objective needs it.
+  std::optional<double> energy_ms;
 };
 
 // A trial as a dict: config (JSON text), status, error, times in ms, resources, the objective.
@@ -76,6 +80,8 @@ py::dict trial_dict(const ktune::TrialRecord& t) {
   d["objective"] = t.objective;
   d["sm_clock_mhz"] = t.sm_clock_mhz;
   d["temperature_c"] = t.temperature_c;
+  d["energy_j"] = t.energy_j;
+  d["power_w"] = t.power_w;
   return d;
 }
 
@@ -122,6 +128,7 @@ ktune::JobOverrides overrides_of(const TuneRequest& r) {
   o.budget_evaluations = r.budget_evaluations;
   o.budget_seconds = r.budget_seconds;
   o.samples = r.samples;
+  o.energy_ms = r.energy_ms;
   o.effort = r.effort;
   o.seed = r.seed;
   o.replay = r.replay;
@@ -214,7 +221,9 @@ py::dict tune(const TuneRequest& r, py::object check, py::object progress, py::o
   options.fetch_outputs = r.fetch_outputs;
   options.objective = {r.objective.empty() ? std::string("time") : r.objective,
                        r.objective_higher_is_better};
-  if (!options.objective.is_time() && objective.is_none())
+  // ktune's own objectives (energy, edp) compute their value in the engine.
+  if (!options.objective.is_time() && objective.is_none() &&
+      !ktune::is_builtin_objective(r.objective))
     throw ktune::Error(ktune::ErrorKind::kUsage,
                        "objective '" + r.objective + "' needs tune()'s objective function");
   options.objective_value = objective_value(r, std::move(objective));
@@ -270,6 +279,10 @@ py::dict best_dict(const ktune::BestConfig& b) {
   out["objective"] = b.objective;
   out["objective_higher_is_better"] = b.objective_higher_is_better;
   out["objective_value"] = b.measurement.objective;
+  out["energy_j"] = b.measurement.energy_j;
+  out["power_w"] = b.measurement.power_w;
+  out["policy"] = b.policy;
+  out["policy_note"] = b.policy_note;
   out["time_min_ms"] = b.measurement.time_min_ms;
   out["samples"] = b.measurement.sample_count;
   out["device"] = b.provenance.device_name;
@@ -289,10 +302,11 @@ class PyClient {
                     ? ktune::Client(db)
                     : ktune::Client(db, ktune::ClientDevice::describe(device, arch, 0, 0))) {}
   py::object best(const std::string& kernel, const Problem& problem, bool other_devices,
-                  bool nearest_problem) {
+                  bool nearest_problem, const std::string& policy) {
     ktune::LookupOptions o;
     o.other_devices = other_devices;
     o.nearest_problem = nearest_problem;
+    o.policy = ktune::EnergyPolicy::parse(policy);
     const ktune::LookupResult r = client_.best(kernel, problem, o);
     if (!r) {
       last_message_ = r.message;
@@ -345,7 +359,8 @@ PYBIND11_MODULE(_ktune, m) {
       .def_readwrite("listed_names", &TuneRequest::listed_names)
       .def_readwrite("listed_rows", &TuneRequest::listed_rows)
       .def_readwrite("objective", &TuneRequest::objective)
-      .def_readwrite("objective_higher_is_better", &TuneRequest::objective_higher_is_better);
+      .def_readwrite("objective_higher_is_better", &TuneRequest::objective_higher_is_better)
+      .def_readwrite("energy_ms", &TuneRequest::energy_ms);
   m.def("tune", &tune, py::arg("request"), py::arg("check") = py::none(),
         py::arg("progress") = py::none(), py::arg("objective") = py::none(),
         "tune a manifest kernel; returns the run's summary. check(outputs) is called with the "
@@ -361,7 +376,8 @@ PYBIND11_MODULE(_ktune, m) {
       .def(py::init<const std::string&, const std::string&, const std::string&>(), py::arg("db"),
            py::arg("device") = "", py::arg("arch") = "")
       .def("best", &PyClient::best, py::arg("kernel"), py::arg("problem"),
-           py::arg("other_devices") = true, py::arg("nearest_problem") = true)
+           py::arg("other_devices") = true, py::arg("nearest_problem") = true,
+           py::arg("policy") = "fastest")
       .def("device", &PyClient::device)
       .def_property_readonly("last_message", &PyClient::last_message);
 }

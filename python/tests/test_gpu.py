@@ -78,6 +78,17 @@ class GpuTest(unittest.TestCase):
             self.assertIsInstance(r["temperature"], int, r)
             self.assertGreater(r["temperature"], 0, r)  # degrees C
 
+    def test_an_nvml_observer_adds_each_configurations_energy_and_power(self):
+        coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
+        observer = ktune.observers.NVMLObserver(["nvml_energy", "nvml_power"])
+        results, _ = self.tune(coeff, coeff, observers=[observer])
+        for r in results:
+            self.assertIsInstance(r["nvml_energy"], float, r)
+            self.assertGreater(r["nvml_energy"], 0, r)  # J per run
+            self.assertGreater(r["nvml_power"], 5, r)  # W
+            self.assertAlmostEqual(r["nvml_energy"], r["nvml_power"] * r["ktune_median_time"] / 1e3,
+                                   delta=1e-9 * r["nvml_energy"])
+
     def test_an_answer_that_does_not_match_the_constants_fails_every_configuration(self):
         coeff = numpy.arange(16, dtype=numpy.float32) * 0.5
         results, _ = self.tune(coeff, coeff + 1)

@@ -28,12 +28,19 @@ SIZES = [128, 256, 512, 1024]
 TIMES = {128: 0.40, 256: 0.30, 512: 0.25}
 
 
-def write_cache(path, device="NVIDIA H100 80GB HBM3"):
+# Recorded energies (J per run), where a cache has them: 128 the least, 512 the most.
+ENERGIES = {128: 0.08, 256: 0.09, 512: 0.10}
+
+
+def write_cache(path, device="NVIDIA H100 80GB HBM3", energies=False):
     cache = {}
     for bs in SIZES:
         t = TIMES.get(bs)
         entry = {"block_size_x": bs, "time": t if t else "RuntimeFailedConfig",
                  "times": [t] * 7 if t else [], "compile_time": 10.0}
+        if t and energies:
+            entry["nvml_energy"] = ENERGIES[bs]
+            entry["nvml_power"] = ENERGIES[bs] / (t * 1e-3)
         cache[str(bs)] = entry
     with open(path, "w") as f:
         json.dump({"version": "1.0", "device_name": device, "kernel_name": "vector_add",
@@ -281,12 +288,33 @@ class ReplayTest(unittest.TestCase):
         for r in results:
             self.assertIsNone(r["core_freq"], r)
             self.assertIsNone(r["temperature"], r)
-        for observable, text in [("nvml_energy", "'nvml_energy' is not supported: energy"),
-                                 ("nvml_power", "'nvml_power' is not supported: power"),
+        for observable, text in [("power_readings", "'power_readings' is not supported"),
+                                 ("gr_voltage", "'gr_voltage' is not supported"),
                                  ("volts", "unknown observable 'volts'")]:
             with self.subTest(observable=observable):
                 with self.assertRaisesRegex(ktune.KtuneError, text):
                     self.tune(observers=[ktune.observers.NVMLObserver([observable])])
+
+    def test_an_nvml_observer_adds_energy_and_power_and_energy_can_be_the_objective(self):
+        write_cache(self.cache, energies=True)
+        observer = ktune.observers.NVMLObserver(["nvml_energy", "nvml_power"])
+        results, env = self.tune(observers=[observer])
+        by_size = {r["block_size_x"]: r for r in results}
+        self.assertAlmostEqual(by_size[256]["nvml_energy"], 0.09)
+        self.assertAlmostEqual(by_size[256]["nvml_power"], 300.0)
+        self.assertIsNone(by_size[1024]["nvml_energy"])
+        self.assertEqual(env["best_config"]["block_size_x"], 512)  # by time
+        results, env = self.tune(observers=[observer], objective="nvml_energy")
+        self.assertEqual(env["best_config"]["block_size_x"], 128)
+        # The stored best follows it, and the client chooses among the Pareto set by policy.
+        client = ktune.Client(self.db, device="NVIDIA H100 80GB HBM3", arch="sm_90")
+        self.assertIsNone(client.best("vector_add", 10000))  # replayed bests never answer
+        with self.assertRaisesRegex(ktune.KtuneError, "policy"):
+            client.best("vector_add", 10000, policy=5)
+        # A metric over the energy is an objective as well: GFLOP/J, higher is better.
+        metrics = {"GFLOP/J": lambda p: 10000 / 1e9 / p["nvml_energy"]}
+        results, env = self.tune(observers=[observer], metrics=metrics, objective="GFLOP/J")
+        self.assertEqual(env["best_config"]["block_size_x"], 128)
 
     def test_budget_from_strategy_options(self):
         results, _ = self.tune(strategy="random_sample", strategy_options={"max_fevals": 2})

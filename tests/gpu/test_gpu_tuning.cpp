@@ -502,6 +502,51 @@ TEST_F(Gpu, TheEarlyCutOffStopsFarSlowerConfigurationsAfterTheirFirstSamples) {
   EXPECT_EQ(cut, s.cut);
 }
 
+// With an energy run (MeasureOptions::energy_ms), every configuration that ran right and was not
+// cut gets the board's mean power and its energy per run (that power times its time), read
+// through NVML; the finalists' re-timing reads them again, and the run stores the time-energy
+// Pareto set. Without NVML the run says why none was read.
+TEST_F(Gpu, AnEnergyRunReadsEachConfigurationsPowerAndEnergy) {
+  CudaBackend backend(backend_options());
+  KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 25}},
+                          backend.device().limits);
+  Store store = Store::open(dir_ / "energy.db");
+  CompilePool pool(4, cache_);
+  TuneOptions options;
+  options.strategy = "random";
+  options.budget.evaluations = 6;
+  options.retime_top = 2;
+  options.measure.energy_ms = 150;
+  auto strategy = make_strategy(options.strategy);
+  const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);
+  ASSERT_TRUE(s.best.has_value());
+  const bool have_nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW) != nullptr;
+  std::size_t with_energy = 0;
+  for (const TrialRecord& t : store.trials_of_run(s.run_id)) {
+    if (t.status != TrialStatus::kOk || t.cut) continue;
+    if (!have_nvml) {
+      EXPECT_TRUE(std::isnan(t.energy_j)) << t.config_key;
+      continue;
+    }
+    ASSERT_TRUE(std::isfinite(t.energy_j)) << t.config_key << ": " << s.energy_missing;
+    EXPECT_GT(t.power_w, 5) << t.config_key;
+    EXPECT_LT(t.power_w, 3000) << t.config_key;
+    EXPECT_NEAR(t.energy_j, t.power_w * t.time_ms * 1e-3, 1e-9 * t.energy_j) << t.config_key;
+    std::printf("  %s: %.4f ms, %.1f W, %.4g mJ\n", t.config_key.c_str(), t.time_ms, t.power_w,
+                t.energy_j * 1e3);
+    ++with_energy;
+  }
+  if (!have_nvml) {
+    EXPECT_FALSE(s.energy_missing.empty());
+    GTEST_SKIP() << "no NVML: " << s.energy_missing;
+  }
+  EXPECT_GE(with_energy, 4u);
+  EXPECT_TRUE(s.energy_missing.empty()) << s.energy_missing;
+  EXPECT_GT(s.pareto, 0u);
+  EXPECT_EQ(store.pareto(s.best->kernel_id, s.best->device_id, s.best->problem_id).size(),
+            s.pareto);
+}
+
 TEST_F(Gpu, TuneStoresAVerifiedBestAndResumes) {
   CudaBackend backend(backend_options());
   KernelInstance instance(registry_.get("reduce"), {{"n", std::int64_t{1} << 24}},

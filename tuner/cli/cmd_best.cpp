@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "ktune/energy.h"
 #include "ktune/error.h"
 #include "ktune/store.h"
 
@@ -62,6 +63,34 @@ std::string run_status(const Store& store, std::int64_t run_id) {
   return run ? std::string(to_string(run->status)) : "unknown";
 }
 
+// A best with its problem's time-energy Pareto set, and the policy's choice among it.
+struct Found {
+  BestRecord best;  // best.trial: the policy's choice
+  std::vector<TrialRecord> pareto;
+  std::string policy_note;  // why the policy could not choose (no energies)
+};
+
+Found with_policy(const Store& store, BestRecord b, const EnergyPolicy& policy) {
+  Found f;
+  f.pareto = store.pareto(b.kernel_id, b.device_id, b.problem_id);
+  if (!policy.fastest()) {
+    std::vector<TimeEnergy> points;
+    for (const TrialRecord& t : f.pareto) points.push_back({t.time_ms, t.energy_j});
+    if (const auto pick = choose(points, policy)) {
+      b.trial = f.pareto[*pick];
+      b.trial_id = b.trial.id;
+    } else {
+      f.policy_note = "no energy was measured for this problem: the fastest";
+    }
+  }
+  f.best = std::move(b);
+  return f;
+}
+
+nlohmann::json real_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
 // A selector's answer for a device without a best of the problem asked.
 struct Picked {
   DeviceRecord device;
@@ -109,14 +138,23 @@ nlohmann::json picked_json(const Picked& p) {
 }
 
 void print_best_json(const Store& store, const std::string& kernel, const std::string& key,
-                     const std::string& scope, const std::vector<BestRecord>& found,
-                     const std::vector<Picked>& picked) {
+                     const std::string& scope, const std::vector<Found>& found,
+                     const std::vector<Picked>& picked, const EnergyPolicy& policy) {
   nlohmann::json out;
   out["kernel"] = kernel;
   out["problem"] = key;
   out["scope"] = scope;
+  out["policy"] = policy.text();
   out["results"] = nlohmann::json::array();
-  for (const auto& b : found) {
+  for (const Found& f : found) {
+    const BestRecord& b = f.best;
+    nlohmann::json pareto = nlohmann::json::array();
+    for (const TrialRecord& t : f.pareto)
+      pareto.push_back({{"key", t.config_key},
+                        {"time_ms", t.time_ms},
+                        {"energy_j", t.energy_j},
+                        {"power_w", real_or_null(t.power_w)},
+                        {"trial_id", t.id}});
     out["results"].push_back(
         {{"device", b.device.name},
          {"arch", b.device.arch},
@@ -135,27 +173,44 @@ void print_best_json(const Store& store, const std::string& kernel, const std::s
          {"source_hash", b.kernel.source_hash},
          {"objective", b.objective},
          {"objective_higher_is_better", b.objective_higher_is_better},
-         {"objective_value", std::isfinite(b.trial.objective) ? nlohmann::json(b.trial.objective)
-                                                              : nlohmann::json()}});
+         {"objective_value",
+          std::isfinite(b.trial.objective) ? nlohmann::json(b.trial.objective) : nlohmann::json()},
+         {"energy_j", real_or_null(b.trial.energy_j)},
+         {"power_w", real_or_null(b.trial.power_w)},
+         {"pareto", pareto}});
+    if (!f.policy_note.empty()) out["results"].back()["policy_note"] = f.policy_note;
   }
   for (const Picked& p : picked) out["results"].push_back(picked_json(p));
   print_json(out);
 }
 
 void print_best_text(const Store& store, const std::string& kernel, const std::string& key,
-                     const std::vector<BestRecord>& found) {
-  for (const auto& b : found) {
+                     const std::vector<Found>& found, const EnergyPolicy& policy) {
+  for (const Found& f : found) {
+    const BestRecord& b = f.best;
     std::cout << fmt::format(
         "{} [{}] on {} ({})\n  {}\n  {:.4f} ms median of {} runs (spread {:.2f}%)", kernel, key,
         b.device.name, b.device.arch, b.trial.config_key, b.trial.time_ms, b.trial.sample_count,
         100 * b.trial.time_spread);
     if (std::isfinite(b.trial.gbps)) std::cout << fmt::format(", {:.1f} GB/s", b.trial.gbps);
+    if (std::isfinite(b.trial.energy_j))
+      std::cout << fmt::format(", {:.4g} mJ per run at {:.0f} W", b.trial.energy_j * 1e3,
+                               b.trial.power_w);
+    if (!policy.fastest())
+      std::cout << "\n  policy " << policy.text()
+                << (f.policy_note.empty() ? "" : " (" + f.policy_note + ")");
     if (b.objective != "time")
       std::cout << fmt::format("\n  chosen by {}: {:.6g}",
                                Objective{b.objective, b.objective_higher_is_better}.text(),
                                b.trial.objective);
     std::cout << fmt::format("\n  run {} ({}), trial {}, {}\n", b.trial.run_id,
                              run_status(store, b.trial.run_id), b.trial_id, b.updated_at);
+    if (f.pareto.empty()) continue;
+    std::cout << fmt::format("  time-energy Pareto set, {} configuration{}:\n", f.pareto.size(),
+                             f.pareto.size() == 1 ? "" : "s");
+    for (const TrialRecord& t : f.pareto)
+      std::cout << fmt::format("    {:10.4f} ms {:10.4g} mJ  {}{}\n", t.time_ms, t.energy_j * 1e3,
+                               t.config_key, t.id == b.trial_id ? "  <-" : "");
   }
 }
 
@@ -203,7 +258,10 @@ int cmd_best(const std::vector<std::string>& args) {
   po::options_description opts;
   po::options_description own("Query");
   own.add_options()("kernel", po::value<std::string>()->required()->value_name("KERNEL"),
-                    "kernel name");
+                    "kernel name")(
+      "policy", po::value<std::string>()->default_value("fastest")->value_name("POLICY"),
+      "fastest | least-energy | least-energy-within=PCT%: which configuration of the problem's "
+      "time-energy Pareto set answers, where energy was measured");
   opts.add(own)
       .add(problem_options())
       .add(target_options())
@@ -220,6 +278,7 @@ int cmd_best(const std::vector<std::string>& args) {
   const std::string db = vm["db"].as<std::string>();
   if (!registry->contains(vm["kernel"].as<std::string>()) && !std::filesystem::exists(db))
     (void)registry->get(vm["kernel"].as<std::string>());  // the unknown-kernel error, no database
+  const EnergyPolicy policy = EnergyPolicy::parse(vm["policy"].as<std::string>());
   Store store = Store::open(db, Store::Mode::kReadOnly);
   const KernelSpec kernel = query_kernel(vm["kernel"].as<std::string>(), *registry, store);
   const auto given = vm.count("problem")
@@ -228,20 +287,20 @@ int cmd_best(const std::vector<std::string>& args) {
   const std::string key = problem_key(kernel.make_problem(given), kernel.problem);
 
   const Scope scope = query_scope(vm, store);
-  std::vector<BestRecord> found;
+  std::vector<Found> found;
   std::vector<Picked> picked;  // devices without a best of the problem, whose selector answers
   const Problem problem = kernel.make_problem(given);
   for (const auto& d : scope.devices) {
     if (auto b = store.best(kernel.name, key, d.id))
-      found.push_back(std::move(*b));
+      found.push_back(with_policy(store, std::move(*b), policy));
     else if (auto p = selector_pick(store, kernel.name, problem, d))
       picked.push_back(std::move(*p));
   }
 
   if (json_output(vm)) {
-    print_best_json(store, kernel.name, key, scope.name, found, picked);
+    print_best_json(store, kernel.name, key, scope.name, found, picked, policy);
   } else {
-    print_best_text(store, kernel.name, key, found);
+    print_best_text(store, kernel.name, key, found, policy);
     for (const Picked& p : picked) print_picked_text(kernel.name, key, p);
   }
   if (found.empty() && picked.empty()) {

@@ -233,6 +233,13 @@ po::options_description measurement_options() {
       "GPU milliseconds the finalists run back to back before their re-timing, and again while "
       "their times or the SM clock under load still change (at most 20 times; default 100, 0: "
       "none)")(
+      "energy-ms", po::value<double>()->value_name("MS"),
+      "measure each configuration's energy: after its timed samples it runs back to back for this "
+      "many GPU milliseconds while NVML's energy counter is read (default 0: no energy; 300 with "
+      "--objective energy or edp)")(
+      "objective", po::value<std::string>()->value_name("NAME"),
+      "time | energy | edp: what configurations are ranked by (default time; energy and edp, the "
+      "energy-delay product, measure energy)")(
       "no-cutoff",
       "time every configuration fully: no early cut-off of those whose first samples are already "
       "far slower than the best (for exact data)");
@@ -322,6 +329,8 @@ JobOverrides overrides_from(const po::variables_map& vm, const std::vector<std::
   o.target_spread = optional_value<double>(vm, "target-spread");
   o.timeout_seconds = optional_value<double>(vm, "timeout");
   o.sustain_ms = optional_value<double>(vm, "sustain");
+  o.energy_ms = optional_value<double>(vm, "energy-ms");
+  o.objective = optional_value<std::string>(vm, "objective");
   if (vm.count("no-cutoff")) o.cutoff = false;
   o.flush_l2 = optional_value<std::string>(vm, "flush-l2");
   o.verify = optional_value<std::string>(vm, "verify");
@@ -393,6 +402,8 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
     statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", n, name);
   std::cout << "  outcomes   " << statuses << "\n";
   print_ceiling(s);
+  if (!s.energy_missing.empty())
+    std::cout << "  energy     not read for every configuration: " << s.energy_missing << "\n";
   if (s.stagnated)
     std::cout << fmt::format(
         "  stopped    {} trials in a row without an improvement beyond the noise (the stagnation "
@@ -422,7 +433,16 @@ void print_summary(const TuneSummary& s, const TuningSetup& setup, unsigned thre
     std::cout << fmt::format("  best       {}\n             {:.4f} ms median", s.best->config_key,
                              s.best->time_ms);
     if (std::isfinite(s.best->gbps)) std::cout << fmt::format(", {:.1f} GB/s", s.best->gbps);
+    if (std::isfinite(s.best->energy_j))
+      std::cout << fmt::format(", {:.4g} mJ at {:.0f} W", s.best->energy_j * 1e3, s.best->power_w);
+    if (!setup.job.options.objective.is_time())
+      std::cout << fmt::format("; ranked by {}", setup.job.options.objective.text());
     std::cout << "\n";
+    if (s.pareto > 0)
+      std::cout << fmt::format(
+          "  pareto     {} configuration{} no other beats in both time and energy (ktune best "
+          "--policy)\n",
+          s.pareto, s.pareto == 1 ? "" : "s");
   } else {
     std::cout << "  best       none: no configuration ran and verified\n";
   }

@@ -94,6 +94,7 @@ std::string answer_key(std::string_view kernel, const Problem& problem, const Lo
   if (std::isfinite(o.max_problem_distance)) {
     key.append(number, std::to_chars(number, number + sizeof number, o.max_problem_distance).ptr);
   }
+  if (!o.policy.fastest()) key += '\x1f' + o.policy.text();
   return key;
 }
 
@@ -466,22 +467,61 @@ void read_config(BestConfig& b, const std::string& config_json, std::int64_t tri
 
 }  // namespace
 
-std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& c, const std::string& kernel,
+std::int64_t Client::Impl::policy_trial(const Candidate& c, const EnergyPolicy& policy,
+                                        std::string& note) {
+  if (db.schema_version() < 11) {
+    note = "the database holds no energies (schema " + std::to_string(db.schema_version()) +
+           "): the fastest";
+    return c.trial_id;
+  }
+  auto q = db.query("best",
+                    "SELECT t.id, t.time_ms, t.energy_j FROM pareto pa JOIN trials t ON t.id = "
+                    "pa.trial_id WHERE pa.kernel_id = ? AND pa.device_id = ? AND pa.problem_id = ? "
+                    "AND t.status = 0 ORDER BY t.id");
+  q.bind(1, c.kernel_id);
+  q.bind(2, c.device_id);
+  q.bind(3, c.problem_id);
+  std::vector<std::int64_t> ids;
+  std::vector<TimeEnergy> points;
+  while (q.step()) {
+    ids.push_back(q.integer(0));
+    points.push_back({q.real(1), q.real(2)});
+  }
+  const std::optional<std::size_t> pick = choose(points, policy);
+  if (!pick) {
+    note = "no energy was measured for this problem: the fastest";
+    return c.trial_id;
+  }
+  return ids[*pick];
+}
+
+std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& best, const std::string& kernel,
                                                   const Problem& query, DeviceMatch device_match,
-                                                  ProblemMatch problem_match, double distance) {
+                                                  ProblemMatch problem_match, double distance,
+                                                  const EnergyPolicy& policy) {
+  Candidate c = best;
+  std::string note;
+  if (!policy.fastest()) c.trial_id = policy_trial(best, policy, note);
   auto b = matched_best(c, kernel, query, device_match, problem_match, distance);
+  b->policy = policy.text();
+  b->policy_note = note;
   std::string config_json;
   // One query for the trial, its run, its kernel version (the source only when not cached),
   // its problem's key and the best row's date. What auto chose is a column from schema 6 on, the
   // objective from schema 10.
-  static const std::string kOld = "'time', 0, NULL", kObjective =
-                                                         "COALESCE(b.objective, 'time'), "
-                                                         "COALESCE(b.objective_higher_is_better, "
-                                                         "0), t.objective";
-  static const std::string kSql[3] = {best_query("''", kOld), best_query("r.strategy_chosen", kOld),
-                                      best_query("r.strategy_chosen", kObjective)};
+  static const std::string
+      kOld = "'time', 0, NULL, NULL, NULL",
+      kObjective =
+          "COALESCE(b.objective, 'time'), COALESCE(b.objective_higher_is_better, "
+          "0), t.objective, NULL, NULL",
+      kEnergy =
+          "COALESCE(b.objective, 'time'), COALESCE(b.objective_higher_is_better, "
+          "0), t.objective, t.energy_j, t.power_w";
+  static const std::string kSql[4] = {best_query("''", kOld), best_query("r.strategy_chosen", kOld),
+                                      best_query("r.strategy_chosen", kObjective),
+                                      best_query("r.strategy_chosen", kEnergy)};
   const int schema = db.schema_version();
-  auto q = db.query("best", kSql[schema >= 10 ? 2 : schema >= 6 ? 1 : 0]);
+  auto q = db.query("best", kSql[schema >= 11 ? 3 : schema >= 10 ? 2 : schema >= 6 ? 1 : 0]);
   q.bind(1, c.trial_id);
   if (!q.step()) {
     throw Error(ErrorKind::kDatabase,
@@ -498,6 +538,8 @@ std::shared_ptr<BestConfig> Client::Impl::details(const Candidate& c, const std:
   b->objective = q.text(i + 4);
   b->objective_higher_is_better = q.integer(i + 5) != 0;
   b->measurement.objective = q.real(i + 6);
+  b->measurement.energy_j = q.real(i + 7);
+  b->measurement.power_w = q.real(i + 8);
   read_config(*b, config_json, c.trial_id, db.where());
   return b;
 }
@@ -639,7 +681,8 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
     if (level.match != DeviceMatch::kExactDevice && !options.other_devices) break;
     if (const Candidate* exact = exact_match(level, query, device)) {
       result.status = LookupResult::Status::kFound;
-      result.best = details(*exact, kernel, query, level.match, ProblemMatch::kExact, 0);
+      result.best =
+          details(*exact, kernel, query, level.match, ProblemMatch::kExact, 0, options.policy);
       return result;
     }
     if (!options.nearest_problem) continue;
@@ -648,7 +691,7 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
         const auto c = selector_answer(kernel, *sel, query);
         if (!c) continue;
         auto best = details(*c, kernel, query, level.match, ProblemMatch::kSelector,
-                            problem_distance(c->problem, query));
+                            problem_distance(c->problem, query), options.policy);
         best->selector.problems = sel->selector.rows.size();
         best->selector.candidates = sel->selector.candidates.size();
         best->selector.held_out_mean = sel->selector.held_out_mean();
@@ -661,8 +704,8 @@ LookupResult Client::Impl::lookup(const std::string& kernel, const Problem& aske
     double nearest_distance = 0;
     if (const Candidate* nearest = nearest_match(level, query, device, options, nearest_distance)) {
       result.status = LookupResult::Status::kFound;
-      result.best =
-          details(*nearest, kernel, query, level.match, ProblemMatch::kNearest, nearest_distance);
+      result.best = details(*nearest, kernel, query, level.match, ProblemMatch::kNearest,
+                            nearest_distance, options.policy);
       return result;
     }
   }

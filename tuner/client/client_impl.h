@@ -73,7 +73,12 @@ struct Client::Impl {
                       const LookupOptions& options);
   std::shared_ptr<BestConfig> details(const detail::Candidate& c, const std::string& kernel,
                                       const Problem& query, DeviceMatch device_match,
-                                      ProblemMatch problem_match, double distance);
+                                      ProblemMatch problem_match, double distance,
+                                      const EnergyPolicy& policy);
+  // The trial `policy` chooses among the candidate's problem's Pareto set; the candidate's own
+  // (the stored best) where there is none, with the reason in `note`.
+  std::int64_t policy_trial(const detail::Candidate& c, const EnergyPolicy& policy,
+                            std::string& note);
   std::string no_match_message(const std::string& kernel, const Problem& query,
                                const LookupOptions& options);
 

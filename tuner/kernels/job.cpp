@@ -226,7 +226,7 @@ void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
   if (t == nullptr) return;
   r.check_keys(*t, "[measure]",
                {"samples", "warmup", "max_samples", "target_spread", "timeout", "flush_l2",
-                "sustain_ms", "cutoff"});
+                "sustain_ms", "cutoff", "energy_ms", "objective"});
   if (auto v = r.integer(t, "measure.", "samples", 0, kMaxInt)) job.samples = static_cast<int>(*v);
   if (auto v = r.integer(t, "measure.", "warmup", 0, kMaxInt)) job.warmup = static_cast<int>(*v);
   if (auto v = r.integer(t, "measure.", "max_samples", 1, kMaxInt))
@@ -235,6 +235,8 @@ void read_measure(const JobReader& r, const toml::table* t, JobFile& job) {
   job.timeout_seconds = r.number(t, "measure.", "timeout", 0, false);
   job.flush_l2 = r.text(t, "measure.", "flush_l2");
   job.sustain_ms = r.number(t, "measure.", "sustain_ms", 0, true);
+  job.energy_ms = r.number(t, "measure.", "energy_ms", 0, true);
+  job.objective = r.text(t, "measure.", "objective");
   if (const toml::node* n = t->get("cutoff")) {
     const auto b = n->value_exact<bool>();
     if (!b)

@@ -115,6 +115,8 @@ void set_timing(TrialRecord& t, const Measurement& m, const Throughput& rate) {
   t.cut = m.cut;
   t.sm_clock_mhz = m.sm_clock_mhz;
   t.temperature_c = m.temperature_c;
+  t.power_w = m.power_w;
+  t.energy_j = m.energy_j;
   t.gbps = rate.gbps;
   t.gflops = rate.gflops;
 }

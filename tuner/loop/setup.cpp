@@ -12,6 +12,7 @@
 
 #include "ktune/effort.h"
 #include "ktune/error.h"
+#include "ktune/objectives.h"
 #include "ktune/suggest.h"
 #include "ktune/transfer.h"
 
@@ -78,6 +79,8 @@ void check_ranges(const TuneOptions& o) {
                        m.timeout_seconds));
   if (!std::isfinite(m.sustain_ms) || m.sustain_ms < 0 || m.sustain_ms > 60000)
     refuse(fmt::format("--sustain {}: expected milliseconds from 0 to 60000", m.sustain_ms));
+  if (!std::isfinite(m.energy_ms) || m.energy_ms < 0 || m.energy_ms > 60000)
+    refuse(fmt::format("--energy-ms {}: expected milliseconds from 0 to 60000", m.energy_ms));
   if (!std::isnan(o.stop_at_ceiling) && !(o.stop_at_ceiling > 0 && o.stop_at_ceiling <= 1))
     refuse(
         fmt::format("--stop-at-ceiling {}: expected a fraction of the ceiling above 0, at most 1",
@@ -175,6 +178,18 @@ TuneOptions tune_options(const JobFile& job, const JobOverrides& o) {
                   fmt::format("--verify '{}': expected device or host", *o.verify));
     m.verify_on_device = *o.verify == "device";
   }
+  const BuiltinObjective objective =
+      o.objective ? builtin_objective(*o.objective, "--objective")
+      : job.objective
+          ? builtin_objective(*job.objective, job.path + ": measure.objective", ErrorKind::kInput)
+          : builtin_objective("time", "objective");
+  options.objective = objective.objective;
+  options.objective_value = objective.value;
+  m.energy_ms = pick(o.energy_ms, job.energy_ms,
+                     objective.needs_energy ? MeasureOptions::kDefaultEnergyMs : 0.0);
+  if (objective.needs_energy && m.energy_ms <= 0)
+    throw Error(ErrorKind::kUsage, fmt::format("--objective {} needs energy, but --energy-ms is 0",
+                                               objective.objective.name));
   check_ranges(options);
   options.command_line = o.command_line;
   return options;

@@ -595,6 +595,9 @@ class TuningRun {
       summary_.gpu_seconds += m->gpu_ms * 1e-3;
       summary_.timed_seconds += m->timed_ms * 1e-3;
       summary_.clocks.add(*m);
+      if (options_.measure.energy_ms > 0 && t.status == TrialStatus::kOk && !t.cut &&
+          !std::isfinite(t.energy_j) && summary_.energy_missing.empty())
+        summary_.energy_missing = m->energy_source.empty() ? "not measured" : m->energy_source;
     }
     // A strategy that only repeats configurations told before would never end a run without a
     // budget; after max_repeats_ repeats in a row the run ends.
@@ -700,6 +703,9 @@ class TuningRun {
     }
     ensure_registered();
     store_.set_best(winner.id, options_.objective);
+    // The configurations no other beats in time and energy, where trials have an energy.
+    summary_.pareto =
+        store_.update_pareto(ids_.kernel, ids_.device, ids_.problem, backend_.replays());
     // Keep the winner's CUBIN, so a client can launch it without compiling.
     if (backend_.needs_compilation()) {
       const CompileResult c =
@@ -851,6 +857,8 @@ json summary_json(const TuneSummary& m) {
   s["from_database"] = m.from_database;
   s["cut"] = m.cut;
   s["stagnated"] = m.stagnated;
+  if (m.pareto > 0) s["pareto"] = m.pareto;
+  if (!m.energy_missing.empty()) s["energy_missing"] = m.energy_missing;
   if (!std::isnan(m.ceiling.wanted))
     s["ceiling"] = {
         {"stop_at", m.ceiling.wanted},
@@ -884,9 +892,14 @@ json summary_json(const TuneSummary& m) {
                  {"key", m.best->config_key},
                  {"time_ms", m.best->time_ms},
                  {"gbps", m.best->gbps},
+                 {"energy_j", std::isfinite(m.best->energy_j) ? json(m.best->energy_j) : json()},
+                 {"power_w", std::isfinite(m.best->power_w) ? json(m.best->power_w) : json()},
                  {"trial_id", m.best->id}};
   for (const auto& f : m.finalists)
-    s["finalists"].push_back({{"key", f.config_key}, {"time_ms", f.time_ms}, {"gbps", f.gbps}});
+    s["finalists"].push_back({{"key", f.config_key},
+                              {"time_ms", f.time_ms},
+                              {"gbps", f.gbps},
+                              {"energy_j", std::isfinite(f.energy_j) ? json(f.energy_j) : json()}});
   return s;
 }
 

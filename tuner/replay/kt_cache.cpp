@@ -106,6 +106,14 @@ nlohmann::ordered_json json_of(const Value& v) {
   return v.as_string();
 }
 
+// A recorded energy or power: a finite number above zero, else NaN (not recorded).
+double positive_or_nan(const json& entry, const char* key) {
+  auto it = entry.find(key);
+  if (it == entry.end() || !it->is_number()) return std::nan("");
+  const double v = it->get<double>();
+  return std::isfinite(v) && v > 0 ? v : std::nan("");
+}
+
 double number_or_zero(const json& entry, const char* key) {
   auto it = entry.find(key);
   return it != entry.end() && it->is_number() ? it->get<double>() : 0.0;
@@ -362,6 +370,8 @@ class EntryReader {
       t.error = e->get<std::string>();
     if (auto c = entry_.find("ktune_cut"); c != entry_.end() && c->is_boolean())
       t.cut = c->get<bool>();
+    t.energy_j = positive_or_nan(entry_, "nvml_energy");
+    t.power_w = positive_or_nan(entry_, "nvml_power");
     t.compile_ms = number_or_zero(entry_, "compile_time");
     t.eval_ms = t.compile_ms + number_or_zero(entry_, "verification_time") +
                 number_or_zero(entry_, "benchmark_time") + number_or_zero(entry_, "strategy_time") +
@@ -521,6 +531,8 @@ std::string cache_entry_text(const Recording& r, const RecordedTrial& t) {
     e["time"] = mean;  // Kernel Tuner's statistic is the mean of `times`
     e["times"] = t.samples_ms.empty() ? std::vector<double>{t.time_ms} : t.samples_ms;
     if (t.cut) e["ktune_cut"] = true;  // its samples stopped at the early cut-off
+    if (std::isfinite(t.energy_j)) e["nvml_energy"] = t.energy_j;  // as Kernel Tuner names them
+    if (std::isfinite(t.power_w)) e["nvml_power"] = t.power_w;
   } else {
     const char* name = kernel_tuner_error(t.status);
     e["time"] = name;

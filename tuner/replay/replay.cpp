@@ -224,6 +224,8 @@ RecordedTrial recorded_trial(const TrialRecord& t, const std::string& key,
   rt.time_spread = t.time_spread;
   rt.recorded_ms = t.time_ms;
   rt.cut = t.cut;
+  rt.energy_j = t.energy_j;
+  rt.power_w = t.power_w;
   rt.compile_ms = t.compile_ms;
   rt.eval_ms = t.compile_ms + t.eval_ms;
   return rt;
@@ -625,6 +627,11 @@ Measurement ReplayBackend::look_up(const Config& config, bool& recorded, bool ma
     m.time_mean_ms = t->time_mean_ms;
     m.time_spread = t->time_spread;
     m.cut = t->cut;  // cut where it was recorded
+    if (!t->cut) {
+      m.energy_j = t->energy_j;
+      m.power_w = t->power_w;
+      m.energy_source = std::isfinite(t->energy_j) ? "recorded" : "not in the recording";
+    }
     // As the GPU worker: only where more samples were recorded than the cut-off's first ones.
     if (may_cut && t->samples_ms.size() > MeasureOptions::kCutoffSamples &&
         cut_off(t->samples_ms, cut_above_ms_)) {
@@ -635,6 +642,7 @@ Measurement ReplayBackend::look_up(const Config& config, bool& recorded, bool ma
       m.time_mean_ms = st.mean;
       m.time_spread = st.spread;
       m.cut = true;
+      m.energy_j = m.power_w = std::nan("");
     }
     m.timed_ms = std::accumulate(m.samples_ms.begin(), m.samples_ms.end(), 0.0);
     m.gpu_ms = m.timed_ms;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ktune/database_error.h"
+#include "store/pareto.h"
 
 namespace ktune::detail {
 namespace {
@@ -404,7 +405,11 @@ struct Merger {
         touched.emplace_back(q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
                              q.getColumn(2).getInt64());
     }
-    for (const auto& [kernel, device, problem] : touched) best(kernel, device, problem);
+    for (const auto& [kernel, device, problem] : touched) {
+      best(kernel, device, problem);
+      for (const bool replayed : {false, true})
+        update_pareto(db, kernel, device, problem, replayed);
+    }
   }
 
   void drop_temporaries() {

@@ -27,6 +27,7 @@
 #include "ktune/error.h"
 #include "store/merge.h"
 #include "store/migrate.h"
+#include "store/pareto.h"
 
 namespace ktune {
 namespace {
@@ -54,6 +55,9 @@ double column_real(SQLite::Statement& q, int index) {
   SQLite::Column c = q.getColumn(index);
   return c.isInteger() || c.isFloat() ? c.getDouble() : kNaN;
 }
+
+// An energy or a power is stored where it is a finite number above zero, else NULL.
+double usable_energy(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 
 // SQL that holds for a trial `t` whose time can be a best: a number above zero and finite
 // (9e999 is SQLite's +Inf); not NULL, text or a blob.
@@ -128,7 +132,7 @@ constexpr const char* kTrialColumns =
     "registers, local_bytes, spill_bytes, static_shared_bytes, dynamic_shared_bytes, "
     "max_threads_per_block, occupancy, arch, compile_options, compile_log, cubin_hash, "
     "compile_ms, eval_ms, created_at, kind, l2_flushed, rank_ms, cut, objective, sm_clock_mhz, "
-    "temperature_c";
+    "temperature_c, power_w, energy_j";
 constexpr const char* kBestColumns =
     "kernel_id, device_id, problem_id, trial_id, kernel_name, problem_key, updated_at, "
     "objective, objective_higher_is_better";
@@ -254,6 +258,8 @@ TrialRecord read_trial(SQLite::Statement& q) {
   t.objective = column_real(q, c++);
   t.sm_clock_mhz = q.getColumn(c++).getInt();
   t.temperature_c = q.getColumn(c++).getInt();
+  t.power_w = column_real(q, c++);
+  t.energy_j = column_real(q, c++);
   return t;
 }
 
@@ -502,7 +508,7 @@ struct Store::Impl {
     Cached q = statement(std::string("INSERT INTO trials (") +
                          (kTrialColumns + std::string_view("id, ").size()) +
                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int c = 1;
     q->bind(c++, trial.run_id);
     q->bind(c++, trial.kernel_id);
@@ -541,6 +547,8 @@ struct Store::Impl {
     bind_real(*q, c++, trial.objective);
     q->bind(c++, trial.sm_clock_mhz);
     q->bind(c++, trial.temperature_c);
+    bind_real(*q, c++, usable_energy(trial.power_w));
+    bind_real(*q, c++, usable_energy(trial.energy_j));
     q->exec();
   }
 
@@ -1151,6 +1159,35 @@ std::vector<BestRecord> Store::bests(std::optional<std::string> kernel_name) con
       while (q->executeStep()) out.push_back(read_best(*q));
     }
     for (BestRecord& b : out) impl_->fill_best(b);
+    return out;
+  });
+}
+
+std::size_t Store::update_pareto(std::int64_t kernel_id, std::int64_t device_id,
+                                 std::int64_t problem_id, bool replayed) {
+  impl_->require_writable("update_pareto");
+  return impl_->guard("update_pareto", [&] {
+    SQLite::Transaction tx(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+    const std::size_t n =
+        detail::update_pareto(impl_->db, kernel_id, device_id, problem_id, replayed);
+    tx.commit();
+    return n;
+  });
+}
+
+std::vector<TrialRecord> Store::pareto(std::int64_t kernel_id, std::int64_t device_id,
+                                       std::int64_t problem_id) const {
+  if (impl_->schema_version < 11) return {};
+  return impl_->guard("pareto", [&] {
+    Cached q = impl_->statement(select_from(
+        kTrialColumns, "trials",
+        "WHERE id IN (SELECT trial_id FROM pareto WHERE kernel_id = ?1 AND device_id = ?2 AND "
+        "problem_id = ?3) ORDER BY time_ms, id"));
+    q->bind(1, kernel_id);
+    q->bind(2, device_id);
+    q->bind(3, problem_id);
+    std::vector<TrialRecord> out;
+    while (q->executeStep()) out.push_back(read_trial(*q));
     return out;
   });
 }

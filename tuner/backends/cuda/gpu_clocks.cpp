@@ -24,6 +24,8 @@ struct GpuClocks::Api {
   int (*max_clock)(void*, int, unsigned*) = nullptr;
   int (*temperature)(void*, int, unsigned*) = nullptr;
   int (*reasons)(void*, unsigned long long*) = nullptr;
+  int (*energy)(void*, unsigned long long*) = nullptr;
+  int (*power)(void*, unsigned*) = nullptr;
 
   template <typename F>
   void bind(F& f, const char* name) {
@@ -50,6 +52,8 @@ std::unique_ptr<GpuClocks> GpuClocks::open(const std::function<std::string()>& p
   api->bind(api->temperature, "nvmlDeviceGetTemperature");
   api->bind(api->reasons, "nvmlDeviceGetCurrentClocksEventReasons");
   if (api->reasons == nullptr) api->bind(api->reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  api->bind(api->energy, "nvmlDeviceGetTotalEnergyConsumption");
+  api->bind(api->power, "nvmlDeviceGetPowerUsage");
   if (!api->init || !api->by_pci || !api->clock || api->init() != kNvmlSuccess) return nullptr;
   api->bind(api->shutdown, "nvmlShutdown");
   std::unique_ptr<GpuClocks> clocks(new GpuClocks());
@@ -74,6 +78,18 @@ ClockReading GpuClocks::read() const {
   unsigned long long reasons = 0;
   if (api_->reasons && api_->reasons(device_, &reasons) == kNvmlSuccess) r.reasons = reasons;
   return r;
+}
+
+long long GpuClocks::energy_mj() const {
+  unsigned long long mj = 0;
+  if (api_->energy && api_->energy(device_, &mj) == kNvmlSuccess) return static_cast<long long>(mj);
+  return -1;
+}
+
+int GpuClocks::power_mw() const {
+  unsigned mw = 0;
+  if (api_->power && api_->power(device_, &mw) == kNvmlSuccess) return static_cast<int>(mw);
+  return -1;
 }
 
 }  // namespace ktune::worker

@@ -1,6 +1,6 @@
-// The GPU's clocks and temperature, read-only, through NVML (internal). libnvidia-ml ships with
-// the driver; it is loaded with dlopen, so ktune neither links it nor needs its header, and a
-// machine without it simply records no clocks. Nothing here changes a setting.
+// The GPU's clocks, temperature, power and energy, read-only, through NVML (internal). libnvidia-ml
+// ships with the driver; it is loaded with dlopen, so ktune neither links it nor needs its header,
+// and a machine without it simply records no clocks. Nothing here changes a setting.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,12 @@ class GpuClocks {
 
   ClockReading read() const;
   int max_sm_mhz() const { return max_sm_mhz_; }
+  // NVML's energy counter: millijoules since the driver loaded (Volta and later); -1 where the
+  // device has none. It advances in steps (every few to a hundred milliseconds, by device).
+  long long energy_mj() const;
+  // The board's power draw in milliwatts as NVML reports it (on some devices an average over
+  // the last second); -1 where unknown.
+  int power_mw() const;
 
  private:
   struct Api;

@@ -21,6 +21,7 @@ json measure_json(const MeasureOptions& m) {
               {"max_seconds", m.max_seconds},
               {"batch_below_ms", m.batch_below_ms},
               {"sustain_ms", m.sustain_ms},
+              {"energy_ms", m.energy_ms},
               {"flush_l2", std::string(to_string(m.flush_l2))},
               {"timeout_seconds", m.timeout_seconds},
               {"verify_on_device", m.verify_on_device},
@@ -38,6 +39,7 @@ MeasureOptions measure_from_json(const json& j) {
   m.max_seconds = j.value("max_seconds", m.max_seconds);
   m.batch_below_ms = j.value("batch_below_ms", m.batch_below_ms);
   m.sustain_ms = j.value("sustain_ms", m.sustain_ms);
+  m.energy_ms = j.value("energy_ms", m.energy_ms);
   m.flush_l2 =
       flush_l2_from_string(j.value("flush_l2", std::string("auto"))).value_or(FlushL2::kAuto);
   m.timeout_seconds = j.value("timeout_seconds", m.timeout_seconds);
@@ -154,6 +156,9 @@ json to_json(const Measurement& m) {
     j["time_spread"] = m.time_spread;
     if (std::isfinite(m.rank_ms)) j["rank_ms"] = m.rank_ms;
     if (m.cut) j["cut"] = true;
+    if (std::isfinite(m.energy_j)) j["energy_j"] = m.energy_j;
+    if (std::isfinite(m.power_w)) j["power_w"] = m.power_w;
+    if (!m.energy_source.empty()) j["energy_source"] = m.energy_source;
   }
   if (!m.outputs.empty()) {
     j["outputs"] = json::array();
@@ -193,6 +198,9 @@ Measurement measurement_from_json(const json& j) {
   m.time_spread = j.value("time_spread", 0.0);
   m.rank_ms = j.value("rank_ms", std::numeric_limits<double>::quiet_NaN());
   m.cut = j.value("cut", false);
+  m.energy_j = j.value("energy_j", std::numeric_limits<double>::quiet_NaN());
+  m.power_w = j.value("power_w", std::numeric_limits<double>::quiet_NaN());
+  m.energy_source = j.value("energy_source", "");
   m.registers = j.value("registers", -1);
   m.local_bytes = j.value("local_bytes", -1);
   m.static_shared_bytes = j.value("static_shared_bytes", -1);

@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "backends/cuda/compare.h"
 #include "backends/cuda/inputs.h"
@@ -872,6 +874,77 @@ void Worker::record_clocks(Measurement& m) const {
   m.clock_reasons = under_load_.reasons;
 }
 
+namespace {
+constexpr long kMaxEnergyRuns = 1'000'000;
+constexpr auto kEnergyPoll = std::chrono::microseconds(500);
+// The first part of a sustained run, while the board's power rises to its level, is not read.
+constexpr double kEnergyRamp = 0.1;
+constexpr int kEnergyAttempts = 3;
+}  // namespace
+
+void Worker::measure_energy(const Loaded& l, Measurement& m, double& gpu_ms) {
+  if (measure_.energy_ms <= 0) return;
+  if (!clocks_) {
+    m.energy_source = "NVML is not available";
+    return;
+  }
+  const auto t0 = Clock::now();
+  // A run too short for the energy counter's steps runs again, twice and four times as long.
+  PowerEstimate p;
+  for (int attempt = 0; attempt < kEnergyAttempts; ++attempt) {
+    p = energy_run(l, m.time_ms, measure_.energy_ms * (1 << attempt), gpu_ms);
+    if (!p.too_short) break;
+  }
+  m.phases_ms["energy"] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  m.energy_source = p.source;
+  if (!std::isfinite(p.watts) || p.watts <= 0) return;
+  m.power_w = p.watts;
+  m.energy_j = p.watts * m.time_ms * 1e-3;
+}
+
+PowerEstimate Worker::energy_run(const Loaded& l, double time_ms, double length_ms,
+                                 double& gpu_ms) {
+  const auto t0 = Clock::now();
+  const auto since = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const long runs = std::clamp(static_cast<long>(std::ceil(length_ms / std::max(time_ms, 1e-6))),
+                               1L, kMaxEnergyRuns);
+  std::vector<EnergySample> samples;
+  std::atomic<bool> done{false};
+  std::thread poll([&] {
+    while (!done.load()) {
+      samples.push_back({since(), clocks_->energy_mj(), clocks_->power_mw()});
+      std::this_thread::sleep_for(kEnergyPoll);
+    }
+  });
+  double busy_ms = 0, end_ms = 0;
+  try {
+    while (events_.size() < 2) {
+      cudaEvent_t e;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
+    for (long r = 0; r < runs; ++r) launch(l);
+    check(cudaEventRecord(events_[1], stream_), "cudaEventRecord");
+    check(cudaEventSynchronize(events_[1]), "energy runs");
+    end_ms = since();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, events_[0], events_[1]), "cudaEventElapsedTime");
+    busy_ms = ms;
+  } catch (...) {
+    done = true;
+    poll.join();
+    throw;
+  }
+  done = true;
+  poll.join();
+  gpu_ms += busy_ms;
+  const double start_ms = std::max(0.0, end_ms - busy_ms);
+  return estimate_power(samples, start_ms + kEnergyRamp * (end_ms - start_ms), end_ms);
+}
+
 Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
                              const std::string& cubin, double cut_above_ms) {
   const auto t0 = Clock::now();
@@ -900,6 +973,7 @@ Measurement Worker::evaluate(const std::string& key, const std::string& lowered,
       under_load_ = {};
       if (right) time_samples(l, first_ms, m, gpu_ms, cut_above_ms);
       if (right) record_clocks(m);
+      if (right && m.status == TrialStatus::kOk && !m.cut) measure_energy(l, m, gpu_ms);
     }
   } catch (const CudaFailure& f) {
     record_failure(f, m);
@@ -1209,6 +1283,7 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       Measurement m = retimed_measurement(rank[i], timed[i], batch[i], flush);
       under_load_ = clocks[i];
       record_clocks(m);
+      measure_energy(loaded[i], m, out.gpu_ms);
       m.phases_ms["sustain"] = sustain_wall_ms;
       out.results.push_back(std::move(m));
     }

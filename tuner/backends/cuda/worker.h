@@ -162,6 +162,12 @@ class Worker {
   // back at its boost clock).
   void note_clock_under_load();
   void record_clocks(Measurement& m) const;
+  // MeasureOptions::energy_ms: runs the configuration back to back for that much GPU time while
+  // a thread reads NVML's energy counter and power, and sets m's power and energy (m.time_ms is
+  // the time of one run).
+  void measure_energy(const Loaded& l, Measurement& m, double& gpu_ms);
+  // One energy run of `length_ms` of GPU time (runs of `time_ms` each), and its estimate.
+  PowerEstimate energy_run(const Loaded& l, double time_ms, double length_ms, double& gpu_ms);
 
   // The run hooks a plugin's run function calls (hooks.cpp).
   static int hook_launch(const ktune_run_ctx* ctx, void* kernel, const unsigned grid[3],

@@ -57,6 +57,11 @@ struct MeasureOptions {
   // times that best stops sampling (Measurement::cut). false: every configuration gets every
   // sample. Re-timings never cut.
   bool cutoff = true;
+  // Energy (docs/measuring.md#energy): after its timed samples a configuration runs back to
+  // back for this much GPU time while NVML's energy counter is read, read-only; 0: no energy
+  // is measured. kDefaultEnergyMs is what an objective that needs energy turns on.
+  double energy_ms = 0;
+  static constexpr double kDefaultEnergyMs = 300;
   static constexpr int kCutoffSamples = 5;
   static constexpr double kCutoffFactor = 1.5;
   // A trial that takes longer than this (compile excluded) is killed: status timeout.
@@ -77,6 +82,27 @@ struct SustainWindow {
 // The load has settled when every candidate timed in both windows is within 0.5% of its median
 // before (at least one is) and the SM clock fell by at most 1%.
 bool sustain_settled(const SustainWindow& before, const SustainWindow& now);
+
+// One reading of NVML taken while a configuration ran back to back (MeasureOptions::energy_ms):
+// milliseconds since the run began, the energy counter in millijoules and the power in
+// milliwatts (-1 where NVML gave none).
+struct EnergySample {
+  double t_ms = 0;
+  long long energy_mj = -1;
+  int power_mw = -1;
+};
+struct PowerEstimate {
+  double watts = std::numeric_limits<double>::quiet_NaN();
+  std::string source;      // "counter", "power", or why there is no estimate
+  bool too_short = false;  // the device has a counter, but the span was too short for it
+};
+// The mean power between from_ms and to_ms: the energy counter's advance between its first and
+// its last step inside that span, divided by the time between them, where the two steps are at
+// least a third of the span apart (an H200's counter steps about every 100 ms). A device with a
+// counter whose steps the span does not hold gives none (too_short: run longer); only a device
+// without a counter gives the mean of its power readings inside the span.
+PowerEstimate estimate_power(const std::vector<EnergySample>& samples, double from_ms,
+                             double to_ms);
 
 // What one evaluation found.
 struct Measurement {
@@ -104,6 +130,13 @@ struct Measurement {
   int max_sm_clock_mhz = -1;  // the device's highest SM clock
   int temperature_c = -1;
   std::uint64_t clock_reasons = 0;  // NVML's clock event reasons at that moment (a bit set)
+  // MeasureOptions::energy_ms: the board's mean power while the configuration ran back to back,
+  // and the energy of one run (that power times time_ms); NaN where not measured. energy_source
+  // says how: "counter" (NVML's energy counter), "power" (NVML's power readings, where the
+  // counter did not advance twice within the run), or why there is none.
+  double power_w = std::numeric_limits<double>::quiet_NaN();
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  std::string energy_source;
   // Its sampling stopped at the early cut-off (MeasureOptions::cutoff): samples_ms holds the
   // samples it has.
   bool cut = false;

@@ -44,6 +44,7 @@
 #include "ktune/compiler.h"
 #include "ktune/device_identity.h"
 #include "ktune/device_limits.h"
+#include "ktune/energy.h"
 #include "ktune/problem.h"
 #include "ktune/value.h"
 
@@ -86,6 +87,9 @@ struct BestMeasurement {
   double gflops = 0;
   // The trial's value of the objective the best was chosen by, where that is not time (NaN).
   double objective = std::numeric_limits<double>::quiet_NaN();
+  // Joules per run and the board's mean watts, where energy was measured (schema 11; NaN).
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  double power_w = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Where the answer comes from.
@@ -144,6 +148,11 @@ struct BestConfig {
   // the run that chose it ("GFLOP/s", higher is better).
   std::string objective = "time";
   bool objective_higher_is_better = false;
+  // The policy the answer was chosen by among the problem's time-energy Pareto set
+  // (LookupOptions::policy), and where it could not be applied, why ("no energy was measured
+  // for this problem: the fastest"); empty when it was.
+  std::string policy = "fastest";
+  std::string policy_note;
   BestProvenance provenance;
   std::shared_ptr<const detail::StoredKernel> stored;
 
@@ -158,6 +167,11 @@ struct LookupOptions {
   bool nearest_problem = true;  // allow a problem other than the one asked for
   bool selector = true;         // allow a family's selector (with nearest_problem)
   double max_problem_distance = std::numeric_limits<double>::infinity();
+  // Which configuration of the matched problem's time-energy Pareto set answers (ktune/energy.h;
+  // docs/energy.md): the fastest (the stored best), the least energy, or the least energy
+  // within a slowdown. Where the problem has no set the stored best answers, with
+  // BestConfig::policy_note saying so.
+  EnergyPolicy policy;
 };
 
 class LookupResult {
@@ -250,7 +264,7 @@ class Client {
   // 4 and 5 only added the tuner's claims, run heartbeats and the re-timings' ranking times,
   // which the client does not read; 7 added the families' selectors (read where present); 8
   // the early cut-off's flag on trials (a cut trial is never a best, so never an answer).
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
   static constexpr int kOldestSchemaVersion = 2;
 
   // Opens `db` read-only for the current CUDA device (Error(kDevice) without one) or for a

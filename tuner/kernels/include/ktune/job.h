@@ -41,6 +41,10 @@ struct JobFile {
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
   std::optional<bool> cutoff;  // the early cut-off (MeasureOptions::cutoff)
+  // energy_ms (MeasureOptions::energy_ms) and objective = "time" | "energy" | "edp"
+  // (ktune/objectives.h; resolve_job checks the name)
+  std::optional<double> energy_ms;
+  std::optional<std::string> objective;
   // [compile]: parallel compilations (1-1024; none: one per core, less one), and whether they
   // run on threads of the tuner instead of compile processes
   std::optional<unsigned> compile_threads;
@@ -77,6 +81,8 @@ struct JobOverrides {
   std::optional<double> target_spread, timeout_seconds, sustain_ms;
   std::optional<std::string> flush_l2;
   std::optional<bool> cutoff;             // --no-cutoff: false
+  std::optional<double> energy_ms;        // --energy-ms
+  std::optional<std::string> objective;   // --objective
   std::optional<std::string> verify;      // "device" | "host"
   std::optional<std::string> backend;     // "cuda" | "replay"
   std::optional<std::string> replay;      // a recording: implies the replay backend

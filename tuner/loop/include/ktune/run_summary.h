@@ -49,7 +49,13 @@ struct TuneSummary {
   std::uint64_t trials = 0;                 // told to the strategy
   std::uint64_t measured = 0;               // evaluated by the backend
   std::uint64_t from_database = 0;          // answered from earlier trials
-  std::uint64_t cut = 0;   // measured trials whose sampling the early cut-off stopped
+  std::uint64_t cut = 0;  // measured trials whose sampling the early cut-off stopped
+  // Configurations in the stored time-energy Pareto set after the run (Store::update_pareto);
+  // 0 where no trial has an energy.
+  std::size_t pareto = 0;
+  // Energy was asked for (MeasureOptions::energy_ms) but an ok trial has none: why (the first
+  // such trial's Measurement::energy_source); empty otherwise.
+  std::string energy_missing;
   bool stagnated = false;  // the stagnation stop ended the search (Budget::stagnation)
   // --stop-at-ceiling (TuneOptions::stop_at_ceiling): whether the device's ceilings were stored,
   // whether the kernel's rate could be held against them, the best's fraction of the nearer

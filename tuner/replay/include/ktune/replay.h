@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,10 @@ struct RecordedTrial {
   double time_spread = 0;
   double recorded_ms = 0;  // the recording's own figure: Kernel Tuner's `time` (a mean)
   bool cut = false;        // its sampling was cut early (TrialRecord::cut): "ktune_cut" in a cache
+  // Energy per run (J) and mean power (W) where recorded: Kernel Tuner's NVMLObserver keys
+  // "nvml_energy" and "nvml_power" in a cache; NaN where not.
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  double power_w = std::numeric_limits<double>::quiet_NaN();
   double compile_ms = 0;
   double eval_ms = 0;  // what the original run spent on this configuration, all in
 };

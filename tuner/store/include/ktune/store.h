@@ -198,6 +198,11 @@ struct TrialRecord {
   // The GPU right after the timed samples, read through NVML (schema 10); -1 where not read.
   int sm_clock_mhz = -1;
   int temperature_c = -1;
+  // The board's mean power while the configuration ran back to back and the energy of one run
+  // (power_w times time_ms), through NVML (schema 11, docs/measuring.md#energy); NaN where not
+  // measured.
+  double power_w = std::numeric_limits<double>::quiet_NaN();
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
   // Compilation.
   std::string arch;
   std::string compile_options;  // space-separated
@@ -372,6 +377,17 @@ class Store {
                                  std::int64_t device_id) const;
   // Every best row, optionally for one kernel name.
   std::vector<BestRecord> bests(std::optional<std::string> kernel_name = std::nullopt) const;
+
+  // The time-energy Pareto set of (kernel, device, problem) (schema 11): recomputed from the
+  // latest trial with an energy of each configuration among runs whose replayed flag is
+  // `replayed` (ok, not cut; ktune/energy.h pareto_front), replacing what was stored. Returns
+  // how many configurations it holds; none where no trial has an energy (the set is then
+  // left as it was).
+  std::size_t update_pareto(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
+                            bool replayed = false);
+  // The stored Pareto set's trials, fastest first (empty: none, or a database before schema 11).
+  std::vector<TrialRecord> pareto(std::int64_t kernel_id, std::int64_t device_id,
+                                  std::int64_t problem_id) const;
 
   // Stores a family's selector; returns its id.
   std::int64_t add_selector(const SelectorRecord& selector);
