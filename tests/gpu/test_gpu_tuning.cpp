@@ -514,8 +514,9 @@ TEST_F(Gpu, AnEnergyRunReadsEachConfigurationsPowerAndEnergy) {
   CompilePool pool(4, cache_);
   TuneOptions options;
   options.strategy = "random";
-  options.budget.evaluations = 6;
-  options.retime_top = 2;
+  options.budget.evaluations = 8;
+  // Finalists of different variants and sizes: each one's energy run must use its own buffers.
+  options.retime_top = 4;
   options.measure.energy_ms = 150;
   auto strategy = make_strategy(options.strategy);
   const TuneSummary s = tune(instance, backend, store, *strategy, options, &pool);

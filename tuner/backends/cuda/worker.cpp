@@ -1283,7 +1283,10 @@ protocol::RetimeReply Worker::retime(const protocol::RetimeRequest& request,
       Measurement m = retimed_measurement(rank[i], timed[i], batch[i], flush);
       under_load_ = clocks[i];
       record_clocks(m);
-      measure_energy(loaded[i], m, out.gpu_ms);
+      if (measure_.energy_ms > 0) {
+        prepare_buffers(loaded[i]);  // the buffers are sized for the candidate timed last
+        measure_energy(loaded[i], m, out.gpu_ms);
+      }
       m.phases_ms["sustain"] = sustain_wall_ms;
       out.results.push_back(std::move(m));
     }
