@@ -1,6 +1,6 @@
 -- Schema 11: energy. docs/database.md is the contract.
 --   trials.power_w   the board's mean power (W) while the configuration ran back to back after
---                    its timed samples, read through NVML (docs/measuring.md#energy); NULL where
+--                    its timed samples, read through NVML (docs/energy.md); NULL where
 --                    energy was not measured or could not be read
 --   trials.energy_j  the energy of one run (J): power_w times the trial's time
 --   pareto           per (kernel, device, problem): the configurations no other beats in both

@@ -32,7 +32,6 @@ UNSUPPORTED = {
     "texmem_args": "texture memory arguments are not supported",
     "compiler": "ktune compiles with NVRTC; the compiler argument is not supported",
     "parallel": "parallel (Ray) tuning is not supported",
-    "objectives": "multi-objective tuning is not supported",
     "python_kernel": "Python kernels are not supported",
     "log": "log files are not supported",
     "platform": "platforms are an OpenCL notion; ktune tunes CUDA only",
@@ -692,7 +691,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 block_size_names=None, quiet=False, strategy=None, strategy_options=None,
                 cache=None, metrics=None, simulation_mode=None, objective=None,
                 objective_higher_is_better=None, seed=None, db=None, effort=None,
-                observers=None, defines=None, **unsupported):
+                observers=None, defines=None, objectives=None, **unsupported):
     """Tunes a CUDA kernel as Kernel Tuner's tune_kernel does; returns (results, env).
 
     ktune's own arguments: db (the results database; default $KTUNE_DB or ./ktune.db);
@@ -710,6 +709,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     compiler_options = _compiler_options(compiler_options)
     if verify is not None and not callable(verify):
         raise KtuneError("ktune: verify must be a function verify(answer, gpu_result, atol=...)")
+    if objectives is not None:
+        objective, objective_higher_is_better = _single_objective(objectives)
     objective, higher = _objective(objective, objective_higher_is_better, metrics, observed)
     if simulation_mode and not cache:
         raise KtuneError("ktune: simulation_mode needs a cache file to replay")
@@ -851,6 +852,24 @@ def _with_metrics(results, metrics):
             else:
                 r[name] = fn(r) if callable(fn) else _metric_expression(fn, r)
     return results
+
+
+def _single_objective(objectives):
+    """Kernel Tuner 1.4's objectives={name: higher_is_better} of one entry, as (name, higher):
+    what ktune tunes for. Several entries (a Pareto search) are refused: ktune tunes for one
+    objective and keeps, where energy is measured, the time-energy Pareto set of everything it
+    measured (docs/energy.md)."""
+    if not isinstance(objectives, dict) or not objectives:
+        raise KtuneError("ktune: objectives should be a dict of (objective, higher_is_better) "
+                         "pairs")
+    if len(objectives) > 1:
+        raise KtuneError(f"ktune: objectives with {len(objectives)} entries "
+                         f"({', '.join(map(str, objectives))}): tuning for several objectives at "
+                         "once is not supported; tune for one (objective=...) and, with "
+                         "NVMLObserver(['nvml_energy']), choose among the stored time-energy "
+                         "Pareto set by policy (docs/energy.md)")
+    [(name, higher)] = objectives.items()
+    return name, higher
 
 
 def _objective(objective, higher_is_better, metrics, observed=frozenset()):

@@ -7,7 +7,7 @@ NVMLObserver` (was `from kernel_tuner.observers.register import RegisterObserver
 NVML_SERVED = {"core_freq": "sm_clock_mhz", "temperature": "temperature_c",
                "nvml_energy": "energy_j", "nvml_power": "power_w"}
 # Those that need each configuration's energy measured (a sustained run of it, read through
-# NVML's energy counter: docs/measuring.md#energy).
+# NVML's energy counter: docs/energy.md).
 NVML_ENERGY = {"nvml_energy", "nvml_power"}
 NVML_NOT_SERVED = {
     "power_readings": "the power readings over time are not kept (nvml_power, their mean, is)",

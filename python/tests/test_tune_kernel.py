@@ -311,6 +311,13 @@ class ReplayTest(unittest.TestCase):
         self.assertIsNone(client.best("vector_add", 10000))  # replayed bests never answer
         with self.assertRaisesRegex(ktune.KtuneError, "policy"):
             client.best("vector_add", 10000, policy=5)
+        # Kernel Tuner 1.4's objectives={...} of one entry is that objective; of two, refused.
+        results, env = self.tune(observers=[observer], objectives={"nvml_energy": False})
+        self.assertEqual(env["best_config"]["block_size_x"], 128)
+        with self.assertRaisesRegex(ktune.KtuneError, "objectives with 2 entries"):
+            self.tune(observers=[observer], objectives={"time": False, "nvml_energy": False})
+        with self.assertRaisesRegex(ktune.KtuneError, "objectives should be a dict"):
+            self.tune(objectives=["time"])
         # A metric over the energy is an objective as well: GFLOP/J, higher is better.
         metrics = {"GFLOP/J": lambda p: 10000 / 1e9 / p["nvml_energy"]}
         results, env = self.tune(observers=[observer], metrics=metrics, objective="GFLOP/J")

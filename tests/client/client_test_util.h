@@ -106,6 +106,7 @@ struct BestSpec {
   std::string strategy = "brute_force", strategy_chosen;  // the run's
   Objective objective;                                    // the run's; its value of it:
   double objective_value = std::numeric_limits<double>::quiet_NaN();
+  double energy_j = std::numeric_limits<double>::quiet_NaN();  // the trial's, with its power
 };
 
 // Registers everything a best needs and returns the best trial's id.
@@ -150,6 +151,8 @@ inline std::int64_t add_best(Store& store, const BestSpec& b) {
   t.compile_options = "-std=c++17 --gpu-architecture=" + t.arch;
   t.cubin_hash = b.binary_key;
   t.objective = b.objective_value;
+  t.energy_j = b.energy_j;
+  t.power_w = b.energy_j / (b.time_ms * 1e-3);
   const std::int64_t trial_id = store.add_trial(t);
   store.set_best(trial_id, b.objective);
   store.finish_run(run_id, RunStatus::kFinished, "{}");

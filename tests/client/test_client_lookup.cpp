@@ -28,13 +28,19 @@ class Lookup : public ClientTest {
                    const std::string& config_json =
                        R"({"block_size": 256, "variant": 9, "elements_per_thread": 8})") {
     Store store = Store::open(db_path_);
+    BestSpec b = spec(d, n);
+    b.time_ms = time_ms;
+    b.config_json = config_json;
+    return add_best(store, b);
+  }
+
+  // A best of this kernel on `d` at problem n, the rest as BestSpec has it.
+  BestSpec spec(const DeviceRecord& d, std::int64_t n) const {
     BestSpec b;
     b.kernel_id = kernel_;
     b.device = d;
     b.problem = {{"n", n}};
-    b.time_ms = time_ms;
-    b.config_json = config_json;
-    return add_best(store, b);
+    return b;
   }
 
   Client client(const DeviceRecord& d) { return Client(db_path_, client_device(d)); }
@@ -45,10 +51,7 @@ class Lookup : public ClientTest {
 // A run of auto says in its provenance what auto chose, as reports say it.
 TEST_F(Lookup, ProvenanceOfAnAutoRunNamesTheStrategyItChose) {
   Store store = Store::open(db_path_);
-  BestSpec b;
-  b.kernel_id = kernel_;
-  b.device = h200();
-  b.problem = {{"n", 1 << 20}};
+  BestSpec b = spec(h200(), 1 << 20);
   b.strategy = "auto";
   b.strategy_chosen = "bayes";
   add_best(store, b);
@@ -59,10 +62,7 @@ TEST_F(Lookup, ProvenanceOfAnAutoRunNamesTheStrategyItChose) {
 
 TEST_F(Lookup, ABestSaysWhichObjectiveChoseIt) {
   Store store = Store::open(db_path_);
-  BestSpec b;
-  b.kernel_id = kernel_;
-  b.device = h200();
-  b.problem = {{"n", 1 << 20}};
+  BestSpec b = spec(h200(), 1 << 20);
   b.objective = {"GFLOP/s", true};
   b.objective_value = 812.5;
   add_best(store, b);
@@ -80,6 +80,59 @@ TEST_F(Lookup, ABestSaysWhichObjectiveChoseIt) {
   EXPECT_EQ(by_time->objective, "time");
   EXPECT_FALSE(by_time->objective_higher_is_better);
   EXPECT_TRUE(std::isnan(by_time->measurement.objective));
+}
+
+// A problem whose configurations were measured with their energies answers by the policy asked
+// for among its time-energy Pareto set; one without answers its best and says why.
+TEST_F(Lookup, APolicyChoosesAmongTheProblemsTimeEnergyParetoSet) {
+  Store store = Store::open(db_path_);
+  BestSpec b = spec(h200(), 1 << 20);
+  b.time_ms = 0.050;
+  b.energy_j = 0.040;
+  add_best(store, b);
+  const BestRecord best = store.bests().at(0);
+  // 128: 4% slower, 20% less energy; 64: 30% slower, 40% less; 512: slower and more energy.
+  const std::vector<std::tuple<std::string, double, double>> others = {
+      {"block_size=128,variant=9,elements_per_thread=8", 0.052, 0.032},
+      {"block_size=64,variant=9,elements_per_thread=8", 0.065, 0.024},
+      {"block_size=512,variant=9,elements_per_thread=8", 0.060, 0.045}};
+  for (const auto& [key, ms, joules] : others) {
+    TrialRecord t = best.trial;
+    t.id = 0;
+    t.config_key = key;
+    t.config_json = R"({"block_size": )" + key.substr(11, key.find(',') - 11) +
+                    R"(, "variant": 9, "elements_per_thread": 8})";
+    t.time_ms = ms;
+    t.energy_j = joules;
+    t.power_w = joules / (ms * 1e-3);
+    store.add_trial(t);
+  }
+  EXPECT_EQ(store.update_pareto(best.kernel_id, best.device_id, best.problem_id), 3u);
+  b.problem = {{"n", 1 << 22}};  // a problem without energies
+  b.energy_j = NAN;
+  add_best(store, b);
+
+  Client c = client(h200());
+  const auto pick = [&](const std::string& policy, std::int64_t n = 1 << 20) {
+    LookupOptions o;
+    o.policy = EnergyPolicy::parse(policy);
+    const LookupResult r = c.best("reduce", {{"n", n}}, o);
+    EXPECT_TRUE(r) << r.message;
+    return r.best;
+  };
+  EXPECT_EQ(pick("fastest")->value("block_size"), 256);
+  EXPECT_DOUBLE_EQ(pick("fastest")->measurement.energy_j, 0.040);
+  EXPECT_EQ(pick("least-energy")->value("block_size"), 64);
+  EXPECT_DOUBLE_EQ(pick("least-energy")->measurement.time_ms, 0.065);
+  EXPECT_EQ(pick("least-energy-within=5%")->value("block_size"), 128);
+  EXPECT_EQ(pick("least-energy-within=5%")->policy, "least-energy-within=5%");
+  EXPECT_EQ(pick("least-energy-within=5%")->policy_note, "");
+  EXPECT_EQ(pick("least-energy-within=1%")->value("block_size"), 256);
+  const auto plain = pick("least-energy", 1 << 22);
+  EXPECT_EQ(plain->value("block_size"), 256);
+  EXPECT_NE(plain->policy_note.find("no energy was measured"), std::string::npos)
+      << plain->policy_note;
+  EXPECT_TRUE(std::isnan(plain->measurement.energy_j));
 }
 
 TEST_F(Lookup, ExactDeviceAndProblemWithMeasurementAndProvenance) {
@@ -199,10 +252,7 @@ TEST_F(Lookup, NeverANewerMinorNorAnotherMajor) {
 TEST_F(Lookup, ReplayedRunsNeverAnswer) {
   // The replay backend stores its runs as replayed, under the recording's device and arch.
   Store store = Store::open(db_path_);
-  BestSpec b;
-  b.kernel_id = kernel_;
-  b.device = h200();
-  b.problem = {{"n", 1 << 24}};
+  BestSpec b = spec(h200(), 1 << 24);
   b.replayed = true;
   add_best(store, b);
   Client c = client(h200());
@@ -219,10 +269,7 @@ TEST_F(Lookup, ReplayedRunsNeverAnswer) {
 
 TEST_F(Lookup, TheNoMatchMessageTellsMeasuredDevicesFromReplayedOnes) {
   Store store = Store::open(db_path_);
-  BestSpec b;
-  b.kernel_id = kernel_;
-  b.device = h200();
-  b.problem = {{"n", 1 << 24}};
+  BestSpec b = spec(h200(), 1 << 24);
   b.replayed = true;
   add_best(store, b);
   b.device = h100_sxm();

@@ -93,6 +93,22 @@ TEST_F(EnergyCli, ARunByTimeStoresTheParetoSetAndThePoliciesChooseAmongIt) {
   EXPECT_TRUE(contains(text.out, "block_size_x=64  <-")) << text;
 }
 
+// The report shows each configuration's time against its energy and the Pareto set.
+TEST_F(EnergyCli, TheReportPlotsTimeAgainstEnergyAndListsTheParetoSet) {
+  ASSERT_EQ(tune({}).code, 0);
+  CliResult r = run({"report", "vector_add", "--db", "e.db", "-o", "r.html", "-q"});
+  ASSERT_EQ(r.code, 0) << r;
+  const std::string html = test::read_file(work() / "r.html");
+  EXPECT_TRUE(contains(html, "<h3>Time and energy</h3>"));
+  EXPECT_TRUE(contains(html, "data-kind=\"pareto\""));
+  EXPECT_TRUE(contains(html, "4 configurations with an energy; 3 on the time-energy Pareto set"));
+  r = run({"report", "vector_add", "--db", "e.db", "--format", "md", "-o", "r.md", "-q"});
+  ASSERT_EQ(r.code, 0) << r;
+  const std::string md = test::read_file(work() / "r.md");
+  EXPECT_TRUE(contains(md, "### Time-energy Pareto set")) << md;
+  EXPECT_TRUE(contains(md, "| 1.3 | 260 | 200 | `block_size_x=64` |")) << md;
+}
+
 TEST_F(EnergyCli, TheEnergyObjectiveStoresTheLeastEnergyAsTheBest) {
   CliResult r = tune({"--objective", "energy"});
   ASSERT_EQ(r.code, 0) << r;
@@ -139,6 +155,28 @@ TEST_F(EnergyCli, ARecordingWithoutEnergiesHasNoParetoSetAndThePolicySaysSo) {
                            "brute_force", "--objective", "energy"});
   EXPECT_NE(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out + r.err, "not in the recording")) << r;
+}
+
+// bench-strategies scores strategies on the recorded energies: with --objective energy the
+// optimum is the least energy (64), and a recording without energies is refused by name.
+TEST_F(EnergyCli, BenchStrategiesScoresOnTheRecordedEnergies) {
+  CliResult r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets", "4",
+                     "--replay", "energy.json", "--objective", "energy", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r;
+  EXPECT_TRUE(contains(r.out, "\"optimum_ms\": 0.26")) << r;
+  r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets", "4",
+           "--replay", "energy.json", "--objective", "watts"});
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_TRUE(contains(r.err, "--objective 'watts': expected time, energy or edp")) << r;
+  nlohmann::json d = nlohmann::json::parse(cache_with_energies());
+  for (auto& [key, e] : d["cache"].items()) e.erase("nvml_energy");
+  test::write_file(work() / "plain.json", d.dump());
+  r = run({"bench-strategies", "--strategies", "random", "--seeds", "2", "--budgets", "4",
+           "--replay", "plain.json", "--objective", "energy"});
+  EXPECT_NE(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.err, "holds no energies (nvml_energy)")) << r;
 }
 
 }  // namespace

@@ -60,6 +60,9 @@ po::options_description bench_options() {
                      "configurations asked for at a time")(
       "output,o", po::value<std::string>()->value_name("FILE"),
       "also write the results as JSON to FILE")(
+      "objective", po::value<std::string>()->default_value("time")->value_name("NAME"),
+      "time | energy | edp: what the strategies minimise, from the recordings' times or their "
+      "recorded energies (Kernel Tuner's nvml_energy)")(
       "transfer", po::value<std::size_t>()->implicit_value(kTransferTopK)->value_name("K"),
       "leave one GPU out: open each run with K evaluations of the transfer from the other "
       "recordings of its kernel, then the strategy (K as `tune --warm-start` takes it when not "
@@ -118,6 +121,10 @@ BenchOptions read_bench_options(const po::variables_map& vm, bool quiet) {
   options.budgets = read_counts_list(vm["budgets"].as<std::string>(), "budgets");
   if (vm.count("stagnation"))
     options.stagnation = read_counts_list(vm["stagnation"].as<std::string>(), "stagnation");
+  if (const std::string o = vm["objective"].as<std::string>();
+      o != "time" && o != "energy" && o != "edp")
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--objective '{}': expected time, energy or edp", o));
   read_counts(vm, options);
   if (vm.count("strategy-option"))
     options.strategy_options =
@@ -156,7 +163,8 @@ Spaces read_spaces(const po::variables_map& vm, bool quiet) {
   for (const auto& path : vm["replay"].as<std::vector<std::string>>()) {
     try {
       const Recording recording = read_recording(path);
-      BenchSpace space = bench_space_from_recording(recording, registry.get(), space_name(path));
+      BenchSpace space = bench_space_from_recording(recording, registry.get(), space_name(path),
+                                                    vm["objective"].as<std::string>());
       TransferSource source = transfer_source(recording);
       out.spaces.push_back(std::move(space));
       out.sources.push_back(std::move(source));

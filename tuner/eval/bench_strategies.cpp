@@ -81,7 +81,17 @@ BenchSpace make_bench_space(std::string name, std::shared_ptr<const SearchSpace>
 }
 
 BenchSpace bench_space_from_recording(const Recording& recording, const Registry* registry,
-                                      std::string name) {
+                                      std::string name, const std::string& objective) {
+  if (objective != "time" && objective != "energy" && objective != "edp")
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--objective '{}': expected time, energy or edp", objective));
+  const bool by_time = objective == "time";
+  if (!by_time && std::none_of(recording.trials.begin(), recording.trials.end(),
+                               [](const RecordedTrial& t) { return std::isfinite(t.energy_j); }))
+    throw Error(ErrorKind::kInput,
+                fmt::format("{}: the recording holds no energies (nvml_energy) for objective {}",
+                            recording.path, objective));
+  std::uint64_t without_energy = 0;
   ReplayTarget target = replay_target(recording, registry);
   auto instance = std::make_shared<KernelInstance>(target.kernel, target.problem, target.limits);
   std::shared_ptr<const SearchSpace> space(instance, &instance->space());
@@ -89,21 +99,32 @@ BenchSpace bench_space_from_recording(const Recording& recording, const Registry
   ReplayBackend backend(std::shared_ptr<const Recording>(std::shared_ptr<void>(), &recording));
   backend.bind(*space);
   std::uint64_t missing = 0;
-  BenchSpace s =
-      make_bench_space(name.empty() ? recording.kernel_name + "@" + recording.device_name : name,
-                       space, [&](const Config& c) {
-                         const Measurement m = backend.evaluate(c, nullptr);
-                         if (m.status == TrialStatus::kInvalid && m.error == "not in the recording")
-                           ++missing;
-                         Outcome o;
-                         o.status = m.status;
-                         o.time_ms = m.time_ms;
-                         return o;
-                       });
+  BenchSpace s = make_bench_space(
+      name.empty() ? recording.kernel_name + "@" + recording.device_name : name, space,
+      [&](const Config& c) {
+        const Measurement m = backend.evaluate(c, nullptr);
+        if (m.status == TrialStatus::kInvalid && m.error == "not in the recording") ++missing;
+        Outcome o;
+        o.status = m.status;
+        o.time_ms = m.time_ms;
+        if (!by_time && o.status == TrialStatus::kOk) {
+          o.time_ms = objective == "energy" ? m.energy_j : m.energy_j * m.time_ms * 1e-3;
+          if (!std::isfinite(o.time_ms)) {
+            o.status = TrialStatus::kLaunchFailed;
+            ++without_energy;
+          }
+        }
+        return o;
+      });
   s.kernel = recording.kernel_name;
   s.device = recording.device_name;
   s.notes = recording.notes;
   s.notes.insert(s.notes.end(), target.notes.begin(), target.notes.end());
+  if (without_energy > 0)
+    s.notes.push_back(
+        fmt::format("warning: {}: {} configurations have no recorded energy (failures "
+                    "to the {} objective)",
+                    s.name, without_energy, objective));
   if (missing > 0)
     s.notes.push_back(
         fmt::format("warning: {}: {} of {} valid configurations are not in the recording (answered "

@@ -572,6 +572,15 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
     return x->time_ms < y->time_ms;
   });
   if (!a.best && !ok.empty()) a.best = *ok.front();
+  std::map<std::string, const TrialRecord*> energy;  // config key -> latest trial with one
+  for (const auto* by : {&latest, &retimed})
+    for (const auto& [key, t] : *by)
+      if (timed_ok(*t) && !t->cut && std::isfinite(t->energy_j) &&
+          (!energy.count(key) || energy[key]->id < t->id))
+        energy[key] = t;
+  for (const auto& [key, t] : energy) a.with_energy.push_back(*t);
+  if (a.best && a.best_is_stored)
+    a.pareto = store.pareto(a.best->kernel_id, a.best->device_id, a.best->problem_id);
   rank_top(a, ok, retimed, options.top);
   sort_failures(a, failures);
   return a;

@@ -521,6 +521,26 @@ void study_cards(std::string& o, const ReportStudy& s) {
   o += "</div>\n";
 }
 
+// Time against energy, where configurations have an energy: the plot and the Pareto set.
+void energy_section(std::string& o, const DeviceAnalysis& a, const std::string& on) {
+  if (a.with_energy.empty()) return;
+  o += "<h3>Time and energy" + html_escape(on) + "</h3>\n";
+  o += fmt::format(
+      "<p class=\"note\">{} configurations with an energy; {} on the time-energy Pareto set "
+      "(<code>ktune best --policy</code> chooses among it).</p>\n",
+      a.with_energy.size(), a.pareto.size());
+  o += "<div class=\"plots\"><figure>" +
+       svg_pareto("time against energy per run", a.with_energy, a.pareto) + "</figure></div>\n";
+  if (a.pareto.empty()) return;
+  o += "<table><tr><th>time (ms)</th><th>energy (mJ)</th><th>power (W)</th><th>configuration</th>"
+       "</tr>\n";
+  for (const TrialRecord& t : a.pareto)
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+                     format_number(t.time_ms, 4), format_number(t.energy_j * 1e3, 4),
+                     format_number(t.power_w, 3), html_escape(t.config_key));
+  o += "</table>\n";
+}
+
 // The sections of one device's analysis; `on` names the device where the study has several.
 void device_sections(std::string& o, const DeviceAnalysis& a, const std::string& on,
                      const ReportOptions& opt) {
@@ -539,6 +559,7 @@ void device_sections(std::string& o, const DeviceAnalysis& a, const std::string&
   o += "<h3>Top configurations" + html_escape(on) + "</h3>\n";
   top_table(o, a);
   finalists_table(o, a);
+  energy_section(o, a, on);
   o += "<h3>Failures" + html_escape(on) + "</h3>\n";
   failures(o, a);
 }

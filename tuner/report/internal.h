@@ -56,6 +56,9 @@ std::string svg_convergence(const std::string& title, const std::vector<Series>&
 std::string svg_effect(const ParameterEffect& effect, double lo_ms, double hi_ms, int max_points);
 std::string svg_importance(const std::vector<ParameterEffect>& effects, double explained);
 std::string svg_status(const std::map<TrialStatus, std::size_t>& by_status);
+// Each configuration's time against its energy per run, the Pareto set joined by a line.
+std::string svg_pareto(const std::string& title, const std::vector<TrialRecord>& all,
+                       const std::vector<TrialRecord>& front);
 // A family (ReportFamily): the best time at each tuned size, and the selector's pick at each
 // size left out against that size's best (a dashed line at 0.97); two <svg> elements.
 std::string svg_family(const ReportFamily& family);

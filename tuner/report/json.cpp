@@ -53,6 +53,12 @@ json device_json(const DeviceAnalysis& a) {
     j["best"] = trial_json(*a.best);
     j["best"]["stored"] = a.best_is_stored;
   }
+  if (!a.with_energy.empty()) j["with_energy"] = a.with_energy.size();
+  for (const TrialRecord& t : a.pareto)
+    j["pareto"].push_back({{"key", t.config_key},
+                           {"time_ms", number(t.time_ms)},
+                           {"energy_j", number(t.energy_j)},
+                           {"power_w", number(t.power_w)}});
   for (const ParameterEffect& e : a.effects)
     j["parameters"].push_back(
         {{"name", e.name}, {"importance", number(e.importance)}, {"best_value", e.best_value}});

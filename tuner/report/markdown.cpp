@@ -324,6 +324,17 @@ std::string render_markdown(const Report& report) {
       effects(o, a);
       o += fmt::format("### Top configurations{}\n\n", on);
       top(o, a);
+      if (!a.pareto.empty()) {
+        o += fmt::format("### Time-energy Pareto set{}\n\n", on);
+        o += fmt::format("{} configurations with an energy; these {} no other beats in both:\n\n",
+                         a.with_energy.size(), a.pareto.size());
+        o += "| time (ms) | energy (mJ) | power (W) | configuration |\n| --- | --- | --- | --- |\n";
+        for (const TrialRecord& t : a.pareto)
+          o += fmt::format("| {} | {} | {} | `{}` |\n", format_number(t.time_ms, 4),
+                           format_number(t.energy_j * 1e3, 4), format_number(t.power_w, 3),
+                           t.config_key);
+        o += "\n";
+      }
       o += fmt::format("### Failures{}\n\n", on);
       failures(o, a);
     }

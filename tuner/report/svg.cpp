@@ -549,6 +549,36 @@ std::string svg_family(const ReportFamily& f) {
   return o;
 }
 
+std::string svg_pareto(const std::string& title, const std::vector<TrialRecord>& all,
+                       const std::vector<TrialRecord>& front) {
+  const double W = 460, H = 280, left = 64, right = 16, top = 24, bottom = 48;
+  double lo_t = std::numeric_limits<double>::infinity(), hi_t = 0, lo_e = lo_t, hi_e = 0;
+  for (const auto* set : {&all, &front})
+    for (const TrialRecord& t : *set) {
+      lo_t = std::min(lo_t, t.time_ms), hi_t = std::max(hi_t, t.time_ms);
+      lo_e = std::min(lo_e, t.energy_j * 1e3), hi_e = std::max(hi_e, t.energy_j * 1e3);
+    }
+  const Scale x = make_scale(lo_t, hi_t, left, W - right, true);
+  const Scale y = make_scale(lo_e, hi_e, H - bottom, top, true);
+  std::string o = svg_open(W, H, title, "pareto");
+  o += axes(x, y, ticks_of(x, 5), ticks_of(y, 5), "time per run (ms)", "energy per run (mJ)");
+  o += "<g class=\"data\">\n";
+  std::vector<std::pair<double, double>> pts, best;
+  for (const TrialRecord& t : all) pts.emplace_back(x(t.time_ms), y(t.energy_j * 1e3));
+  o += dots(pts, series_color(0), 5, 0.45);
+  std::string line;
+  for (const TrialRecord& t : front) {
+    best.emplace_back(x(t.time_ms), y(t.energy_j * 1e3));
+    line += fmt::format("{}{} {}", line.empty() ? "M" : "L", num(best.back().first),
+                        num(best.back().second));
+  }
+  if (!line.empty())
+    o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\"/>\n", line, series_color(1));
+  o += dots(best, series_color(1), 8, 1);
+  o += "</g>\n</svg>\n";
+  return o;
+}
+
 std::string svg_status(const std::map<TrialStatus, std::size_t>& by_status) {
   std::size_t total = 0;
   for (const auto& [s, n] : by_status) total += n;

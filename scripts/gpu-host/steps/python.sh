@@ -3,8 +3,8 @@
 
 # step kt-examples: Kernel Tuner's examples run by Kernel Tuner and, with the import line changed, by the ktune Python package: the best configuration each prints and its wall time
 # param peer=.peers/kernel_tuner: the Kernel Tuner folder, with examples/ and site/
-# param examples=vector_add,vector_add_metric,stencil,matmul,convolution,reduction: the examples (examples/NAME.py); one the folder lacks is logged and skipped
-# param runners=kernel_tuner,ktune: who runs them: kernel_tuner (as written), ktune (`from ktune import tune_kernel`, `import ktune as kernel_tuner`)
+# param examples=vector_add,vector_add_metric,vector_add_observers,stencil,matmul,convolution,reduction: the examples (examples/NAME.py); one the folder lacks is logged and skipped
+# param runners=kernel_tuner,ktune: who runs them: kernel_tuner (as written), ktune (`from ktune import tune_kernel`, `import ktune as kernel_tuner`, the observers from `ktune.observers`)
 step_kt_examples() {
   local kt ex pypath name variants runner variant t0 rc wall best
   kt=$(cd "${P[peer]}" 2>/dev/null && pwd)
@@ -19,7 +19,10 @@ step_kt_examples() {
       continue
     fi
     sed -e 's/^from kernel_tuner import tune_kernel$/from ktune import tune_kernel/' \
-      -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' "$ex/$name.py" >"$ex/${name}_ktune.py"
+      -e 's/^import kernel_tuner$/import ktune as kernel_tuner/' \
+      -e 's/^from kernel_tuner.observers.nvml import NVMLObserver$/from ktune.observers import NVMLObserver/' \
+      -e 's/^from kernel_tuner.observers.register import RegisterObserver$/from ktune.observers import RegisterObserver/' \
+      "$ex/$name.py" >"$ex/${name}_ktune.py"
     variants=""
     for runner in ${P[runners]//,/ }; do
       case $runner in kernel_tuner) variants+=" $name" ;; ktune) variants+=" ${name}_ktune" ;; esac

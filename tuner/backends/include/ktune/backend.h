@@ -57,7 +57,7 @@ struct MeasureOptions {
   // times that best stops sampling (Measurement::cut). false: every configuration gets every
   // sample. Re-timings never cut.
   bool cutoff = true;
-  // Energy (docs/measuring.md#energy): after its timed samples a configuration runs back to
+  // Energy (docs/energy.md): after its timed samples a configuration runs back to
   // back for this much GPU time while NVML's energy counter is read, read-only; 0: no energy
   // is measured. kDefaultEnergyMs is what an objective that needs energy turns on.
   double energy_ms = 0;

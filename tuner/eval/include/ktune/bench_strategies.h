@@ -44,9 +44,13 @@ struct BenchSpace {
 // Builds a BenchSpace; `outcome` gives the recorded outcome of each valid configuration.
 BenchSpace make_bench_space(std::string name, std::shared_ptr<const SearchSpace> space,
                             const std::function<Outcome(const Config&)>& outcome);
-// The space of a recording as replay_target() builds it, answered by a ReplayBackend.
+// The space of a recording as replay_target() builds it, answered by a ReplayBackend. With
+// objective "energy" (joules per run) or "edp" (joules times seconds per run) each outcome is
+// that value of the recorded energies (Kernel Tuner's nvml_energy) instead of the time, and a
+// configuration recorded without an energy is a failure; Error(kInput) for a recording without
+// any energy, Error(kUsage) for another name.
 BenchSpace bench_space_from_recording(const Recording& recording, const Registry* registry,
-                                      std::string name = {});
+                                      std::string name = {}, const std::string& objective = "time");
 
 struct BenchOptions {
   std::vector<std::string> strategies;

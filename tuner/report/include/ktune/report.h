@@ -113,6 +113,11 @@ struct DeviceAnalysis {
   std::vector<FailureGroup> failures;  // largest first
   std::optional<TrialRecord> best;     // stored best, else the fastest ok trial
   bool best_is_stored = false;
+  // Time against energy (docs/energy.md), where trials have an energy: each configuration's
+  // latest trial with one (a re-timing over a search trial), and the stored Pareto set,
+  // fastest first.
+  std::vector<TrialRecord> with_energy;
+  std::vector<TrialRecord> pareto;
   // Whether `trial` is the stored best itself (a finalist the re-timing ranked fastest need not
   // have the fastest time).
   bool is_stored_best(const TrialRecord& trial) const {

@@ -199,7 +199,7 @@ struct TrialRecord {
   int sm_clock_mhz = -1;
   int temperature_c = -1;
   // The board's mean power while the configuration ran back to back and the energy of one run
-  // (power_w times time_ms), through NVML (schema 11, docs/measuring.md#energy); NaN where not
+  // (power_w times time_ms), through NVML (schema 11, docs/energy.md); NaN where not
   // measured.
   double power_w = std::numeric_limits<double>::quiet_NaN();
   double energy_j = std::numeric_limits<double>::quiet_NaN();
