@@ -83,12 +83,12 @@ ELEMENT_TYPES = {
     numpy.dtype(numpy.float64): "float64",
 }
 
-# Kernel Tuner 1.4's objectives whose direction it knows (util.objective_default_map); any other
-# needs objective_higher_is_better.
 # GPU milliseconds each configuration runs back to back while NVML's energy counter is read,
 # where an NVMLObserver asks for energy or power (ktune tune's --energy-ms default for energy).
 ENERGY_MS = 300.0
 
+# Kernel Tuner 1.4's objectives whose direction it knows (util.objective_default_map); any other
+# needs objective_higher_is_better.
 OBJECTIVE_DIRECTIONS = {
     "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
     "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True, "GFLOPS/W": True,

@@ -129,6 +129,8 @@ ktune::JobOverrides overrides_of(const TuneRequest& r) {
   o.budget_seconds = r.budget_seconds;
   o.samples = r.samples;
   o.energy_ms = r.energy_ms;
+  // ktune's own objectives (energy, edp) are resolved with the job, as --objective is.
+  if (r.objective != "time" && ktune::is_builtin_objective(r.objective)) o.objective = r.objective;
   o.effort = r.effort;
   o.seed = r.seed;
   o.replay = r.replay;
@@ -219,11 +221,10 @@ py::dict tune(const TuneRequest& r, py::object check, py::object progress, py::o
   if (r.compile_processes > 0) options.compile_threads = static_cast<unsigned>(r.compile_processes);
   options.host_check = host_check(std::move(check));
   options.fetch_outputs = r.fetch_outputs;
-  options.objective = {r.objective.empty() ? std::string("time") : r.objective,
-                       r.objective_higher_is_better};
-  // ktune's own objectives (energy, edp) compute their value in the engine.
-  if (!options.objective.is_time() && objective.is_none() &&
-      !ktune::is_builtin_objective(r.objective))
+  if (!ktune::is_builtin_objective(r.objective))
+    options.objective = {r.objective.empty() ? std::string("time") : r.objective,
+                         r.objective_higher_is_better};
+  if (!options.objective.is_time() && objective.is_none())
     throw ktune::Error(ktune::ErrorKind::kUsage,
                        "objective '" + r.objective + "' needs tune()'s objective function");
   options.objective_value = objective_value(r, std::move(objective));

@@ -90,6 +90,26 @@ TEST_F(StoreEnergy, TheSchemaRefusesASetMemberWithoutAnEnergy) {
   EXPECT_THROW(q.exec(), SQLite::Exception);
 }
 
+// Replayed and measured runs of one (kernel, device, problem) keep sets of their own: a
+// recording's energies never answer for a measurement, nor the other way round.
+TEST_F(StoreEnergy, ReplayedAndMeasuredRunsKeepSetsOfTheirOwn) {
+  Store store = Store::open(db_path_);
+  const Seeded measured = seed(store);
+  store.add_trial(with_energy(measured, "b=256", 1.0, 0.40));
+  RunRecord run = *store.run(measured.run);
+  run.id = 0;
+  run.replayed = true;
+  Seeded replayed = measured;
+  replayed.run = store.begin_run(run);
+  store.add_trial(with_energy(replayed, "b=128", 0.9, 0.30));  // beats 256 in both
+  EXPECT_EQ(store.update_pareto(measured.kernel, measured.device, measured.problem, false), 1u);
+  EXPECT_EQ(store.update_pareto(measured.kernel, measured.device, measured.problem, true), 1u);
+  EXPECT_EQ(keys_of(store.pareto(measured.kernel, measured.device, measured.problem, false)),
+            (std::vector<std::string>{"b=256"}));
+  EXPECT_EQ(keys_of(store.pareto(measured.kernel, measured.device, measured.problem, true)),
+            (std::vector<std::string>{"b=128"}));
+}
+
 TEST_F(StoreEnergy, MergeRecomputesTheSetFromBothDatabases) {
   const auto run_on = [&](const std::string& name, const std::string& host,
                           const std::vector<std::tuple<std::string, double, double>>& trials) {

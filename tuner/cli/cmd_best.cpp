@@ -72,7 +72,8 @@ struct Found {
 
 Found with_policy(const Store& store, BestRecord b, const EnergyPolicy& policy) {
   Found f;
-  f.pareto = store.pareto(b.kernel_id, b.device_id, b.problem_id);
+  const auto run = store.run(b.trial.run_id);
+  f.pareto = store.pareto(b.kernel_id, b.device_id, b.problem_id, run && run->replayed);
   if (!policy.fastest()) {
     std::vector<TimeEnergy> points;
     for (const TrialRecord& t : f.pareto) points.push_back({t.time_ms, t.energy_j});

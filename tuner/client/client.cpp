@@ -476,8 +476,9 @@ std::int64_t Client::Impl::policy_trial(const Candidate& c, const EnergyPolicy& 
   }
   auto q = db.query("best",
                     "SELECT t.id, t.time_ms, t.energy_j FROM pareto pa JOIN trials t ON t.id = "
-                    "pa.trial_id WHERE pa.kernel_id = ? AND pa.device_id = ? AND pa.problem_id = ? "
-                    "AND t.status = 0 ORDER BY t.id");
+                    "pa.trial_id JOIN runs r ON r.id = t.run_id WHERE pa.kernel_id = ? AND "
+                    "pa.device_id = ? AND pa.problem_id = ? AND t.status = 0 AND r.replayed = 0 "
+                    "ORDER BY t.id");
   q.bind(1, c.kernel_id);
   q.bind(2, c.device_id);
   q.bind(3, c.problem_id);

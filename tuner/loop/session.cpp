@@ -13,7 +13,6 @@
 #include "ktune/cuda_backend.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
-#include "ktune/objectives.h"
 #include "ktune/setup.h"
 #include "ktune/trace.h"
 
@@ -212,18 +211,11 @@ void Session::Impl::start(const Registry& registry, Impl* previous) {
   driver.reset();
   setup.job.options.measure.fetch_outputs = options.fetch_outputs;
   setup.job.options.seeds = options.seeds;
-  // The caller's objective (the Python package's) over the job's; one of ktune's own by name
-  // computes its value itself and measures energy where it needs it.
+  // The caller's own objective (the Python package's, over Kernel Tuner's metrics) over the
+  // job's; ktune's own objectives come through JobOverrides::objective instead.
   if (!options.objective.is_time() || options.objective_value) {
-    TuneOptions& run = setup.job.options;
-    run.objective = options.objective;
-    run.objective_value = options.objective_value;
-    if (!run.objective_value && is_builtin_objective(run.objective.name)) {
-      const BuiltinObjective b = builtin_objective(run.objective.name, "objective");
-      run.objective_value = b.value;
-      if (b.needs_energy && run.measure.energy_ms <= 0)
-        run.measure.energy_ms = MeasureOptions::kDefaultEnergyMs;
-    }
+    setup.job.options.objective = options.objective;
+    setup.job.options.objective_value = options.objective_value;
   }
   if (!options.listed.empty()) list_configs();
   step_done("the device and the kernel's space");

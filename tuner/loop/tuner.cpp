@@ -848,6 +848,10 @@ class TuningRun {
 
 }  // namespace
 
+namespace {
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
+}  // namespace
+
 json summary_json(const TuneSummary& m) {
   json s;
   s["run_id"] = m.run_id;
@@ -892,14 +896,14 @@ json summary_json(const TuneSummary& m) {
                  {"key", m.best->config_key},
                  {"time_ms", m.best->time_ms},
                  {"gbps", m.best->gbps},
-                 {"energy_j", std::isfinite(m.best->energy_j) ? json(m.best->energy_j) : json()},
-                 {"power_w", std::isfinite(m.best->power_w) ? json(m.best->power_w) : json()},
+                 {"energy_j", finite_or_null(m.best->energy_j)},
+                 {"power_w", finite_or_null(m.best->power_w)},
                  {"trial_id", m.best->id}};
   for (const auto& f : m.finalists)
     s["finalists"].push_back({{"key", f.config_key},
                               {"time_ms", f.time_ms},
                               {"gbps", f.gbps},
-                              {"energy_j", std::isfinite(f.energy_j) ? json(f.energy_j) : json()}});
+                              {"energy_j", finite_or_null(f.energy_j)}});
   return s;
 }
 

@@ -579,8 +579,11 @@ DeviceAnalysis analyse_device(const Store& store, const ReportStudy& study, std:
           (!energy.count(key) || energy[key]->id < t->id))
         energy[key] = t;
   for (const auto& [key, t] : energy) a.with_energy.push_back(*t);
-  if (a.best && a.best_is_stored)
-    a.pareto = store.pareto(a.best->kernel_id, a.best->device_id, a.best->problem_id);
+  if (a.best && a.best_is_stored) {
+    const auto run = store.run(a.best->run_id);
+    a.pareto = store.pareto(a.best->kernel_id, a.best->device_id, a.best->problem_id,
+                            run && run->replayed);
+  }
   rank_top(a, ok, retimed, options.top);
   sort_failures(a, failures);
   return a;

@@ -1176,16 +1176,18 @@ std::size_t Store::update_pareto(std::int64_t kernel_id, std::int64_t device_id,
 }
 
 std::vector<TrialRecord> Store::pareto(std::int64_t kernel_id, std::int64_t device_id,
-                                       std::int64_t problem_id) const {
+                                       std::int64_t problem_id, bool replayed) const {
   if (impl_->schema_version < 11) return {};
   return impl_->guard("pareto", [&] {
     Cached q = impl_->statement(select_from(
         kTrialColumns, "trials",
         "WHERE id IN (SELECT trial_id FROM pareto WHERE kernel_id = ?1 AND device_id = ?2 AND "
-        "problem_id = ?3) ORDER BY time_ms, id"));
+        "problem_id = ?3) AND run_id IN (SELECT id FROM runs WHERE replayed = ?4) "
+        "ORDER BY time_ms, id"));
     q->bind(1, kernel_id);
     q->bind(2, device_id);
     q->bind(3, problem_id);
+    q->bind(4, replayed ? 1 : 0);
     std::vector<TrialRecord> out;
     while (q->executeStep()) out.push_back(read_trial(*q));
     return out;

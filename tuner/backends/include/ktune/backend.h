@@ -132,8 +132,8 @@ struct Measurement {
   std::uint64_t clock_reasons = 0;  // NVML's clock event reasons at that moment (a bit set)
   // MeasureOptions::energy_ms: the board's mean power while the configuration ran back to back,
   // and the energy of one run (that power times time_ms); NaN where not measured. energy_source
-  // says how: "counter" (NVML's energy counter), "power" (NVML's power readings, where the
-  // counter did not advance twice within the run), or why there is none.
+  // says how: "counter" (NVML's energy counter), "power" (NVML's power readings, on a device
+  // without a counter), "recorded" (replayed), or why there is none.
   double power_w = std::numeric_limits<double>::quiet_NaN();
   double energy_j = std::numeric_limits<double>::quiet_NaN();
   std::string energy_source;

@@ -385,9 +385,10 @@ class Store {
   // left as it was).
   std::size_t update_pareto(std::int64_t kernel_id, std::int64_t device_id, std::int64_t problem_id,
                             bool replayed = false);
-  // The stored Pareto set's trials, fastest first (empty: none, or a database before schema 11).
+  // The stored Pareto set's trials among runs whose replayed flag is `replayed` (the set
+  // update_pareto made for them), fastest first (empty: none, or a database before schema 11).
   std::vector<TrialRecord> pareto(std::int64_t kernel_id, std::int64_t device_id,
-                                  std::int64_t problem_id) const;
+                                  std::int64_t problem_id, bool replayed = false) const;
 
   // Stores a family's selector; returns its id.
   std::int64_t add_selector(const SelectorRecord& selector);
